@@ -1,0 +1,26 @@
+// spmd/core/config.hpp — portability macros and the library's scalar types.
+#pragma once
+
+#include <cstdint>
+
+// Every function of the layout core is usable on the host, at compile time and
+// in CUDA device code. SPMD_HD marks them for nvcc; for other compilers it is empty.
+#if defined(__CUDACC__)
+#define SPMD_HD __host__ __device__
+#else
+#define SPMD_HD
+#endif
+
+namespace spmd {
+
+/// Signed 64-bit index: extents, offsets, ranks. Signed so that differences and
+/// sentinels (`dyn`, "no rank") are ordinary values, as in mdspan's index_type.
+using index_t = std::int64_t;
+
+/// Capacities of the value-level encodings (placement lists, shapes). Types at the
+/// surface may be any size up to these; the algorithms run over fixed-capacity
+/// vectors so one instantiation serves every rank, at compile time and at run time.
+inline constexpr int max_mesh_dims = 8;
+inline constexpr int max_tensor_dims = 8;
+
+}  // namespace spmd
