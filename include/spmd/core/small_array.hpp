@@ -44,7 +44,7 @@ using dims = sarray<index_t, R>;
 /// Vector of at most Cap values; the size is part of the value.
 template <class T, int Cap>
 struct svec {
-  T elems[Cap]{};
+  T elems[static_cast<std::size_t>(Cap)]{};
   int n = 0;
 
   SPMD_HD constexpr int size() const { return n; }
