@@ -66,6 +66,9 @@ class layout {
   static_assert(is_extents_v<Extents>,
                 "spmd::layout: the third argument must be spmd::extents<...>.");
   using check = detail::checked_spec<Mesh, Placements, Extents::rank()>;
+  // Instantiate the checks with the class, so an invalid layout fails as soon as it is
+  // named in a declaration, not only when a member is called.
+  static_assert(sizeof(check) > 0);
 
   [[no_unique_address]] Extents ext_{};
 

@@ -35,8 +35,8 @@ SPMD_HD constexpr const char* describe(layout_error e) {
     case layout_error::shard_dim_out_of_range: return "a shard dim is outside the tensor's dims";
     case layout_error::mixed_partial_ops: return "two different partial ops in one layout";
     case layout_error::inconsistent_shard_order:
-      return "inconsistent shard order: the positions given for one tensor dim must be 0..k-1 "
-             "for its k shards, each once, on all of them or on none";
+      return "inconsistent shard order; the positions given to the shards of one tensor dim "
+             "must be 0..k-1, each once, on all of them or on none";
     case layout_error::bad_mesh_shape: return "a mesh needs 1 to 8 dims, each of size >= 1";
     case layout_error::too_many_tensor_dims: return "a tensor may have at most 8 dims";
   }
@@ -135,7 +135,8 @@ SPMD_HD constexpr spec_result make_spec(const mesh_shape_vec& mesh, const placem
     }
     for (int m = 0; m < p.size(); ++m) {
       if (!p[m].is_shard(d)) continue;
-      if (given != count || p[m].order >= count) return fail(layout_error::inconsistent_shard_order, m);
+      if (given != count || p[m].order < 0 || p[m].order >= count)
+        return fail(layout_error::inconsistent_shard_order, m);
       for (int k = 0; k < m; ++k)
         if (p[k].is_shard(d) && p[k].order == p[m].order)
           return fail(layout_error::inconsistent_shard_order, m);

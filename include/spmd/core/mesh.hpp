@@ -186,7 +186,8 @@ struct basic_mesh<shape_list<S...>, name_list<N...>, rank_list<R...>> {
   }
   template <class... Axes>
   static constexpr dim_mask mask_of_axes() {
-    constexpr int d[]{dim<Axes>()...};
+    static_assert(sizeof...(Axes) > 0, "spmd::mesh: a sub-mesh needs at least one mesh dim.");
+    constexpr int d[]{dim<Axes>()..., 0};
     constexpr bool in_order = [&] {
       for (std::size_t i = 1; i < sizeof...(Axes); ++i)
         if (d[i] <= d[i - 1]) return false;
@@ -218,9 +219,22 @@ struct basic_mesh<shape_list<S...>, name_list<N...>, rank_list<R...>> {
   /// the plain mesh type of the group that holds Rank.
   template <fixed_string... Names>
   using sub = submesh<basic_mesh, mask<Names...>()>;
-  /// The same by dim indices.
+  /// The same by dim indices (in mesh order).
   template <int... Dims>
-  using sub_dims = submesh<basic_mesh, ((1u << Dims) | ... | 0u)>;
+  static constexpr dim_mask sub_dims_mask() {
+    static_assert(sizeof...(Dims) > 0, "spmd::mesh: a sub-mesh needs at least one mesh dim.");
+    static_assert(((Dims >= 0 && Dims < ndim) && ...), "spmd::mesh: a sub-mesh dim is outside the mesh.");
+    constexpr int d[]{Dims..., 0};
+    constexpr bool in_order = [&] {
+      for (std::size_t i = 1; i < sizeof...(Dims); ++i)
+        if (d[i] <= d[i - 1]) return false;
+      return true;
+    }();
+    static_assert(in_order, "spmd::mesh: name sub-mesh dims in mesh order, each once.");
+    return ((1u << Dims) | ... | 0u);
+  }
+  template <int... Dims>
+  using sub_dims = submesh<basic_mesh, sub_dims_mask<Dims...>()>;
 };
 
 /// The plain spelling: `spmd::mesh<2, 4>`.
