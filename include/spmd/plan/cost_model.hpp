@@ -1,0 +1,58 @@
+// spmd/plan/cost_model.hpp — what a redistribute step costs, for choosing between plans.
+//
+// Time of a collective = a fixed cost + a cost per hop (ring step) + the bytes one rank
+// moves over the link bandwidth. The constants are those of PyTorch's graph planner for
+// ranks in one host, so spmd and DTensor rank plans alike; local steps cost nothing.
+//
+// Bytes are estimated as fractions of the global tensor under even splits (a rank's block
+// under state X is 1 / prod(mesh sizes of X's sharded mesh dims) of it), so the search
+// needs no per-rank arithmetic. Reported byte counts (CLI, counters) are exact boxes.
+#pragma once
+
+#include "spmd/core/layout_spec.hpp"
+#include "spmd/plan/state.hpp"
+#include "spmd/plan/step.hpp"
+
+namespace spmd {
+
+struct cost_model {
+  double collective_us = 6.6;  // fixed cost of launching one collective
+  double hop_us = 0.6;         // per ring step
+  double bytes_per_us = 88e3;  // link bandwidth: 88 GB/s
+};
+
+/// Global tensor size the planner assumes when an extent is only known at run time:
+/// large enough that bandwidth, not latency, decides.
+inline constexpr double nominal_dynamic_bytes = 64.0 * 1024 * 1024;
+
+namespace plan_detail {
+
+/// Fraction of the global tensor one rank holds in state s (even splits).
+constexpr double block_fraction(state s, const mesh_shape_vec& mesh) {
+  double f = 1;
+  for (int m = 0; m < mesh.size(); ++m)
+    if (is_shard(code(s, m))) f /= static_cast<double>(mesh[m]);
+  return f;
+}
+
+/// Estimated microseconds of a step over `group_size` ranks from state `from`.
+constexpr double step_cost_us(step_kind kind, state from, const mesh_shape_vec& mesh,
+                              double group_size, double global_bytes, const cost_model& cm) {
+  if (!is_collective(kind)) return 0;
+  const double f = block_fraction(from, mesh), n = group_size;
+  double fraction = 0, hops = n - 1;
+  switch (kind) {
+    case step_kind::all_gather: fraction = f * (n - 1); break;
+    case step_kind::all_to_all:
+    case step_kind::reduce_scatter: fraction = f * (n - 1) / n; break;
+    case step_kind::all_reduce:
+      fraction = 2 * f * (n - 1) / n;
+      hops = 2 * (n - 1);
+      break;
+    default: break;
+  }
+  return cm.collective_us + cm.hop_us * hops + fraction * global_bytes / cm.bytes_per_us;
+}
+
+}  // namespace plan_detail
+}  // namespace spmd

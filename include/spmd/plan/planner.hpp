@@ -1,0 +1,334 @@
+// spmd/plan/planner.hpp — the cheapest redistribute plan, by exact search over states.
+//
+//   constexpr plan_result r = make_plan(src_spec, dst_spec, global_bytes);
+//
+// States are layouts (placements + shard order) over the source's mesh and tensor rank.
+// Edges are the steps of step.hpp on one mesh dim, or one collective over several mesh
+// dims at once (their combined group), so consecutive same-kind collectives need no
+// user-declared flattened mesh. Dijkstra over (cost, collectives, steps) finds the best
+// path; the same constexpr function runs in the compiler and in spmd-plan.
+//
+// Moves from a state A, for a mesh dim m of size > 1:
+//   S(a) -> R | S(b) | P(op)   all_gather | all_to_all | fill     (m must split `a` last)
+//   R    -> S(b) | P(op)       chunk | partition                  (S(b) splits `b` last)
+//   P(op)-> R | S(b)           all_reduce | reduce_scatter
+// Shard dims are those the source or target shard; ops those they hold. P(a) -> P(b)
+// goes through R (all_reduce, then partition). Mesh dims of size 1 are planned as R.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "spmd/core/layout_spec.hpp"
+#include "spmd/plan/cost_model.hpp"
+#include "spmd/plan/plan.hpp"
+#include "spmd/plan/state.hpp"
+#include "spmd/plan/step.hpp"
+
+namespace spmd {
+
+enum class plan_error : unsigned char {
+  none,
+  different_mesh,        // source and target are on different meshes
+  different_rank,        // source and target tensors differ in rank
+  invalid_layout,        // a spec did not come from make_spec
+  search_too_large,      // more states than max_plan_states
+  too_many_steps,        // the best plan is longer than max_plan_steps
+};
+
+constexpr const char* describe(plan_error e) {
+  switch (e) {
+    case plan_error::none: return "no error";
+    case plan_error::different_mesh: return "the source and target layouts are on different meshes";
+    case plan_error::different_rank: return "the source and target tensors have different ranks";
+    case plan_error::invalid_layout: return "a layout is invalid";
+    case plan_error::search_too_large: return "the plan search visits too many states";
+    case plan_error::too_many_steps: return "the best plan has more steps than a plan can hold";
+  }
+  return "unknown error";
+}
+
+/// States the search may create before it gives up (2^15: meshes up to 4-5 dims).
+inline constexpr int max_plan_states = 1 << 15;
+
+struct plan_result {
+  plan value{};
+  plan_error error = plan_error::none;
+  int states = 0;  // states the search created (for diagnostics and benchmarks)
+  constexpr bool ok() const { return error == plan_error::none; }
+};
+
+namespace plan_detail {
+
+struct node {
+  state key;
+  double cost;
+  int collectives, steps;
+  int parent;
+  step_kind kind;
+  dim_mask mesh_dims;
+  reduce_op op;
+  bool done;
+};
+
+struct queued {
+  double cost;
+  int collectives, steps, index;
+};
+
+/// a is worse than b (for a max-heap that pops the cheapest): cost, then collectives,
+/// then steps; costs within a relative 1e-9 count as equal.
+constexpr bool worse(const queued& a, const queued& b) {
+  const double eps = 1e-9 * (1 + (a.cost > b.cost ? a.cost : b.cost));
+  if (a.cost > b.cost + eps) return true;
+  if (b.cost > a.cost + eps) return false;
+  if (a.collectives != b.collectives) return a.collectives > b.collectives;
+  return a.steps > b.steps;
+}
+
+/// What the search may use: tensor dims to shard (bit d) and partial ops (bit op).
+struct vocabulary {
+  unsigned shard_dims = 0;
+  unsigned ops = 0;
+};
+
+constexpr vocabulary vocabulary_of(state a, state b, int dims) {
+  vocabulary v{};
+  for (state s : {a, b})
+    for (int m = 0; m < dims; ++m) {
+      const unsigned c = code(s, m);
+      if (is_shard(c)) v.shard_dims |= 1u << what_of(c);
+      if (is_partial(c)) v.ops |= 1u << what_of(c);
+    }
+  return v;
+}
+
+/// A state may hold one reduce op only.
+constexpr bool may_hold_partial(state s, int dims, int m, int op) {
+  for (int k = 0; k < dims; ++k)
+    if (k != m && is_partial(code(s, k)) && what_of(code(s, k)) != op) return false;
+  return true;
+}
+
+constexpr int popcount(unsigned x) {
+  int n = 0;
+  for (; x; x &= x - 1) ++n;
+  return n;
+}
+
+/// Unshard every mesh dim of `group` (each must shard); false when one cannot go because
+/// a mesh dim outside the group splits its tensor dim later.
+constexpr bool unshard_group(state& s, int dims, dim_mask group) {
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int m = 0; m < dims; ++m)
+      if (in_mask(group, m) && splits_last(s, dims, m)) {
+        s = unshard(s, dims, m);
+        progress = true;
+      }
+  }
+  for (int m = 0; m < dims; ++m)
+    if (in_mask(group, m) && is_shard(code(s, m))) return false;
+  return true;
+}
+
+/// Shard the group's mesh dims as `target` does, appending to each tensor dim's order in
+/// the target's relative order.
+constexpr state shard_group_like(state s, int dims, dim_mask group, state target) {
+  for (int pos = 0; pos < dims; ++pos)
+    for (int m = 0; m < dims; ++m) {
+      const unsigned t = code(target, m);
+      if (in_mask(group, m) && is_shard(t) && order_of(t) == pos) s = shard_last(s, dims, m, what_of(t));
+    }
+  return s;
+}
+
+/// Calls emit(kind, mesh_dims, op, next) for every move out of state `a`.
+template <class Emit>
+constexpr void for_each_move(state a, const mesh_shape_vec& mesh, int tensor_rank, state target,
+                             vocabulary v, Emit&& emit) {
+  const int dims = mesh.size();
+  dim_mask active = 0;
+  for (int m = 0; m < dims; ++m)
+    if (mesh[m] > 1) active |= 1u << m;
+
+  for (int m = 0; m < dims; ++m) {
+    if (!in_mask(active, m)) continue;
+    const unsigned c = code(a, m);
+    const dim_mask g = 1u << m;
+    if (is_shard(c)) {
+      if (!splits_last(a, dims, m)) continue;
+      const state r = unshard(a, dims, m);
+      emit(step_kind::all_gather, g, reduce_op::sum, r);
+      for (int b = 0; b < tensor_rank; ++b)
+        if ((v.shard_dims >> b & 1u) && b != what_of(c))
+          emit(step_kind::all_to_all, g, reduce_op::sum, shard_last(r, dims, m, b));
+      for (int o = 0; o < 5; ++o)
+        if ((v.ops >> o & 1u) && may_hold_partial(a, dims, m, o))
+          emit(step_kind::fill, g, static_cast<reduce_op>(o),
+               unshard(a, dims, m, partial_code(static_cast<reduce_op>(o))));
+    } else if (is_replicate(c)) {
+      for (int b = 0; b < tensor_rank; ++b)
+        if (v.shard_dims >> b & 1u) emit(step_kind::chunk, g, reduce_op::sum, shard_last(a, dims, m, b));
+      for (int o = 0; o < 5; ++o)
+        if ((v.ops >> o & 1u) && may_hold_partial(a, dims, m, o))
+          emit(step_kind::partition, g, static_cast<reduce_op>(o),
+               with_code(a, m, partial_code(static_cast<reduce_op>(o))));
+    } else {
+      const auto op = static_cast<reduce_op>(what_of(c));
+      const state r = with_code(a, m, replicate_code());
+      emit(step_kind::all_reduce, g, op, r);
+      for (int b = 0; b < tensor_rank; ++b)
+        if (v.shard_dims >> b & 1u) emit(step_kind::reduce_scatter, g, op, shard_last(r, dims, m, b));
+    }
+  }
+
+  // One collective over several mesh dims: their combined group. Targets are R or the
+  // final placements: the moves that fuse a run of same-kind collectives.
+  for (dim_mask g = 1; g < (1u << dims); ++g) {
+    if ((g & ~active) != 0 || popcount(g) < 2) continue;
+    bool all_shard = true, all_partial = true, targets_shard = true, moves = true;
+    for (int m = 0; m < dims; ++m) {
+      if (!in_mask(g, m)) continue;
+      const unsigned c = code(a, m), t = code(target, m);
+      all_shard = all_shard && is_shard(c);
+      all_partial = all_partial && is_partial(c);
+      targets_shard = targets_shard && is_shard(t);
+      moves = moves && !(is_shard(c) && is_shard(t) && what_of(c) == what_of(t));
+    }
+    reduce_op op{};
+    if (all_shard) {
+      state r = a;
+      if (!unshard_group(r, dims, g)) continue;
+      emit(step_kind::all_gather, g, reduce_op::sum, r);
+      if (targets_shard && moves) emit(step_kind::all_to_all, g, reduce_op::sum, shard_group_like(r, dims, g, target));
+    } else if (all_partial && partial_op(a, dims, op)) {
+      state r = a;
+      for (int m = 0; m < dims; ++m)
+        if (in_mask(g, m)) r = with_code(r, m, replicate_code());
+      emit(step_kind::all_reduce, g, op, r);
+      if (targets_shard) emit(step_kind::reduce_scatter, g, op, shard_group_like(r, dims, g, target));
+    }
+  }
+}
+
+/// Open-addressing map from states to node indices; grows to stay at most half full.
+class state_index {
+  std::vector<int> slots_ = std::vector<int>(64, -1);
+
+  static constexpr std::size_t home(state key, std::size_t size) {
+    return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> 40) & (size - 1);
+  }
+
+ public:
+  /// The node of `key`, or -1 after inserting `fresh` for it.
+  constexpr int find_or_insert(state key, const std::vector<node>& nodes, int fresh) {
+    if (static_cast<std::size_t>(fresh) * 2 >= slots_.size()) grow(nodes);
+    for (std::size_t i = home(key, slots_.size());; i = (i + 1) & (slots_.size() - 1)) {
+      if (slots_[i] < 0) {
+        slots_[i] = fresh;
+        return -1;
+      }
+      if (nodes[static_cast<std::size_t>(slots_[i])].key == key) return slots_[i];
+    }
+  }
+
+ private:
+  constexpr void grow(const std::vector<node>& nodes) {
+    std::vector<int> old = slots_;
+    slots_.assign(old.size() * 2, -1);
+    for (int n : old)
+      if (n >= 0)
+        for (std::size_t i = home(nodes[static_cast<std::size_t>(n)].key, slots_.size());;
+             i = (i + 1) & (slots_.size() - 1))
+          if (slots_[i] < 0) {
+            slots_[i] = n;
+            break;
+          }
+  }
+};
+
+}  // namespace plan_detail
+
+/// The cheapest plan from `src` to `dst` (both from make_spec) for a tensor of
+/// `global_bytes` bytes, under `cm`. Ties go to fewer collectives, then fewer steps.
+constexpr plan_result make_plan(const layout_spec& src, const layout_spec& dst, double global_bytes,
+                                const cost_model& cm = {}) {
+  using namespace plan_detail;
+  plan_result out{};
+  if (!(src.mesh == dst.mesh)) return out.error = plan_error::different_mesh, out;
+  if (src.tensor_rank != dst.tensor_rank) return out.error = plan_error::different_rank, out;
+  if (src.placements.size() != src.mesh.size() || dst.placements.size() != dst.mesh.size())
+    return out.error = plan_error::invalid_layout, out;
+
+  const mesh_shape_vec& mesh = src.mesh;
+  const int dims = mesh.size();
+  const state start = without_unit_dims(pack(src), src), goal = without_unit_dims(pack(dst), dst);
+  const vocabulary v = vocabulary_of(start, goal, dims);
+
+  std::vector<node> nodes;
+  state_index index;
+  std::vector<queued> heap;
+  nodes.push_back({start, 0, 0, 0, -1, step_kind::chunk, 0, reduce_op::sum, false});
+  index.find_or_insert(start, nodes, 0);
+  heap.push_back({0, 0, 0, 0});
+  int reached = -1;
+  bool overflow = false;
+  while (!heap.empty() && reached < 0 && !overflow) {
+    std::pop_heap(heap.begin(), heap.end(), worse);
+    const queued q = heap.back();
+    heap.pop_back();
+    {
+      node& n = nodes[static_cast<std::size_t>(q.index)];
+      if (n.done || worse(q, {n.cost, n.collectives, n.steps, 0})) continue;  // stale entry
+      n.done = true;
+      if (n.key == goal) {
+        reached = q.index;
+        break;
+      }
+    }
+    const state here = nodes[static_cast<std::size_t>(q.index)].key;
+    for_each_move(here, mesh, src.tensor_rank, goal, v, [&](step_kind kind, dim_mask g, reduce_op op, state next) {
+      if (overflow) return;
+      double group = 1;
+      for (int m = 0; m < dims; ++m)
+        if (in_mask(g, m)) group *= static_cast<double>(mesh[m]);
+      const queued cand{q.cost + step_cost_us(kind, here, mesh, group, global_bytes, cm),
+                        q.collectives + (is_collective(kind) ? 1 : 0), q.steps + 1, 0};
+      int i = index.find_or_insert(next, nodes, static_cast<int>(nodes.size()));
+      if (i < 0) {
+        if (static_cast<int>(nodes.size()) >= max_plan_states) return void(overflow = true);
+        i = static_cast<int>(nodes.size());
+        nodes.push_back({next, cand.cost, cand.collectives, cand.steps, q.index, kind, g, op, false});
+      } else {
+        node& to = nodes[static_cast<std::size_t>(i)];
+        if (to.done || !worse({to.cost, to.collectives, to.steps, 0}, cand)) return;
+        to = {next, cand.cost, cand.collectives, cand.steps, q.index, kind, g, op, false};
+      }
+      heap.push_back({cand.cost, cand.collectives, cand.steps, i});
+      std::push_heap(heap.begin(), heap.end(), worse);
+    });
+  }
+  out.states = static_cast<int>(nodes.size());
+  if (overflow) return out.error = plan_error::search_too_large, out;
+  // The goal is always reachable: gather or reduce everything to R, then chunk/partition.
+  const node& last = nodes[static_cast<std::size_t>(reached)];
+  if (last.steps > max_plan_steps) return out.error = plan_error::too_many_steps, out;
+  out.value.cost_us = last.cost;
+  out.value.steps.n = last.steps;
+  for (int i = reached, k = last.steps - 1; k >= 0; --k) {
+    const node& to = nodes[static_cast<std::size_t>(i)];
+    const node& from = nodes[static_cast<std::size_t>(to.parent)];
+    out.value.steps[k] = {to.kind, to.mesh_dims, to.op, unpack(from.key, src), unpack(to.key, src)};
+    i = to.parent;
+  }
+  // Unit mesh dims were planned as R: the ends keep the caller's exact layouts.
+  if (!out.value.steps.empty()) {
+    out.value.steps[0].from = src;
+    out.value.steps[out.value.steps.size() - 1].to = dst;
+  }
+  return out;
+}
+
+}  // namespace spmd

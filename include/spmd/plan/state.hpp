@@ -1,0 +1,109 @@
+// spmd/plan/state.hpp — planner states packed into 64 bits.
+//
+// The search visits hundreds of states and thousands of moves per plan, in the compiler's
+// constant evaluator, where every copied byte costs. A state is therefore one integer:
+// 8 bits per mesh dim = kind (2) | shard dim or reduce op (3) | shard-order position (3).
+// The mesh shape stays outside (it never changes along a plan).
+#pragma once
+
+#include <cstdint>
+
+#include "spmd/core/layout_spec.hpp"
+#include "spmd/core/placement.hpp"
+
+namespace spmd::plan_detail {
+
+using state = std::uint64_t;
+
+constexpr unsigned code(state s, int m) { return static_cast<unsigned>(s >> (8 * m)) & 0xFFu; }
+constexpr placement_kind kind_of(unsigned c) { return static_cast<placement_kind>(c >> 6); }
+constexpr int what_of(unsigned c) { return static_cast<int>((c >> 3) & 7u); }
+constexpr int order_of(unsigned c) { return static_cast<int>(c & 7u); }
+constexpr bool is_shard(unsigned c) { return kind_of(c) == placement_kind::shard; }
+constexpr bool is_partial(unsigned c) { return kind_of(c) == placement_kind::partial; }
+constexpr bool is_replicate(unsigned c) { return kind_of(c) == placement_kind::replicate; }
+
+constexpr unsigned replicate_code() { return 0; }
+constexpr unsigned shard_code(int d, int order) {
+  return (static_cast<unsigned>(placement_kind::shard) << 6) | (static_cast<unsigned>(d) << 3) |
+         static_cast<unsigned>(order);
+}
+constexpr unsigned partial_code(reduce_op op) {
+  return (static_cast<unsigned>(placement_kind::partial) << 6) | (static_cast<unsigned>(op) << 3);
+}
+
+constexpr state with_code(state s, int m, unsigned c) {
+  return (s & ~(state{0xFF} << (8 * m))) | (state{c} << (8 * m));
+}
+
+/// Number of mesh dims (of `dims`) sharding tensor dim d.
+constexpr int shard_count(state s, int dims, int d) {
+  int n = 0;
+  for (int m = 0; m < dims; ++m) n += is_shard(code(s, m)) && what_of(code(s, m)) == d;
+  return n;
+}
+
+/// True when mesh dim m shards its tensor dim last, so it can stop sharding without
+/// disturbing the blocks the earlier splits made.
+constexpr bool splits_last(state s, int dims, int m) {
+  const unsigned c = code(s, m);
+  return is_shard(c) && order_of(c) == shard_count(s, dims, what_of(c)) - 1;
+}
+
+/// Mesh dim m no longer shards: its placement becomes `to`; later positions move up.
+constexpr state unshard(state s, int dims, int m, unsigned to = replicate_code()) {
+  const unsigned c = code(s, m);
+  if (is_shard(c))
+    for (int k = 0; k < dims; ++k) {
+      const unsigned q = code(s, k);
+      if (is_shard(q) && what_of(q) == what_of(c) && order_of(q) > order_of(c))
+        s = with_code(s, k, q - 1);
+    }
+  return with_code(s, m, to);
+}
+
+/// Mesh dim m (not sharding) starts sharding tensor dim d, last in d's order.
+constexpr state shard_last(state s, int dims, int m, int d) {
+  return with_code(s, m, shard_code(d, shard_count(s, dims, d)));
+}
+
+/// The reduce op of the state's partial placements; false when it has none.
+constexpr bool partial_op(state s, int dims, reduce_op& op) {
+  for (int m = 0; m < dims; ++m)
+    if (is_partial(code(s, m))) {
+      op = static_cast<reduce_op>(what_of(code(s, m)));
+      return true;
+    }
+  return false;
+}
+
+constexpr state pack(const layout_spec& spec) {
+  state s = 0;
+  for (int m = 0; m < spec.placements.size(); ++m) {
+    const placement& p = spec.placements[m];
+    s = with_code(s, m, p.is_shard() ? shard_code(p.dim, p.order)
+                        : p.is_partial() ? partial_code(p.op) : replicate_code());
+  }
+  return s;
+}
+
+constexpr layout_spec unpack(state s, const layout_spec& like) {
+  layout_spec out = like;
+  for (int m = 0; m < like.placements.size(); ++m) {
+    const unsigned c = code(s, m);
+    out.placements[m] = is_shard(c)     ? make_shard(what_of(c), order_of(c))
+                        : is_partial(c) ? make_partial(static_cast<reduce_op>(what_of(c)))
+                                        : make_replicate();
+  }
+  return out;
+}
+
+/// Placements on mesh dims of size 1 carry no information (a split into one piece, a
+/// reduction over one rank): the planner treats them as R.
+constexpr state without_unit_dims(state s, const layout_spec& spec) {
+  for (int m = 0; m < spec.mesh.size(); ++m)
+    if (spec.mesh[m] == 1) s = unshard(s, spec.mesh.size(), m);
+  return s;
+}
+
+}  // namespace spmd::plan_detail

@@ -1,0 +1,86 @@
+// spmd/plan/trace.hpp — a plan as text, in DTensor's trace format, at compile time.
+//
+//   S(0)[0]S(0)[1]->S(0)R->RR
+//
+// Each state is its placements run together; a shard carries its position `[k]` in the
+// shard order when several mesh dims shard the same tensor dim. Built in a fixed buffer so
+// a static_assert can compare it with a string literal.
+#pragma once
+
+#include <string_view>
+
+#include "spmd/core/layout_spec.hpp"
+#include "spmd/plan/plan.hpp"
+
+namespace spmd {
+
+/// Constexpr text of bounded length (a trace of max_plan_steps states fits).
+struct plan_text {
+  char chars[1024]{};
+  int n = 0;
+
+  constexpr void put(char c) {
+    if (n < static_cast<int>(sizeof chars) - 1) chars[n++] = c;
+  }
+  constexpr void put(std::string_view s) {
+    for (char c : s) put(c);
+  }
+  constexpr void put(long long v) {
+    if (v < 0) put('-'), v = -v;
+    char digits[20]{};
+    int k = 0;
+    do digits[k++] = static_cast<char>('0' + v % 10), v /= 10;
+    while (v > 0);
+    while (k > 0) put(digits[--k]);
+  }
+  constexpr std::string_view view() const { return {chars, static_cast<std::size_t>(n)}; }
+  friend constexpr bool operator==(const plan_text& a, std::string_view b) { return a.view() == b; }
+};
+
+constexpr std::string_view reduce_op_text(reduce_op op) {
+  switch (op) {
+    case reduce_op::sum: return "sum";
+    case reduce_op::avg: return "avg";
+    case reduce_op::max: return "max";
+    case reduce_op::min: return "min";
+    case reduce_op::product: return "product";
+  }
+  return "?";
+}
+
+/// One state, e.g. `S(0)[0]S(0)[1]`, `P(sum)R`.
+constexpr void put_state(plan_text& t, const layout_spec& s) {
+  for (const placement& p : s.placements) {
+    if (p.is_replicate()) {
+      t.put('R');
+    } else if (p.is_partial()) {
+      t.put("P(");
+      t.put(reduce_op_text(p.op));
+      t.put(')');
+    } else {
+      t.put("S(");
+      t.put(static_cast<long long>(p.dim));
+      t.put(')');
+      int sharing = 0;
+      for (const placement& q : s.placements) sharing += q.is_shard(p.dim);
+      if (sharing > 1) {
+        t.put('[');
+        t.put(static_cast<long long>(p.order));
+        t.put(']');
+      }
+    }
+  }
+}
+
+/// The states a plan goes through, from `src`, joined by "->".
+constexpr plan_text trace(const plan& p, const layout_spec& src) {
+  plan_text t{};
+  put_state(t, src);
+  for (const plan_step& s : p.steps) {
+    t.put("->");
+    put_state(t, s.to);
+  }
+  return t;
+}
+
+}  // namespace spmd

@@ -1,0 +1,54 @@
+// spmd/plan/typed_plan.hpp — the plan between two layout types, computed by the compiler.
+//
+//   using From = spmd::layout<M, spmd::placements<spmd::shard<0>, spmd::shard<0>>, E>;
+//   using To   = spmd::layout<M, spmd::placements<spmd::replicate, spmd::replicate>, E>;
+//   using P = spmd::plan_of<From, To, float>;
+//   static_assert(P::collectives() == 1 && P::count(spmd::step_kind::all_gather) == 1);
+//   static_assert(P::trace() == "S(0)[0]S(0)[1]->RR");
+#pragma once
+
+#include <cstddef>
+#include <type_traits>
+
+#include "spmd/core/layout.hpp"
+#include "spmd/plan/planner.hpp"
+#include "spmd/plan/trace.hpp"
+
+namespace spmd {
+
+template <class Src, class Dst, class T = float>
+struct plan_of {
+  static_assert(std::is_same_v<typename Src::mesh_type, typename Dst::mesh_type>,
+                "spmd::redistribute: the source and target layouts are on different meshes.");
+  static_assert(std::is_same_v<typename Src::extents_type, typename Dst::extents_type>,
+                "spmd::redistribute: the source and target layouts have different global extents.");
+
+  /// Bytes of the global tensor: exact for static extents, nominal for dynamic ones.
+  static constexpr double global_bytes = [] {
+    using E = typename Src::extents_type;
+    if constexpr (!E::is_static()) {
+      return nominal_dynamic_bytes;
+    } else {
+      double n = static_cast<double>(sizeof(T));
+      for (std::size_t d = 0; d < E::rank(); ++d) n *= static_cast<double>(E::static_extent(d));
+      return n;
+    }
+  }();
+
+  static constexpr plan_result result = make_plan(Src::spec(), Dst::spec(), global_bytes);
+  static_assert(result.error != plan_error::search_too_large,
+                "spmd::redistribute: the plan search visits too many states (meshes of more than "
+                "4-5 dims); plan in steps through an intermediate layout.");
+  static_assert(result.error != plan_error::too_many_steps,
+                "spmd::redistribute: the best plan has more steps than spmd::max_plan_steps.");
+
+  static constexpr const plan& value() { return result.value; }
+  static constexpr int size() { return result.value.steps.size(); }
+  static constexpr const plan_step& step(int i) { return result.value.steps[i]; }
+  static constexpr int count(step_kind k) { return result.value.count(k); }
+  static constexpr int collectives() { return result.value.collectives(); }
+  static constexpr double cost_us() { return result.value.cost_us; }
+  static constexpr plan_text trace() { return spmd::trace(result.value, Src::spec()); }
+};
+
+}  // namespace spmd
