@@ -1,6 +1,8 @@
 // spmd-plan — inspect spmd layouts from the command line.
 //
 //   spmd-plan layout --mesh 2x4 --shape 10,5 --placements 'S(0),S(0)' [--json]
+//   spmd-plan plan   --mesh 2x2x2 --shape 8,8,8 --from 'S(0),S(1),S(2)' --to 'S(2),S(1),S(0)'
+//                    [--dtype f32|f64|i32|i64|bf16] [--json]
 //
 // Exit codes: 0 success, 2 bad input (usage errors, unparsable or invalid layouts), 1 an
 // unexpected internal failure. Errors go to stderr; stdout then stays empty.
@@ -11,13 +13,16 @@
 #include <iostream>
 #include <stdexcept>
 #include <string>
+#include <cstdio>
 #include <utility>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "spmd/core/layout_spec.hpp"
 #include "spmd/io/placement_text.hpp"
+#include "spmd/plan.hpp"
 #include "spmd/io/visualize.hpp"
 
 namespace {
@@ -105,6 +110,144 @@ int run_layout(const layout_options& o) {
   return exit_ok;
 }
 
+// ---------------------------------------------------------------------------
+// plan
+// ---------------------------------------------------------------------------
+
+struct plan_options {
+  std::string mesh;
+  std::string shape;
+  std::string from;
+  std::string to;
+  std::string dtype = "f32";
+  bool json = false;
+};
+
+void add_transition_options(CLI::App* cmd, plan_options& o) {
+  cmd->add_option("--mesh", o.mesh, "Mesh shape: sizes >= 1 joined by 'x', e.g. 2x4")->required();
+  cmd->add_option("--shape", o.shape, "Global tensor shape: sizes >= 0 joined by ','")->required();
+  cmd->add_option("--from", o.from, "Source placements (same grammar as layout --placements)")
+      ->required();
+  cmd->add_option("--to", o.to, "Target placements")->required();
+  cmd->add_flag("--json", o.json, "Print one JSON object");
+}
+
+CLI::App* add_plan_command(CLI::App& app, plan_options& o) {
+  CLI::App* cmd = app.add_subcommand(
+      "plan", "Show the redistribute plan between two layouts: steps, bytes, counts, trace, cost");
+  add_transition_options(cmd, o);
+  cmd->add_option("--dtype", o.dtype, "Element type for byte counts: f32, f64, i32, i64, bf16");
+  return cmd;
+}
+
+spmd::index_t dtype_bytes(const std::string& dtype) {
+  if (dtype == "f32" || dtype == "i32") return 4;
+  if (dtype == "f64" || dtype == "i64") return 8;
+  if (dtype == "bf16") return 2;
+  throw std::invalid_argument("bad dtype '" + dtype + "': expected f32, f64, i32, i64 or bf16");
+}
+
+/// Source and target layouts of a transition, validated, and the best plan between them.
+struct transition {
+  spmd::layout_spec from, to;
+  spmd::shape_vec shape;
+  spmd::plan plan;
+};
+
+transition plan_transition(const plan_options& o, spmd::index_t element_bytes) {
+  const spmd::mesh_shape_vec mesh = spmd::parse_mesh(o.mesh);
+  const spmd::shape_vec shape = spmd::parse_shape(o.shape);
+  transition t{spmd::checked_spec(mesh, spmd::parse_placements(o.from), shape.size()),
+               spmd::checked_spec(mesh, spmd::parse_placements(o.to), shape.size()), shape, {}};
+  double bytes = static_cast<double>(element_bytes);
+  for (spmd::index_t e : shape) bytes *= static_cast<double>(e);
+  const spmd::plan_result r = spmd::make_plan(t.from, t.to, bytes);
+  if (!r.ok())
+    throw std::invalid_argument("no plan from '" + o.from + "' to '" + o.to + "': " +
+                                spmd::describe(r.error));
+  t.plan = r.value;
+  return t;
+}
+
+std::string state_text(const spmd::layout_spec& s) {
+  spmd::plan_text t{};
+  spmd::put_state(t, s);
+  return std::string(t.view());
+}
+
+/// Tensor dims a step shards or unshards (sorted): e.g. [0, 2] for S(0) -> S(2).
+nlohmann::ordered_json step_tensor_dims(const spmd::plan_step& s) {
+  unsigned dims = 0;
+  for (int m = 0; m < s.from.mesh.size(); ++m) {
+    if (!spmd::in_mask(s.mesh_dims, m)) continue;
+    for (const spmd::placement& p : {s.from.placements[m], s.to.placements[m]})
+      if (p.is_shard()) dims |= 1u << p.dim;
+  }
+  auto a = nlohmann::ordered_json::array();
+  for (int d = 0; d < spmd::max_tensor_dims; ++d)
+    if (dims >> d & 1u) a.push_back(d);
+  return a;
+}
+
+/// The fields `plan` prints and `run` repeats.
+nlohmann::ordered_json plan_json(const transition& t, spmd::index_t element_bytes) {
+  nlohmann::ordered_json out;
+  auto steps = nlohmann::ordered_json::array();
+  for (const spmd::plan_step& s : t.plan.steps) {
+    nlohmann::ordered_json j;
+    j["kind"] = spmd::step_kind_name(s.kind);
+    auto mesh_dims = nlohmann::ordered_json::array();
+    for (int m = 0; m < s.from.mesh.size(); ++m)
+      if (spmd::in_mask(s.mesh_dims, m)) mesh_dims.push_back(m);
+    j["mesh_dims"] = std::move(mesh_dims);
+    j["tensor_dims"] = step_tensor_dims(s);
+    j["from"] = state_text(s.from);
+    j["to"] = state_text(s.to);
+    j["bytes_per_rank"] = spmd::traffic(s, t.shape, element_bytes).max_rank_bytes;
+    steps.push_back(std::move(j));
+  }
+  out["steps"] = std::move(steps);
+  nlohmann::ordered_json counts;
+  for (int k = 0; k < spmd::collective_kind_count; ++k) {
+    const auto kind = static_cast<spmd::step_kind>(k);
+    counts[spmd::step_kind_name(kind)] = t.plan.count(kind);
+  }
+  out["counts"] = std::move(counts);
+  out["trace"] = std::string(spmd::trace(t.plan, t.from).view());
+  out["cost"] = t.plan.cost_us;
+  return out;
+}
+
+std::string plan_text_report(const transition& t, spmd::index_t element_bytes) {
+  std::string text = "trace: " + std::string(spmd::trace(t.plan, t.from).view()) + "\n";
+  char cost[64];
+  std::snprintf(cost, sizeof cost, "%.3f", t.plan.cost_us);
+  text += "cost:  " + std::string(cost) + " us (model: 6.6 us per collective + 0.6 us per hop + bytes at 88 GB/s)\n";
+  text += "collectives: " + std::to_string(t.plan.collectives()) + "\n\n";
+  std::vector<std::vector<std::string>> rows{{"step", "kind", "mesh dims", "from", "to", "bytes/rank"}};
+  int i = 0;
+  for (const spmd::plan_step& s : t.plan.steps) {
+    std::string dims;
+    for (int m = 0; m < s.from.mesh.size(); ++m)
+      if (spmd::in_mask(s.mesh_dims, m)) dims += (dims.empty() ? "" : ",") + std::to_string(m);
+    rows.push_back({std::to_string(i++), spmd::step_kind_name(s.kind), dims, state_text(s.from),
+                    state_text(s.to),
+                    std::to_string(spmd::traffic(s, t.shape, element_bytes).max_rank_bytes)});
+  }
+  if (t.plan.steps.empty()) return text + "no steps: the layouts hold the same blocks\n";
+  return text + spmd::io_detail::render_table(rows, {true, false, false, false, false, true});
+}
+
+int run_plan(const plan_options& o) {
+  const spmd::index_t element_bytes = dtype_bytes(o.dtype);
+  const transition t = plan_transition(o, element_bytes);
+  if (o.json)
+    std::cout << plan_json(t, element_bytes).dump() << '\n';
+  else
+    std::cout << plan_text_report(t, element_bytes);
+  return exit_ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -113,6 +256,8 @@ int main(int argc, char** argv) {
   // No require_subcommand(): an unknown word then is an "unexpected argument" naming it.
   layout_options layout_opts;
   CLI::App* layout_cmd = add_layout_command(app, layout_opts);
+  plan_options plan_opts;
+  CLI::App* plan_cmd = add_plan_command(app, plan_opts);
 
   try {
     app.parse(argc, argv);
@@ -125,7 +270,8 @@ int main(int argc, char** argv) {
 
   try {
     if (layout_cmd->parsed()) return run_layout(layout_opts);
-    std::cerr << "spmd-plan: a subcommand is required (layout)\n"
+    if (plan_cmd->parsed()) return run_plan(plan_opts);
+    std::cerr << "spmd-plan: a subcommand is required (layout, plan)\n"
                  "Run 'spmd-plan --help' for more information.\n";
     return exit_bad_input;
   } catch (const std::invalid_argument& e) {

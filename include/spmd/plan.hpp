@@ -7,4 +7,5 @@
 #include "spmd/plan/planner.hpp"
 #include "spmd/plan/step.hpp"
 #include "spmd/plan/trace.hpp"
+#include "spmd/plan/traffic.hpp"
 #include "spmd/plan/typed_plan.hpp"
