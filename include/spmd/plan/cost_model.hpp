@@ -2,7 +2,10 @@
 //
 // Time of a collective = a fixed cost + a cost per hop (ring step) + the bytes one rank
 // moves over the link bandwidth. The constants are those of PyTorch's graph planner for
-// ranks in one host, so spmd and DTensor rank plans alike; local steps cost nothing.
+// ranks in one host, so spmd and DTensor rank plans alike. A local step costs the bytes
+// it writes at memory bandwidth: small next to a collective, but it makes the search
+// prefer chunking a block to filling a whole tensor with identities when both need the
+// same collectives.
 //
 // Bytes are estimated as fractions of the global tensor under even splits (a rank's block
 // under state X is 1 / prod(mesh sizes of X's sharded mesh dims) of it), so the search
@@ -19,6 +22,7 @@ struct cost_model {
   double collective_us = 6.6;  // fixed cost of launching one collective
   double hop_us = 0.6;         // per ring step
   double bytes_per_us = 88e3;  // link bandwidth: 88 GB/s
+  double local_bytes_per_us = 2e6;  // memory bandwidth of local steps: 2 TB/s
 };
 
 /// Global tensor size the planner assumes when an extent is only known at run time:
@@ -35,10 +39,10 @@ constexpr double block_fraction(state s, const mesh_shape_vec& mesh) {
   return f;
 }
 
-/// Estimated microseconds of a step over `group_size` ranks from state `from`.
-constexpr double step_cost_us(step_kind kind, state from, const mesh_shape_vec& mesh,
+/// Estimated microseconds of a step over `group_size` ranks from state `from` to `to`.
+constexpr double step_cost_us(step_kind kind, state from, state to, const mesh_shape_vec& mesh,
                               double group_size, double global_bytes, const cost_model& cm) {
-  if (!is_collective(kind)) return 0;
+  if (!is_collective(kind)) return block_fraction(to, mesh) * global_bytes / cm.local_bytes_per_us;
   const double f = block_fraction(from, mesh), n = group_size;
   double fraction = 0, hops = n - 1;
   switch (kind) {

@@ -12,8 +12,9 @@
 //   S(a) -> R | S(b) | P(op)   all_gather | all_to_all | fill     (m must split `a` last)
 //   R    -> S(b) | P(op)       chunk | partition                  (S(b) splits `b` last)
 //   P(op)-> R | S(b)           all_reduce | reduce_scatter
-// Shard dims are those the source or target shard; ops those they hold. P(a) -> P(b)
-// goes through R (all_reduce, then partition). Mesh dims of size 1 are planned as R.
+// Any tensor dim may be sharded on the way; partial ops are those the ends hold (sum if
+// none). P(a) -> P(b) goes through a state without partials. Mesh dims of size 1 are
+// planned as R.
 #pragma once
 
 #include <algorithm>
@@ -88,19 +89,21 @@ constexpr bool worse(const queued& a, const queued& b) {
 }
 
 /// What the search may use: tensor dims to shard (bit d) and partial ops (bit op).
+/// Every tensor dim may be sharded on the way (chunking early shrinks later collectives),
+/// and the ops of the two ends — or sum when neither holds one (a fill then one
+/// all_reduce can replace a gather and a reduction).
 struct vocabulary {
   unsigned shard_dims = 0;
   unsigned ops = 0;
 };
 
-constexpr vocabulary vocabulary_of(state a, state b, int dims) {
+constexpr vocabulary vocabulary_of(state a, state b, int dims, int tensor_rank) {
   vocabulary v{};
+  v.shard_dims = (1u << tensor_rank) - 1u;
   for (state s : {a, b})
-    for (int m = 0; m < dims; ++m) {
-      const unsigned c = code(s, m);
-      if (is_shard(c)) v.shard_dims |= 1u << what_of(c);
-      if (is_partial(c)) v.ops |= 1u << what_of(c);
-    }
+    for (int m = 0; m < dims; ++m)
+      if (is_partial(code(s, m))) v.ops |= 1u << what_of(code(s, m));
+  if (v.ops == 0) v.ops = 1u << static_cast<unsigned>(reduce_op::sum);
   return v;
 }
 
@@ -142,6 +145,29 @@ constexpr state shard_group_like(state s, int dims, dim_mask group, state target
       if (in_mask(group, m) && is_shard(t) && order_of(t) == pos) s = shard_last(s, dims, m, what_of(t));
     }
   return s;
+}
+
+/// Calls f(next) for every way of sharding each mesh dim of the group (none sharding in
+/// `s`) along a tensor dim of the vocabulary, appended to each order in mesh order.
+template <class F>
+constexpr void for_each_group_sharding(state s, int dims, int tensor_rank, dim_mask group,
+                                       vocabulary v, F&& f) {
+  if (tensor_rank == 0) return;  // nothing to shard
+  int members[max_mesh_dims]{}, count = 0, choice[max_mesh_dims]{};
+  for (int m = 0; m < dims; ++m)
+    if (in_mask(group, m)) members[count++] = m;
+  while (true) {
+    state next = s;
+    bool allowed = true;
+    for (int i = 0; i < count; ++i) {
+      allowed = allowed && (v.shard_dims >> choice[i] & 1u);
+      next = shard_last(next, dims, members[i], choice[i]);
+    }
+    if (allowed) f(next);
+    int i = 0;  // next assignment, mixed radix over tensor dims
+    while (i < count && ++choice[i] == tensor_rank) choice[i++] = 0;
+    if (i == count) return;
+  }
 }
 
 /// Calls emit(kind, mesh_dims, op, next) for every move out of state `a`.
@@ -203,12 +229,19 @@ constexpr void for_each_move(state a, const mesh_shape_vec& mesh, int tensor_ran
       if (!unshard_group(r, dims, g)) continue;
       emit(step_kind::all_gather, g, reduce_op::sum, r);
       if (targets_shard && moves) emit(step_kind::all_to_all, g, reduce_op::sum, shard_group_like(r, dims, g, target));
+      for_each_group_sharding(r, dims, tensor_rank, g, v, [&](state next) {
+        for (int m = 0; m < dims; ++m)  // every mesh dim of the group must move
+          if (in_mask(g, m) && what_of(code(next, m)) == what_of(code(a, m))) return;
+        emit(step_kind::all_to_all, g, reduce_op::sum, next);
+      });
     } else if (all_partial && partial_op(a, dims, op)) {
       state r = a;
       for (int m = 0; m < dims; ++m)
         if (in_mask(g, m)) r = with_code(r, m, replicate_code());
       emit(step_kind::all_reduce, g, op, r);
       if (targets_shard) emit(step_kind::reduce_scatter, g, op, shard_group_like(r, dims, g, target));
+      for_each_group_sharding(r, dims, tensor_rank, g, v,
+                              [&](state next) { emit(step_kind::reduce_scatter, g, op, next); });
     }
   }
 }
@@ -265,7 +298,7 @@ constexpr plan_result make_plan(const layout_spec& src, const layout_spec& dst, 
   const mesh_shape_vec& mesh = src.mesh;
   const int dims = mesh.size();
   const state start = without_unit_dims(pack(src), src), goal = without_unit_dims(pack(dst), dst);
-  const vocabulary v = vocabulary_of(start, goal, dims);
+  const vocabulary v = vocabulary_of(start, goal, dims, src.tensor_rank);
 
   std::vector<node> nodes;
   state_index index;
@@ -294,7 +327,7 @@ constexpr plan_result make_plan(const layout_spec& src, const layout_spec& dst, 
       double group = 1;
       for (int m = 0; m < dims; ++m)
         if (in_mask(g, m)) group *= static_cast<double>(mesh[m]);
-      const queued cand{q.cost + step_cost_us(kind, here, mesh, group, global_bytes, cm),
+      const queued cand{q.cost + step_cost_us(kind, here, next, mesh, group, global_bytes, cm),
                         q.collectives + (is_collective(kind) ? 1 : 0), q.steps + 1, 0};
       int i = index.find_or_insert(next, nodes, static_cast<int>(nodes.size()));
       if (i < 0) {

@@ -14,13 +14,15 @@
 
 namespace spmd {
 
-/// Constexpr text of bounded length (a trace of max_plan_steps states fits).
+/// Constexpr text of bounded length: a trace of max_plan_steps + 1 states of
+/// max_mesh_dims placements of at most 10 characters ("P(product)"), joined by "->", fits.
 struct plan_text {
-  char chars[1024]{};
+  static constexpr int capacity = (max_plan_steps + 1) * (max_mesh_dims * 10 + 2);
+  char chars[capacity + 1]{};
   int n = 0;
 
   constexpr void put(char c) {
-    if (n < static_cast<int>(sizeof chars) - 1) chars[n++] = c;
+    if (n < capacity) chars[n++] = c;
   }
   constexpr void put(std::string_view s) {
     for (char c : s) put(c);
