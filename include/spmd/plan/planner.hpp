@@ -5,8 +5,9 @@
 // States are layouts (placements + shard order) over the source's mesh and tensor rank.
 // Edges are the steps of step.hpp on one mesh dim, or one collective over several mesh
 // dims at once (their combined group), so consecutive same-kind collectives need no
-// user-declared flattened mesh. Dijkstra over (cost, collectives, steps) finds the best
-// path; the same constexpr function runs in the compiler and in spmd-plan.
+// user-declared flattened mesh. A* over (cost, collectives, steps), with a consistent lower
+// bound, finds the best path; the same constexpr function runs in the compiler and in
+// spmd-plan.
 //
 // Moves from a state A, for a mesh dim m of size > 1:
 //   S(a) -> R | S(b) | P(op)   all_gather | all_to_all | fill     (m must split `a` last)
@@ -64,7 +65,8 @@ namespace plan_detail {
 
 struct node {
   state key;
-  double cost;
+  double cost;  // of the best path found so far
+  double bound;  // lower bound on what is left to the goal
   int collectives, steps;
   int parent;
   step_kind kind;
@@ -86,6 +88,22 @@ constexpr bool worse(const queued& a, const queued& b) {
   if (b.cost > a.cost + eps) return false;
   if (a.collectives != b.collectives) return a.collectives > b.collectives;
   return a.steps > b.steps;
+}
+
+/// A lower bound on the cost from `s` to `goal` (A*'s heuristic): one collective when no
+/// local move can reach the goal — some mesh dim holds a partial the goal lacks, or a
+/// shard the goal wants as R or as another shard (local moves leave P only by a
+/// collective, and S only towards P). Consistent: local moves never clear those
+/// conditions, and every collective costs at least the bound.
+constexpr double collective_bound(state s, state goal, const mesh_shape_vec& mesh,
+                                  const cost_model& cm) {
+  for (int m = 0; m < mesh.size(); ++m) {
+    const unsigned c = code(s, m), t = code(goal, m);
+    const bool stuck = (is_partial(c) && c != t) ||
+                       (is_shard(c) && (is_replicate(t) || (is_shard(t) && what_of(t) != what_of(c))));
+    if (stuck) return cm.collective_us + cm.hop_us;
+  }
+  return 0;
 }
 
 /// What the search may use: tensor dims to shard (bit d) and partial ops (bit op).
@@ -300,46 +318,55 @@ constexpr plan_result make_plan(const layout_spec& src, const layout_spec& dst, 
   const state start = without_unit_dims(pack(src), src), goal = without_unit_dims(pack(dst), dst);
   const vocabulary v = vocabulary_of(start, goal, dims, src.tensor_rank);
 
+  double group_sizes[1u << max_mesh_dims]{};  // ranks in the group of each dim mask
+  for (dim_mask g = 0; g < (1u << dims); ++g) group_sizes[g] = static_cast<double>(group_size(mesh, g));
+
   std::vector<node> nodes;
   state_index index;
-  std::vector<queued> heap;
-  nodes.push_back({start, 0, 0, 0, -1, step_kind::chunk, 0, reduce_op::sum, false});
+  std::vector<queued> heap;  // keyed by cost so far + bound (A*)
+  nodes.push_back({start, 0, collective_bound(start, goal, mesh, cm), 0, 0, -1, step_kind::chunk, 0,
+                   reduce_op::sum, false});
   index.find_or_insert(start, nodes, 0);
-  heap.push_back({0, 0, 0, 0});
+  heap.push_back({nodes[0].bound, 0, 0, 0});
   int reached = -1;
   bool overflow = false;
   while (!heap.empty() && reached < 0 && !overflow) {
     std::pop_heap(heap.begin(), heap.end(), worse);
     const queued q = heap.back();
     heap.pop_back();
-    {
-      node& n = nodes[static_cast<std::size_t>(q.index)];
-      if (n.done || worse(q, {n.cost, n.collectives, n.steps, 0})) continue;  // stale entry
-      n.done = true;
-      if (n.key == goal) {
-        reached = q.index;
-        break;
-      }
+    node& n = nodes[static_cast<std::size_t>(q.index)];
+    if (n.done || worse(q, {n.cost + n.bound, n.collectives, n.steps, 0})) continue;  // stale
+    n.done = true;
+    if (n.key == goal) {
+      reached = q.index;
+      break;
     }
-    const state here = nodes[static_cast<std::size_t>(q.index)].key;
+    const state here = n.key;
+    const double here_cost = n.cost;
     for_each_move(here, mesh, src.tensor_rank, goal, v, [&](step_kind kind, dim_mask g, reduce_op op, state next) {
       if (overflow) return;
-      double group = 1;
-      for (int m = 0; m < dims; ++m)
-        if (in_mask(g, m)) group *= static_cast<double>(mesh[m]);
-      const queued cand{q.cost + step_cost_us(kind, here, next, mesh, group, global_bytes, cm),
-                        q.collectives + (is_collective(kind) ? 1 : 0), q.steps + 1, 0};
       int i = index.find_or_insert(next, nodes, static_cast<int>(nodes.size()));
+      if (i >= 0 && nodes[static_cast<std::size_t>(i)].done) return;  // settled: no better path
+      const double cost = here_cost + step_cost_us(kind, here, next, mesh, group_sizes[g], global_bytes, cm);
+      const int collectives = q.collectives + (is_collective(kind) ? 1 : 0), steps = q.steps + 1;
       if (i < 0) {
         if (static_cast<int>(nodes.size()) >= max_plan_states) return void(overflow = true);
         i = static_cast<int>(nodes.size());
-        nodes.push_back({next, cand.cost, cand.collectives, cand.steps, q.index, kind, g, op, false});
+        nodes.push_back({next, cost, collective_bound(next, goal, mesh, cm), collectives, steps, q.index,
+                         kind, g, op, false});
       } else {
         node& to = nodes[static_cast<std::size_t>(i)];
-        if (to.done || !worse({to.cost, to.collectives, to.steps, 0}, cand)) return;
-        to = {next, cand.cost, cand.collectives, cand.steps, q.index, kind, g, op, false};
+        if (!worse({to.cost, to.collectives, to.steps, 0}, {cost, collectives, steps, 0})) return;
+        to.cost = cost;
+        to.collectives = collectives;
+        to.steps = steps;
+        to.parent = q.index;
+        to.kind = kind;
+        to.mesh_dims = g;
+        to.op = op;
       }
-      heap.push_back({cand.cost, cand.collectives, cand.steps, i});
+      const node& to = nodes[static_cast<std::size_t>(i)];
+      heap.push_back({to.cost + to.bound, collectives, steps, i});
       std::push_heap(heap.begin(), heap.end(), worse);
     });
   }
