@@ -28,9 +28,9 @@ TEST_CASE("plan_of (compile time) and make_plan (run time) agree", "[agreement]"
     if (!typed.ok() || run.error != typed.error || run.states != typed.states ||
         !(run.value.steps == typed.value.steps) || !same_cost) {
       if (differ++ < 10)
-        first << c.name << ": compile time " << spmd::trace(typed.value, c.src).view() << " ("
+        first << c.name << ": compile time " << spmd::trace(typed.value, c.src, c.dst).view() << " ("
               << typed.value.cost_us << " us, " << typed.states << " states), run time "
-              << spmd::trace(run.value, c.src).view() << " (" << run.value.cost_us << " us, " << run.states
+              << spmd::trace(run.value, c.src, c.dst).view() << " (" << run.value.cost_us << " us, " << run.states
               << " states)\n";
     }
   }

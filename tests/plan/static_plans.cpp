@@ -266,13 +266,17 @@ static_assert(empty_plan<Plan<L<M41, E88, S<0>, S<1>>, L<M41, E88, S<0>, S<0>>>>
 static_assert(empty_plan<Plan<L<M41, E88, S<0>, Psum>, L<M41, E88, S<0>, R>>>());
 static_assert(empty_plan<Plan<L<M41, E88, S<0>, R>, L<M41, E88, S<0>, Pmax>>>());
 static_assert(empty_plan<Plan<L<mesh<1>, E88, S<0>>, L<mesh<1>, E88, Psum>>>());
-// The plan's ends are the caller's layouts; the step works on the size-4 dim only and
-// costs exactly what the same move costs on a 1-d mesh of 4.
+// The plan's states hold R on the unit dim, its ends included (same blocks as the caller's
+// layouts); the trace shows the caller's layouts at the ends. The step works on the size-4
+// dim only and costs exactly what the same move costs on a 1-d mesh of 4.
 using unit_from = L<M14, E88, S<0>, S<1>>;
 using unit_to = L<M14, E88, S<1>, R>;
 using unit = Plan<unit_from, unit_to>;
 static_assert(kinds_are<unit>({AG}) && masks_are<unit>({0b10}));
-static_assert(unit::step(0).from == unit_from::spec() && unit::step(0).to == unit_to::spec());
+static_assert(unit::step(0).from.placements[0] == spmd::make_replicate() &&
+              unit::step(0).from.placements[1] == spmd::make_shard(1, 0) &&
+              unit::step(0).to.placements[0] == spmd::make_replicate() &&
+              unit::step(0).to.placements[1] == spmd::make_replicate());
 static_assert(unit::trace() == "S(0)S(1)->S(1)R");
 static_assert(unit::cost_us() == Plan<S1, R1>::cost_us());
 // On 2x1x2 a gather of [S0, S0, S0] runs over {0, 2} only.

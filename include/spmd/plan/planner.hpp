@@ -15,7 +15,7 @@
 //   P(op)-> R | S(b)           all_reduce | reduce_scatter
 // Any tensor dim may be sharded on the way; partial ops are those the ends hold (sum if
 // none). P(a) -> P(b) goes through a state without partials. Mesh dims of size 1 are
-// planned as R.
+// planned as R in every state, the plan's ends included (their placements change no block).
 #pragma once
 
 #include <algorithm>
@@ -383,11 +383,8 @@ constexpr plan_result make_plan(const layout_spec& src, const layout_spec& dst, 
     out.value.steps[k] = {to.kind, to.mesh_dims, to.op, unpack(from.key, src), unpack(to.key, src)};
     i = to.parent;
   }
-  // Unit mesh dims were planned as R: the ends keep the caller's exact layouts.
-  if (!out.value.steps.empty()) {
-    out.value.steps[0].from = src;
-    out.value.steps[out.value.steps.size() - 1].to = dst;
-  }
+  // Every state keeps R on mesh dims of size 1, the ends included, so each step changes
+  // only its own mesh dims; the caller's layouts hold the same blocks on every rank.
   return out;
 }
 

@@ -74,13 +74,14 @@ constexpr void put_state(plan_text& t, const layout_spec& s) {
   }
 }
 
-/// The states a plan goes through, from `src`, joined by "->".
-constexpr plan_text trace(const plan& p, const layout_spec& src) {
+/// The states a plan goes through from `src` to `dst`, joined by "->". The ends are the
+/// caller's layouts (the plan's own states hold R on mesh dims of size 1).
+constexpr plan_text trace(const plan& p, const layout_spec& src, const layout_spec& dst) {
   plan_text t{};
   put_state(t, src);
-  for (const plan_step& s : p.steps) {
+  for (int i = 0; i < p.steps.size(); ++i) {
     t.put("->");
-    put_state(t, s.to);
+    put_state(t, i + 1 == p.steps.size() ? dst : p.steps[i].to);
   }
   return t;
 }

@@ -48,7 +48,7 @@ struct plan_of {
   static constexpr int count(step_kind k) { return result.value.count(k); }
   static constexpr int collectives() { return result.value.collectives(); }
   static constexpr double cost_us() { return result.value.cost_us; }
-  static constexpr plan_text trace() { return spmd::trace(result.value, Src::spec()); }
+  static constexpr plan_text trace() { return spmd::trace(result.value, Src::spec(), Dst::spec()); }
 };
 
 }  // namespace spmd
