@@ -3,6 +3,8 @@
 //   spmd-plan layout --mesh 2x4 --shape 10,5 --placements 'S(0),S(0)' [--json]
 //   spmd-plan plan   --mesh 2x2x2 --shape 8,8,8 --from 'S(0),S(1),S(2)' --to 'S(2),S(1),S(0)'
 //                    [--dtype f32|f64|i32|i64|bf16] [--json]
+//   spmd-plan run    (the same options; --dtype f32|f64|i32|i64): G[i] = i distributed with
+//                    --from, redistributed to --to in the simulation backend; every rank's data
 //
 // Exit codes: 0 success, 2 bad input (usage errors, unparsable or invalid layouts), 1 an
 // unexpected internal failure. Errors go to stderr; stdout then stays empty.
@@ -13,7 +15,11 @@
 #include <iostream>
 #include <stdexcept>
 #include <string>
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
 #include <cstdio>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -23,6 +29,8 @@
 #include "spmd/core/layout_spec.hpp"
 #include "spmd/io/placement_text.hpp"
 #include "spmd/plan.hpp"
+#include "spmd/sim/distribute.hpp"
+#include "spmd/sim/execute.hpp"
 #include "spmd/io/visualize.hpp"
 
 namespace {
@@ -213,13 +221,13 @@ nlohmann::ordered_json plan_json(const transition& t, spmd::index_t element_byte
     counts[spmd::step_kind_name(kind)] = t.plan.count(kind);
   }
   out["counts"] = std::move(counts);
-  out["trace"] = std::string(spmd::trace(t.plan, t.from).view());
+  out["trace"] = std::string(spmd::trace(t.plan, t.from, t.to).view());
   out["cost"] = t.plan.cost_us;
   return out;
 }
 
 std::string plan_text_report(const transition& t, spmd::index_t element_bytes) {
-  std::string text = "trace: " + std::string(spmd::trace(t.plan, t.from).view()) + "\n";
+  std::string text = "trace: " + std::string(spmd::trace(t.plan, t.from, t.to).view()) + "\n";
   char cost[64];
   std::snprintf(cost, sizeof cost, "%.3f", t.plan.cost_us);
   text += "cost:  " + std::string(cost) + " us (model: 6.6 us per collective + 0.6 us per hop + bytes at 88 GB/s)\n";
@@ -248,6 +256,81 @@ int run_plan(const plan_options& o) {
   return exit_ok;
 }
 
+// ---------------------------------------------------------------------------
+// run
+// ---------------------------------------------------------------------------
+
+CLI::App* add_run_command(CLI::App& app, plan_options& o) {
+  CLI::App* cmd = app.add_subcommand(
+      "run", "Redistribute G[i] = i (row-major index) in the simulation backend and print every rank's data");
+  add_transition_options(cmd, o);
+  cmd->add_option("--dtype", o.dtype, "Element type: f32, f64, i32, i64");
+  return cmd;
+}
+
+/// Ranks listed by `run` (each prints its data).
+constexpr spmd::index_t max_run_elements = spmd::index_t{1} << 24;
+
+/// JSON has no infinities (a fill with max's identity holds -inf): those print as the
+/// strings "inf", "-inf" and "nan".
+template <class T>
+nlohmann::ordered_json json_number(T v) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(v)) return "nan";
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  }
+  return v;
+}
+
+template <class T>
+int run_as(const plan_options& o) {
+  const spmd::index_t element_bytes = sizeof(T);
+  const transition t = plan_transition(o, element_bytes);
+  spmd::index_t total = 1;
+  for (spmd::index_t e : t.shape) total *= e;
+  if (total * t.from.mesh_size() > max_run_elements)
+    throw std::invalid_argument("shape '" + o.shape + "' on mesh '" + o.mesh + "' is too large for run (" +
+                                std::to_string(total) + " elements on " + std::to_string(t.from.mesh_size()) +
+                                " ranks; at most " + std::to_string(max_run_elements) + " in all)");
+  std::vector<T> global(static_cast<std::size_t>(total));
+  for (spmd::index_t i = 0; i < total; ++i) global[static_cast<std::size_t>(i)] = static_cast<T>(i);
+  spmd::sim::local_set<T> in = spmd::sim::distribute<T>(std::span<const T>(global), t.from, t.shape);
+  const spmd::sim::local_set<T> out = spmd::sim::execute<T>(t.plan, t.shape, std::move(in));
+
+  nlohmann::ordered_json j = plan_json(t, element_bytes);
+  auto ranks = nlohmann::ordered_json::array();
+  for (spmd::index_t r = 0; r < t.to.mesh_size(); ++r) {
+    nlohmann::ordered_json rank;
+    rank["rank"] = r;
+    rank["coord"] = json_list(spmd::unravel(t.to.mesh, r));
+    rank["local_shape"] = json_list(out.shape(r));
+    auto data = nlohmann::ordered_json::array();
+    const spmd::sim::strided_view<const T> v = out.view(r);
+    for (spmd::index_t k = 0; k < v.size(); ++k) data.push_back(json_number(v.data()[k]));
+    rank["data"] = std::move(data);
+    ranks.push_back(std::move(rank));
+  }
+  j["ranks"] = std::move(ranks);
+  if (o.json) {
+    std::cout << j.dump() << '\n';
+    return exit_ok;
+  }
+  std::string text = plan_text_report(t, element_bytes) + "\n";
+  for (const auto& rank : j["ranks"])
+    text += "rank " + rank["rank"].dump() + " " + rank["coord"].dump() + " shape " +
+            rank["local_shape"].dump() + ": " + rank["data"].dump() + "\n";
+  std::cout << text;
+  return exit_ok;
+}
+
+int run_run(const plan_options& o) {
+  if (o.dtype == "f32") return run_as<float>(o);
+  if (o.dtype == "f64") return run_as<double>(o);
+  if (o.dtype == "i32") return run_as<std::int32_t>(o);
+  if (o.dtype == "i64") return run_as<std::int64_t>(o);
+  throw std::invalid_argument("bad dtype '" + o.dtype + "': run takes f32, f64, i32 or i64");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -258,6 +341,8 @@ int main(int argc, char** argv) {
   CLI::App* layout_cmd = add_layout_command(app, layout_opts);
   plan_options plan_opts;
   CLI::App* plan_cmd = add_plan_command(app, plan_opts);
+  plan_options run_opts;
+  CLI::App* run_cmd = add_run_command(app, run_opts);
 
   try {
     app.parse(argc, argv);
@@ -271,7 +356,8 @@ int main(int argc, char** argv) {
   try {
     if (layout_cmd->parsed()) return run_layout(layout_opts);
     if (plan_cmd->parsed()) return run_plan(plan_opts);
-    std::cerr << "spmd-plan: a subcommand is required (layout, plan)\n"
+    if (run_cmd->parsed()) return run_run(run_opts);
+    std::cerr << "spmd-plan: a subcommand is required (layout, plan, run)\n"
                  "Run 'spmd-plan --help' for more information.\n";
     return exit_bad_input;
   } catch (const std::invalid_argument& e) {

@@ -1,0 +1,23 @@
+// spmd/sim/sim.hpp — the local simulation backend: every rank's local tensor in one process.
+//
+//   dtensor.hpp       DTensor's API: distribute_tensor, from_local, factories, redistribute,
+//                     local / to_local / full_tensor
+//   execute.hpp       run a plan (a value, or a compile-time constant) on every rank's local
+//   comm_counter.hpp  count the collectives run in a scope (CommDebugMode)
+//   distribute.hpp    the value-level distribute / full_tensor the typed API and the CLI share
+//   schedule.hpp      a plan step lowered to box operations (constexpr)
+//   kernels.hpp       the copy and reduction loops
+//   local_set.hpp, buffer.hpp, view.hpp, element.hpp   storage, pool, views, element types
+#pragma once
+
+#include "spmd/core/bfloat16.hpp"
+#include "spmd/sim/buffer.hpp"
+#include "spmd/sim/comm_counter.hpp"
+#include "spmd/sim/distribute.hpp"
+#include "spmd/sim/dtensor.hpp"
+#include "spmd/sim/element.hpp"
+#include "spmd/sim/execute.hpp"
+#include "spmd/sim/kernels.hpp"
+#include "spmd/sim/local_set.hpp"
+#include "spmd/sim/schedule.hpp"
+#include "spmd/sim/view.hpp"
