@@ -358,7 +358,7 @@ std::string compare(const std::vector<local<T>>& want, const std::vector<local<T
 
 inline std::string text(const spmd::placement& p) {
   if (p.is_replicate()) return "R";
-  if (p.is_partial()) return std::string("P(") + spmd::sim::reduce_op_name(p.op) + ")";
+  if (p.is_partial()) return std::string("P(") + spmd::reduce_op_name(p.op) + ")";
   return "S(" + std::to_string(p.dim) + ")[" + std::to_string(p.order) + "]";
 }
 inline std::string text(const spmd::layout_spec& s) {
@@ -368,7 +368,7 @@ inline std::string text(const spmd::layout_spec& s) {
 }
 inline std::string text(const spmd::plan_step& s) {
   return std::string(spmd::step_kind_name(s.kind)) + " G=" + std::to_string(s.mesh_dims) + " op=" +
-         spmd::sim::reduce_op_name(s.op) + " " + text(s.from) + " -> " + text(s.to);
+         spmd::reduce_op_name(s.op) + " " + text(s.from) + " -> " + text(s.to);
 }
 inline std::string text(const ivec& v) {
   std::string t = "(";

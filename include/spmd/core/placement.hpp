@@ -43,6 +43,18 @@ struct placement {
   }
 };
 
+/// "sum", "avg", "max", "min", "product" (the text form inside P(...)).
+SPMD_HD constexpr const char* reduce_op_name(reduce_op op) {
+  switch (op) {
+    case reduce_op::sum: return "sum";
+    case reduce_op::avg: return "avg";
+    case reduce_op::max: return "max";
+    case reduce_op::min: return "min";
+    case reduce_op::product: return "product";
+  }
+  return "?";
+}
+
 SPMD_HD constexpr placement make_shard(int dim, int order = default_order) {
   return {placement_kind::shard, dim, reduce_op::sum, order};
 }

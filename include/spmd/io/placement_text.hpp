@@ -251,18 +251,6 @@ inline shape_vec parse_shape(std::string_view text) {
 // Formatting
 // ---------------------------------------------------------------------------
 
-/// "sum", "avg", "max", "min", "product".
-inline std::string_view reduce_op_name(reduce_op op) {
-  switch (op) {
-    case reduce_op::sum: return "sum";
-    case reduce_op::avg: return "avg";
-    case reduce_op::max: return "max";
-    case reduce_op::min: return "min";
-    case reduce_op::product: return "product";
-  }
-  return "?";
-}
-
 /// "R", "S(0)", "S(1)[2]" (the bracket when p.order is explicit), "P(sum)".
 inline std::string format_placement(const placement& p) {
   switch (p.kind) {

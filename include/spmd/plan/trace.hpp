@@ -39,17 +39,6 @@ struct plan_text {
   friend constexpr bool operator==(const plan_text& a, std::string_view b) { return a.view() == b; }
 };
 
-constexpr std::string_view reduce_op_text(reduce_op op) {
-  switch (op) {
-    case reduce_op::sum: return "sum";
-    case reduce_op::avg: return "avg";
-    case reduce_op::max: return "max";
-    case reduce_op::min: return "min";
-    case reduce_op::product: return "product";
-  }
-  return "?";
-}
-
 /// One state, e.g. `S(0)[0]S(0)[1]`, `P(sum)R`.
 constexpr void put_state(plan_text& t, const layout_spec& s) {
   for (const placement& p : s.placements) {
@@ -57,7 +46,7 @@ constexpr void put_state(plan_text& t, const layout_spec& s) {
       t.put('R');
     } else if (p.is_partial()) {
       t.put("P(");
-      t.put(reduce_op_text(p.op));
+      t.put(std::string_view(reduce_op_name(p.op)));
       t.put(')');
     } else {
       t.put("S(");

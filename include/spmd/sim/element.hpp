@@ -47,18 +47,6 @@ constexpr T identity(reduce_op op) {
   return T(0);
 }
 
-/// The name of a reduce op ("sum", "avg", ...).
-constexpr const char* reduce_op_name(reduce_op op) {
-  switch (op) {
-    case reduce_op::sum: return "sum";
-    case reduce_op::avg: return "avg";
-    case reduce_op::max: return "max";
-    case reduce_op::min: return "min";
-    case reduce_op::product: return "product";
-  }
-  return "?";
-}
-
 /// One combine of `op` (avg combines as sum; the division comes last).
 template <reduce_op Op, element T>
 constexpr T combine(T a, T b) {
