@@ -1,4 +1,4 @@
-// spmd-plan — inspect spmd layouts from the command line.
+// spmd-plan — inspect spmd layouts and redistribute plans from the command line, and run them.
 //
 //   spmd-plan layout --mesh 2x4 --shape 10,5 --placements 'S(0),S(0)' [--json]
 //   spmd-plan plan   --mesh 2x2x2 --shape 8,8,8 --from 'S(0),S(1),S(2)' --to 'S(2),S(1),S(0)'
@@ -334,7 +334,7 @@ int run_run(const plan_options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"spmd-plan: inspect spmd layouts (which rank holds which block of a tensor)",
+  CLI::App app{"spmd-plan: inspect spmd layouts and redistribute plans, and run them in the simulation backend",
                "spmd-plan"};
   // No require_subcommand(): an unknown word then is an "unexpected argument" naming it.
   layout_options layout_opts;
