@@ -24,8 +24,9 @@ inline index_t shape_elems(const shape_vec& s) {
   return n;
 }
 
+/// One rank's local tensor: a row-major buffer and its shape (local_set's element).
 template <class T>
-struct local_tensor {
+struct rank_local {
   buffer<T> buf;     // empty when the tensor has no elements
   shape_vec shape{};
   index_t size() const { return shape_elems(shape); }
@@ -65,7 +66,7 @@ class local_set {
 
   /// Give mesh index i a new, uninitialised local of `shape`.
   void assign(index_t i, const shape_vec& shape) {
-    local_tensor<T>& l = locals_[idx(i)];
+    rank_local<T>& l = locals_[idx(i)];
     const index_t n = shape_elems(shape);
     if (l.buf.capacity() < n || (n == 0 && l.buf)) l.buf = buffer<T>(n);
     l.shape = shape;
@@ -75,12 +76,12 @@ class local_set {
     locals_[idx(i)].buf = std::move(buf);
     locals_[idx(i)].shape = shape;
   }
-  local_tensor<T>& operator[](index_t i) { return locals_[idx(i)]; }
-  const local_tensor<T>& operator[](index_t i) const { return locals_[idx(i)]; }
+  rank_local<T>& operator[](index_t i) { return locals_[idx(i)]; }
+  const rank_local<T>& operator[](index_t i) const { return locals_[idx(i)]; }
 
  private:
   static std::size_t idx(index_t i) { return static_cast<std::size_t>(i); }
-  std::vector<local_tensor<T>> locals_;
+  std::vector<rank_local<T>> locals_;
 };
 
 }  // namespace spmd::sim

@@ -3,6 +3,9 @@
 //   dtensor.hpp       DTensor's API: distribute_tensor, from_local, factories, redistribute,
 //                     local / to_local / full_tensor
 //   execute.hpp       run a plan (a value, or a compile-time constant) on every rank's local
+//   local_tensor.hpp  a tensor per rank (LocalTensor): per-rank ops, reconcile, rank_map,
+//                     tensor_map, to_local_tensor / from_local
+//   local_int.hpp     an integer per rank (LocalIntNode): a dim's size when shards differ
 //   comm_counter.hpp  count the collectives run in a scope (CommDebugMode)
 //   distribute.hpp    the value-level distribute / full_tensor the typed API and the CLI share
 //   schedule.hpp      a plan step lowered to box operations (constexpr)
@@ -18,6 +21,8 @@
 #include "spmd/sim/element.hpp"
 #include "spmd/sim/execute.hpp"
 #include "spmd/sim/kernels.hpp"
+#include "spmd/sim/local_int.hpp"
 #include "spmd/sim/local_set.hpp"
+#include "spmd/sim/local_tensor.hpp"
 #include "spmd/sim/schedule.hpp"
 #include "spmd/sim/view.hpp"
