@@ -5,6 +5,8 @@
 //   execute.hpp       run a plan (a value, or a compile-time constant) on every rank's local
 //   local_tensor.hpp  a tensor per rank (LocalTensor): per-rank ops, reconcile, rank_map,
 //                     tensor_map, to_local_tensor / from_local
+//   collectives.hpp   all_reduce, broadcast, all_gather, reduce_scatter, all_to_all on
+//                     local tensors, over the whole mesh or some mesh dims' groups
 //   local_int.hpp     an integer per rank (LocalIntNode): a dim's size when shards differ
 //   comm_counter.hpp  count the collectives run in a scope (CommDebugMode)
 //   distribute.hpp    the value-level distribute / full_tensor the typed API and the CLI share
@@ -15,6 +17,7 @@
 
 #include "spmd/core/bfloat16.hpp"
 #include "spmd/sim/buffer.hpp"
+#include "spmd/sim/collectives.hpp"
 #include "spmd/sim/comm_counter.hpp"
 #include "spmd/sim/distribute.hpp"
 #include "spmd/sim/dtensor.hpp"
