@@ -10,6 +10,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "../common/failures.hpp"
+
 #include "reference.hpp"
 
 namespace {
@@ -18,23 +20,7 @@ using ref::index_t;
 using ref::ivec;
 using ref::place;
 
-// Failures collected in hot loops (a REQUIRE per element would dominate the run time).
-struct failures {
-  std::vector<std::string> first;
-  std::size_t count = 0;
-  std::size_t checks = 0;
-  void add(const std::string& what) {
-    if (first.size() < 20) first.push_back(what);
-    ++count;
-  }
-  void report() const {
-    std::ostringstream os;
-    for (const auto& f : first) os << f << '\n';
-    INFO(os.str());
-    INFO(count << " failures in " << checks << " checks");
-    CHECK(count == 0);
-  }
-};
+using spmd_test::failures;  // collected in hot loops
 
 spmd::mesh_shape_vec mesh_vec(const ivec& mesh) {
   spmd::mesh_shape_vec v{};

@@ -11,6 +11,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "../common/failures.hpp"
+
 #include "reference.hpp"
 
 namespace {
@@ -57,20 +59,7 @@ std::vector<simref::local<T>> locals_of(const sim::local_set<T>& s, const spmd::
 template <class... L>
 struct type_list {};
 
-struct failures {
-  std::vector<std::string> first;
-  std::size_t count = 0;
-  void add(const std::string& s) {
-    if (first.size() < 10) first.push_back(s);
-    ++count;
-  }
-  void report() const {
-    std::string all;
-    for (const auto& f : first) all += f + "\n";
-    INFO(all);
-    CHECK(count == 0);
-  }
-};
+using spmd_test::failures;
 
 using M4 = mesh<4>;
 using M23 = mesh<2, 3>;

@@ -12,6 +12,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "../common/failures.hpp"
+
 #include "reference.hpp"
 
 namespace {
@@ -22,22 +24,7 @@ using spmd::placement;
 using spmd::reduce_op;
 using spmd::step_kind;
 
-struct failures {
-  std::vector<std::string> first;
-  std::size_t count = 0, checks = 0;
-  void add(const std::string& s) {
-    if (first.size() < 10) first.push_back(s);
-    ++count;
-  }
-  void report() const {
-    std::ostringstream os;
-    for (const auto& f : first) os << f << '\n';
-    INFO(os.str());
-    INFO(count << " failures in " << checks << " checks");
-    CHECK(count == 0);
-    CHECK(checks > 0);
-  }
-};
+using spmd_test::failures;
 
 spmd::mesh_shape_vec mesh_of(const ivec& m) {
   spmd::mesh_shape_vec v{};
@@ -197,7 +184,7 @@ TEST_CASE("every valid step on 1-d and 2-d meshes matches the reference", "[step
           default: check_step<spmd::bfloat16>(c, rng, f); break;
         }
       }
-  f.report();
+  f.report_checked();
   // Every kind ran, on single and on merged groups.
   for (step_kind kind : all_kinds) {
     INFO(spmd::step_kind_name(kind));
@@ -233,7 +220,7 @@ TEST_CASE("sampled steps on 3-d meshes match the reference", "[steps]") {
     }
     CHECK(kept > 100);
   }
-  f.report();
+  f.report_checked();
   for (step_kind kind : all_kinds) {
     INFO(spmd::step_kind_name(kind));
     CHECK(cov.n[{kind, false}] + cov.n[{kind, true}] > 0);
@@ -378,7 +365,7 @@ TEST_CASE("plans from the planner reproduce the global tensor", "[steps][plans]"
             f.add(simref::text(a) + " -> " + simref::text(b) + ": a local is not its block");
         }
     }
-  f.report();
+  f.report_checked();
   CHECK(plans > 1000);
 }
 

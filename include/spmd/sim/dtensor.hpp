@@ -343,49 +343,48 @@ local_set<To> cast_locals(const local_set<From>& in) {
 }
 }  // namespace detail
 
+namespace detail {
+/// Runs PlanOf<L, Dst, W>::value() on locals of element type W (checked at compile time to
+/// lead from L to Dst): the one body of the redistribute overloads below.
+template <class Dst, template <class, class, class> class PlanOf, element W, class L, class Locals>
+local_set<W> run_to(const L& layout, Locals&& locals) {
+  using H = plan_holder<PlanOf<L, Dst, W>>;
+  static_assert(plan_connects<H, L, Dst>(),
+                "spmd::sim::redistribute: the plan does not lead from the source layout to the "
+                "target layout.");
+  return run_plan<W, H>(layout.extents(), std::forward<Locals>(locals));
+}
+}  // namespace detail
+
 /// x in the layout with placements NewPlacements (same mesh and extents), by the plan
 /// PlanOf<Src, Dst, T>::value(). x is unchanged.
 template <class NewPlacements, template <class, class, class> class PlanOf, element T, class L>
 auto redistribute(const dtensor<T, L>& x) {
   using Dst = detail::target_layout<NewPlacements, L>;
-  using H = detail::plan_holder<PlanOf<L, Dst, T>>;
-  static_assert(detail::plan_connects<H, L, Dst>(),
-                "spmd::sim::redistribute: the plan does not lead from the source layout to the "
-                "target layout.");
-  const Dst dst{x.layout().extents()};
-  return dtensor<T, Dst>(detail::internal_t{}, dst,
-                         detail::run_plan<T, H>(x.layout().extents(), x.locals()));
+  return dtensor<T, Dst>(detail::internal_t{}, Dst{x.layout().extents()},
+                         detail::run_to<Dst, PlanOf, T>(x.layout(), x.locals()));
 }
 /// The same, reusing x's buffers.
 template <class NewPlacements, template <class, class, class> class PlanOf, element T, class L>
 auto redistribute(dtensor<T, L>&& x) {
   using Dst = detail::target_layout<NewPlacements, L>;
-  using H = detail::plan_holder<PlanOf<L, Dst, T>>;
-  static_assert(detail::plan_connects<H, L, Dst>(),
-                "spmd::sim::redistribute: the plan does not lead from the source layout to the "
-                "target layout.");
-  const Dst dst{x.layout().extents()};
-  const auto ext = x.layout().extents();
-  return dtensor<T, Dst>(detail::internal_t{}, dst,
-                         detail::run_plan<T, H>(ext, std::move(x).locals()));
+  const L layout = x.layout();
+  return dtensor<T, Dst>(detail::internal_t{}, Dst{layout.extents()},
+                         detail::run_to<Dst, PlanOf, T>(layout, std::move(x).locals()));
 }
 /// The same, communicating in U (DTensor's forward_dtype): every local is cast to U, the
 /// plan PlanOf<Src, Dst, U> runs in U, and the result is cast back to T.
 template <class NewPlacements, template <class, class, class> class PlanOf, element T, class L,
           element U>
 auto redistribute(const dtensor<T, L>& x, forward_dtype_t<U>) {
-  using Dst = detail::target_layout<NewPlacements, L>;
   if constexpr (std::is_same_v<T, U>) {
     return redistribute<NewPlacements, PlanOf>(x);
   } else {
-    using H = detail::plan_holder<PlanOf<L, Dst, U>>;
-    static_assert(detail::plan_connects<H, L, Dst>(),
-                  "spmd::sim::redistribute: the plan does not lead from the source layout to "
-                  "the target layout.");
-    const Dst dst{x.layout().extents()};
-    local_set<U> moved =
-        detail::run_plan<U, H>(x.layout().extents(), detail::cast_locals<U>(x.locals()));
-    return dtensor<T, Dst>(detail::internal_t{}, dst, detail::cast_locals<T>(moved));
+    using Dst = detail::target_layout<NewPlacements, L>;
+    const local_set<U> moved =
+        detail::run_to<Dst, PlanOf, U>(x.layout(), detail::cast_locals<U>(x.locals()));
+    return dtensor<T, Dst>(detail::internal_t{}, Dst{x.layout().extents()},
+                           detail::cast_locals<T>(moved));
   }
 }
 
