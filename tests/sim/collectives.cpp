@@ -440,3 +440,56 @@ TEST_CASE("bad inputs throw, naming the value", "[collectives]") {
   CHECK(contains(message<E>([&] { sim::all_gather(s, 0); }), "0 dims"));
   CHECK(sim::all_reduce(s, reduce_op::sum).reconcile().data == std::vector<float>{16});
 }
+
+TEST_CASE("comm_counter counts collectives on local tensors", "[collectives][counter]") {
+  using M = mesh<2, 3>;  // groups over mesh dim 1: {0,1,2}, {3,4,5}; over dim 0: pairs
+  // Rank r holds 4 rows of 5 columns; the uneven dims below give zero-size pieces.
+  const local_tensor<float, M> x = sim::rank_map<M>([](index_t r) {
+    host_tensor<float> t{{4, 5}, std::vector<float>(20)};
+    for (std::size_t k = 0; k < t.data.size(); ++k) t.data[k] = float(r) + float(k);
+    return t;
+  });
+  // Bytes each collective moves, from shapes alone: what every rank holds afterwards that
+  // it did not hold before. (The ring reductions: reduce_scatter moves all but the kept
+  // piece; all_reduce twice the reduce_scatter of the flattened block.)
+  const std::int64_t f = sizeof(float);
+  auto numel_sum = [](const auto& t) {
+    std::int64_t n = 0;
+    for (index_t r = 0; r < M::size; ++r) n += t.numel()[r];
+    return n;
+  };
+  sim::comm_counter outer;
+  {
+    sim::comm_counter c;
+    const auto g = sim::all_gather(x, 0, 0b10);  // 12 rows on every rank
+    CHECK(c.count(spmd::step_kind::all_gather) == 1);
+    CHECK(c.count(spmd::step_kind::all_gather, 0b10) == 1);
+    CHECK(c.count(spmd::step_kind::all_gather, 0b01) == 0);
+    CHECK(c.bytes() == (numel_sum(g) - numel_sum(x)) * f);
+
+    const auto rs = sim::reduce_scatter(x, reduce_op::sum, 1, 0b10);  // 5 cols: 2, 2, 1
+    CHECK(rs.size(1) == sim::local_int<M>{2, 2, 1, 2, 2, 1});
+    CHECK(c.bytes(spmd::step_kind::reduce_scatter) == (numel_sum(x) - numel_sum(rs)) * f);
+
+    // all_reduce of 20 elements over pairs: member j keeps chunk j of 10, 10; receives 2 x 10.
+    sim::all_reduce(x, reduce_op::max, 0b01);
+    CHECK(c.count(spmd::step_kind::all_reduce, 0b01) == 1);
+    CHECK(c.bytes(spmd::step_kind::all_reduce) == M::size * 2 * 10 * f);
+
+    const auto a = sim::all_to_all(x, 0, 1);  // 4 rows over 6 ranks: 1,1,1,1,0,0
+    std::int64_t kept = 0;  // the piece each rank keeps of its own shard
+    for (index_t r = 0; r < M::size; ++r) kept += (r < 4 ? 1 : 0) * 5;
+    CHECK(c.bytes(spmd::step_kind::all_to_all) == (numel_sum(a) - kept) * f);
+
+    sim::broadcast(x, 4);  // 5 ranks receive 20 elements
+    sim::broadcast(x, 0, 0b01);
+    CHECK(c.count_broadcast() == 2);
+    CHECK(c.count_broadcast(0b11) == 1);
+    CHECK(c.count_broadcast(0b01) == 1);
+    CHECK(c.bytes_broadcast() == (5 * 20 + 3 * 20) * f);
+    CHECK(c.total() == 6);
+  }
+  CHECK(outer.total() == 6);  // nested scopes each see what ran inside them
+  sim::all_reduce(x, reduce_op::sum);
+  CHECK(outer.count(spmd::step_kind::all_reduce, 0b11) == 1);
+}

@@ -323,3 +323,82 @@ TEST_CASE("local_int with one value in braces holds it on every rank", "[local]"
   CHECK(a.reconcile() == 5);
   CHECK_THROWS_AS((spmd::sim::local_int<spmd::mesh<3>>{1, 2}), std::invalid_argument);
 }
+
+TEST_CASE("host_tensor factories and at()", "[local][host]") {
+  const auto a = host_tensor<float>::arange({4, 4});
+  CHECK(a.shape == std::vector<index_t>{4, 4});
+  CHECK(a.at({1, 2}) == 6.f);
+  CHECK(a.at({3, 3}) == 15.f);
+  CHECK(host_tensor<int>::full({2, 0, 3}, 7).data.empty());
+  CHECK(host_tensor<double>::ones({3}).data == std::vector<double>{1, 1, 1});
+  CHECK(host_tensor<double>::zeros({}).data == std::vector<double>{0});  // a scalar
+  CHECK(contains(message<std::invalid_argument>([] { host_tensor<float>::zeros({2, -3}); }),
+                 "extent -3 of dim 1"));
+  CHECK(contains(message<std::invalid_argument>([] {
+                   host_tensor<float>::zeros({1 << 30, 1 << 30, 1 << 30});
+                 }),
+                 "2^62"));
+  CHECK(contains(message<std::out_of_range>([&] { (void)a.at({1, 4}); }), "index 4 of dim 1"));
+  CHECK(contains(message<std::out_of_range>([&] { (void)a.at({1}); }), "1 indices"));
+}
+
+TEST_CASE("local_mode: factories over a rank set", "[local][mode]") {
+  constexpr sim::local_mode<mesh<4>> mode;
+  static_assert(mode.world_size == 4);
+  const auto x = mode.ones<float>({2, 3});
+  static_assert(std::is_same_v<std::remove_cvref_t<decltype(x)>, local_tensor<float, mesh<4>>>);
+  for (index_t r = 0; r < 4; ++r) CHECK(x.to_local(r) == host_tensor<float>::ones({2, 3}));
+  CHECK(mode.zeros<int>({5}).reconcile() == host_tensor<int>::zeros({5}));
+  CHECK(mode.full<double>({1, 2}, 2.5).reconcile().data == std::vector<double>{2.5, 2.5});
+  CHECK(mode.arange<float>({2, 2}).reconcile().data == std::vector<float>{0, 1, 2, 3});
+  // Ranks of a rank list, in mesh order.
+  using L = mesh<3>::with_ranks<5, 1, 9>;
+  const local_int<L> ids = sim::local_mode<L>::ranks();
+  CHECK(ids[5] == 5);
+  CHECK(ids[9] == 9);
+  CHECK(ids.at_index(1) == 1);
+  // rank_map / tensor_map bound to the set.
+  const auto r = mode.rank_map([](index_t k) { return host_tensor<float>::full({1}, float(k)); });
+  const auto sq = mode.tensor_map(r, [](index_t k, auto s) {
+    return host_tensor<float>::full({1}, s(0) * float(k));
+  });
+  CHECK(sq.to_local(3).data == std::vector<float>{9});
+}
+
+TEST_CASE("per_rank: single-rank code once per rank", "[local][per_rank]") {
+  using M = mesh<4>;
+  const std::vector<float> all = host_tensor<float>::arange({16}).data;
+  // The tutorial's compute_rank_offset: rank r takes elements [4r, 4r + 4).
+  auto slice = [](const std::vector<float>& data, index_t rank) {
+    const auto b = data.begin() + 4 * rank;
+    return host_tensor<float>{{4}, {b, b + 4}};
+  };
+  const auto parts = sim::per_rank(slice, all, sim::local_mode<M>::ranks());
+  static_assert(std::is_same_v<std::remove_cvref_t<decltype(parts)>, local_tensor<float, M>>);
+  for (index_t r = 0; r < 4; ++r) {
+    CHECK(parts.to_local(r).data ==
+          std::vector<float>{4.f * r, 4.f * r + 1, 4.f * r + 2, 4.f * r + 3});
+  }
+  // Local tensors arrive as each rank's shard; an integer result packs into a local_int.
+  const local_int<M> n = sim::per_rank([](auto shard) { return shard.size(); }, parts);
+  CHECK(n == local_int<M>(4));
+  const local_int<M> first =
+      sim::per_rank([](auto shard, index_t k) { return index_t(shard(0)) + k; }, parts,
+                    local_int<M>{10, 20, 30, 40});
+  CHECK(first == local_int<M>{10, 24, 38, 52});
+  // No per-rank argument: f runs once, as plain code.
+  CHECK(sim::per_rank(slice, all, index_t{2}).data == std::vector<float>{8, 9, 10, 11});
+  // Void: called once per rank.
+  int calls = 0;
+  sim::per_rank([&](index_t) { ++calls; }, sim::local_mode<M>::ranks());
+  CHECK(calls == 4);
+  // A rank whose result has the wrong size is named.
+  CHECK(contains(message<std::invalid_argument>([&] {
+                   sim::per_rank(
+                       [](index_t k) {
+                         return host_tensor<float>{{2}, std::vector<float>(k == 2 ? 3 : 2)};
+                       },
+                       sim::local_mode<M>::ranks());
+                 }),
+                 "per_rank: rank 2"));
+}

@@ -27,6 +27,10 @@
 //     shards, as a P -> S(dim) step.
 // Uneven pieces are zero-size boxes (run = 0: the kernels do nothing).
 //
+// Each call is one collective for a live comm_counter (comm_counter.hpp): its kind, the
+// group mask, and the bytes every rank receives from the other members, by the counter's
+// formulas (ring all_reduce and reduce_scatter, as a redistribute step's are counted).
+//
 // Every bad input (a mask naming dims the mesh lacks, a dim out of range, a source rank not
 // in the mesh, shapes that do not fit) throws, naming the value and the ranks.
 #pragma once
@@ -38,6 +42,7 @@
 
 #include "spmd/core/chunk.hpp"
 #include "spmd/core/mesh_groups.hpp"
+#include "spmd/sim/comm_counter.hpp"
 #include "spmd/sim/kernels.hpp"
 #include "spmd/sim/local_set.hpp"
 #include "spmd/sim/local_tensor.hpp"
@@ -127,6 +132,7 @@ local_tensor<T, Mesh> all_reduce(const local_tensor<T, Mesh>& x, reduce_op op,
   detail::check_group<Mesh>(group, "all_reduce");
   const local_set<T>& in = x.shards();
   local_set<T> out(Mesh::size);
+  index_t received = 0;
   for (index_t g = 0; g < Mesh::group_count(group); ++g) {
     const std::vector<index_t> m = detail::group_members<Mesh>(group, g);
     detail::check_same_shapes<T, Mesh>(in, m, "all_reduce");
@@ -138,9 +144,13 @@ local_tensor<T, Mesh> all_reduce(const local_tensor<T, Mesh>& x, reduce_op op,
       dst.push_back(out.data(i));
     }
     const index_t len = in.size(m[0]);
+    const index_t n = static_cast<index_t>(m.size());
     if (len > 0)  // the backend's all-reduce kernel (a P -> R step)
-      detail::all_reduce(op, dst.data(), src.data(), static_cast<index_t>(m.size()), len);
+      detail::all_reduce(op, dst.data(), src.data(), n, len);
+    for (index_t j = 0; j < n; ++j) received += 2 * (len - chunk(len, n, j).size);
   }
+  if (detail::counting())
+    detail::record_collective(step_kind::all_reduce, group, received * index_t{sizeof(T)});
   return detail::wrap<T, Mesh>(std::move(out));
 }
 
@@ -157,6 +167,7 @@ local_tensor<T, Mesh> broadcast(const local_tensor<T, Mesh>& x, index_t src_rank
   const index_t pos = Mesh::group_of_rank(group, src_rank).index;
   const local_set<T>& in = x.shards();
   local_set<T> out(Mesh::size);
+  index_t received = 0;
   for (index_t g = 0; g < Mesh::group_count(group); ++g) {
     const index_t s = group_member(Mesh::shape_vec(), group, g, pos);
     const shape_vec& S = in.shape(s);
@@ -164,8 +175,10 @@ local_tensor<T, Mesh> broadcast(const local_tensor<T, Mesh>& x, index_t src_rank
     for (index_t i : detail::group_members<Mesh>(group, g)) {
       out.assign(i, S);
       detail::copy_box(out.data(i), S, z, in.data(s), S, z, S);
+      if (i != s) received += shape_elems(S);
     }
   }
+  if (detail::counting()) detail::record_broadcast(group, received * index_t{sizeof(T)});
   return detail::wrap<T, Mesh>(std::move(out));
 }
 
@@ -179,6 +192,7 @@ local_tensor<T, Mesh> all_gather(const local_tensor<T, Mesh>& x, int dim,
   const int d = detail::check_dim(dim, x.dim(), "all_gather", "dim");
   const local_set<T>& in = x.shards();
   local_set<T> out(Mesh::size);
+  index_t received = 0;  // each member lacks every shard but its own
   for (index_t g = 0; g < Mesh::group_count(group); ++g) {
     const std::vector<index_t> m = detail::group_members<Mesh>(group, g);
     shape_vec O = in.shape(m[0]);
@@ -208,7 +222,10 @@ local_tensor<T, Mesh> all_gather(const local_tensor<T, Mesh>& x, int dim,
       out.assign(m[j], O);
       detail::copy_box(out.data(m[j]), O, z, out.data(first), O, z, O);
     }
+    for (index_t i : m) received += shape_elems(O) - in.size(i);
   }
+  if (detail::counting())
+    detail::record_collective(step_kind::all_gather, group, received * index_t{sizeof(T)});
   return detail::wrap<T, Mesh>(std::move(out));
 }
 
@@ -221,6 +238,7 @@ local_tensor<T, Mesh> reduce_scatter(const local_tensor<T, Mesh>& x, reduce_op o
   const int d = detail::check_dim(dim, x.dim(), "reduce_scatter", "dim");
   const local_set<T>& in = x.shards();
   local_set<T> out(Mesh::size);
+  index_t received = 0;  // ring: every chunk but the member's own
   for (index_t g = 0; g < Mesh::group_count(group); ++g) {
     const std::vector<index_t> m = detail::group_members<Mesh>(group, g);
     detail::check_same_shapes<T, Mesh>(in, m, "reduce_scatter");
@@ -238,8 +256,11 @@ local_tensor<T, Mesh> reduce_scatter(const local_tensor<T, Mesh>& x, reduce_op o
       // The backend's reduce kernel over member j's box of every shard (a P -> S(d) step).
       const run_geom geo = make_geom(piece, local_box{S, detail::zeros_like(S)}, piece);
       if (geo.run > 0) detail::reduce_region(op, out.data(i), src.data(), n, geo);
+      received += shape_elems(S) - shape_elems(piece.shape);
     }
   }
+  if (detail::counting())
+    detail::record_collective(step_kind::reduce_scatter, group, received * index_t{sizeof(T)});
   return detail::wrap<T, Mesh>(std::move(out));
 }
 
@@ -254,6 +275,7 @@ local_tensor<T, Mesh> all_to_all(const local_tensor<T, Mesh>& x, int split_dim, 
   const int cd = detail::check_dim(concat_dim, x.dim(), "all_to_all", "concat dim");
   const local_set<T>& in = x.shards();
   local_set<T> out(Mesh::size);
+  index_t received = 0;  // every piece but the member's own
   for (index_t g = 0; g < Mesh::group_count(group); ++g) {
     const std::vector<index_t> m = detail::group_members<Mesh>(group, g);
     const index_t n = static_cast<index_t>(m.size());
@@ -292,8 +314,11 @@ local_tensor<T, Mesh> all_to_all(const local_tensor<T, Mesh>& x, int split_dim, 
                          pieces[k].shape);
         pos[cd] += pieces[k].shape[cd];
       }
+      received += shape_elems(O) - shape_elems(pieces[static_cast<std::size_t>(j)].shape);
     }
   }
+  if (detail::counting())
+    detail::record_collective(step_kind::all_to_all, group, received * index_t{sizeof(T)});
   return detail::wrap<T, Mesh>(std::move(out));
 }
 

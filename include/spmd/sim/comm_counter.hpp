@@ -11,7 +11,9 @@
 // While a counter is alive, every collective step the calling thread executes is counted
 // in it (and in every other live counter of that thread: nested scopes each see what ran
 // inside them). Local steps (chunk, partition, fill) are not collectives and are not
-// counted.
+// counted. The collectives on local tensors (collectives.hpp) are counted the same way,
+// by kind and group mask; broadcast, which no plan step uses, has its own count
+// (count_broadcast).
 //
 // Bytes: for each rank, the bytes it receives from OTHER ranks, summed over ranks, on exact
 // boxes (no padding), times the size of the element type communicated (the forward dtype,
@@ -20,6 +22,7 @@
 //   all_gather, all_to_all   |box_B(r)| - |box_A(r) ∩ box_B(r)|  (every element r lacked)
 //   reduce_scatter           |box_A(r)| - |box_B(r)|             (ring: all chunks but r's)
 //   all_reduce               2 (|box_B(r)| - r's chunk of it)     (reduce_scatter + all_gather)
+//   broadcast                |source shard| on every member but the source
 // The reductions are counted as the ring algorithms NCCL runs move them; the simulation
 // computes the same values directly.
 #pragma once
@@ -40,6 +43,7 @@ inline comm_counter*& comm_counter_top() {
   return top;
 }
 inline void record_collective(step_kind k, dim_mask mask, std::int64_t bytes);
+inline void record_broadcast(dim_mask mask, std::int64_t bytes);
 }  // namespace detail
 
 class comm_counter {
@@ -69,9 +73,18 @@ class comm_counter {
   int count(step_kind k, dim_mask mask) const {
     return is_collective(k) && mask < max_masks ? counts_[slot(k)][mask] : 0;
   }
-  /// All collectives.
-  int total() const {
+  /// Broadcasts (collectives.hpp's broadcast on local tensors; no plan step broadcasts).
+  int count_broadcast() const {
     int n = 0;
+    for (int c : counts_[broadcast_slot]) n += c;
+    return n;
+  }
+  int count_broadcast(dim_mask mask) const {
+    return mask < max_masks ? counts_[broadcast_slot][mask] : 0;
+  }
+  /// All collectives, broadcasts included.
+  int total() const {
+    int n = count_broadcast();
     for (int k = 0; k < collective_kind_count; ++k) n += count(static_cast<step_kind>(k));
     return n;
   }
@@ -82,6 +95,7 @@ class comm_counter {
     return b;
   }
   std::int64_t bytes(step_kind k) const { return is_collective(k) ? bytes_[slot(k)] : 0; }
+  std::int64_t bytes_broadcast() const { return bytes_[broadcast_slot]; }
 
   void reset() {
     counts_ = {};
@@ -94,20 +108,32 @@ class comm_counter {
     if (mask < max_masks) ++counts_[slot(k)][mask];
     bytes_[slot(k)] += bytes;
   }
+  /// Called by collectives.hpp's broadcast.
+  void record_broadcast(dim_mask mask, std::int64_t bytes) {
+    if (mask < max_masks) ++counts_[broadcast_slot][mask];
+    bytes_[broadcast_slot] += bytes;
+  }
 
  private:
   friend void detail::record_collective(step_kind, dim_mask, std::int64_t);
+  friend void detail::record_broadcast(dim_mask, std::int64_t);
+  static constexpr int broadcast_slot = collective_kind_count;
   static int slot(step_kind k) { return is_collective(k) ? static_cast<int>(k) : 0; }
 
   comm_counter* prev_;
-  std::array<std::array<int, max_masks>, collective_kind_count> counts_{};
-  std::array<std::int64_t, collective_kind_count> bytes_{};
+  std::array<std::array<int, max_masks>, collective_kind_count + 1> counts_{};
+  std::array<std::int64_t, collective_kind_count + 1> bytes_{};
 };
 
 namespace detail {
 inline void record_collective(step_kind k, dim_mask mask, std::int64_t bytes) {
   for (comm_counter* c = comm_counter_top(); c; c = c->prev_) c->record(k, mask, bytes);
 }
+inline void record_broadcast(dim_mask mask, std::int64_t bytes) {
+  for (comm_counter* c = comm_counter_top(); c; c = c->prev_) c->record_broadcast(mask, bytes);
+}
+/// True while some counter of this thread is alive (bytes are worked out only then).
+inline bool counting() { return comm_counter_top() != nullptr; }
 }  // namespace detail
 
 }  // namespace spmd::sim

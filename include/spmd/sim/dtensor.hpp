@@ -43,6 +43,7 @@
 #include "spmd/sim/distribute.hpp"
 #include "spmd/sim/element.hpp"
 #include "spmd/sim/execute.hpp"
+#include "spmd/sim/host_tensor.hpp"
 #include "spmd/sim/local_set.hpp"
 #include "spmd/sim/view.hpp"
 
@@ -82,13 +83,6 @@ template <element U>
 struct forward_dtype_t {};
 template <element U>
 inline constexpr forward_dtype_t<U> forward_dtype{};
-
-/// A local tensor by value: shape and row-major data (to_local, from_local).
-template <class T>
-struct host_tensor {
-  std::vector<index_t> shape;
-  std::vector<T> data;
-};
 
 template <element T, class Layout>
 class dtensor;

@@ -8,6 +8,9 @@
 //   collectives.hpp   all_reduce, broadcast, all_gather, reduce_scatter, all_to_all on
 //                     local tensors, over the whole mesh or some mesh dims' groups
 //   local_int.hpp     an integer per rank (LocalIntNode): a dim's size when shards differ
+//   local_mode.hpp    factories over a rank set (LocalTensorMode), rank_map, ranks()
+//   per_rank.hpp      run single-rank code once per rank (maybe_run_for_local_tensor)
+//   host_tensor.hpp   one plain tensor (shape + row-major data) and its factories
 //   comm_counter.hpp  count the collectives run in a scope (CommDebugMode)
 //   distribute.hpp    the value-level distribute / full_tensor the typed API and the CLI share
 //   schedule.hpp      a plan step lowered to box operations (constexpr)
@@ -23,9 +26,12 @@
 #include "spmd/sim/dtensor.hpp"
 #include "spmd/sim/element.hpp"
 #include "spmd/sim/execute.hpp"
+#include "spmd/sim/host_tensor.hpp"
 #include "spmd/sim/kernels.hpp"
 #include "spmd/sim/local_int.hpp"
+#include "spmd/sim/local_mode.hpp"
 #include "spmd/sim/local_set.hpp"
 #include "spmd/sim/local_tensor.hpp"
+#include "spmd/sim/per_rank.hpp"
 #include "spmd/sim/schedule.hpp"
 #include "spmd/sim/view.hpp"
