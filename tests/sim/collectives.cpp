@@ -3,6 +3,7 @@
 // over one mesh dim of a 2x2 mesh, every element type, and the errors.
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <random>
 #include <stdexcept>
@@ -492,4 +493,66 @@ TEST_CASE("comm_counter counts collectives on local tensors", "[collectives][cou
   CHECK(outer.total() == 6);  // nested scopes each see what ran inside them
   sim::all_reduce(x, reduce_op::sum);
   CHECK(outer.count(spmd::step_kind::all_reduce, 0b11) == 1);
+}
+
+// The collectives and redistribute's steps are one implementation: on a dtensor's shards, a
+// collective over mesh dim 1 gives bit for bit what the one-step redistribute gives, and the
+// counter sees the same kind, group and bytes.
+TEST_CASE("collectives agree with redistribute steps bit for bit", "[collectives][redistribute]") {
+  using M = mesh<2, 3>;
+  using E = spmd::extents<5, 7>;  // 5 and 7 do not divide by 3: uneven pieces
+  using spmd::partial;
+  using spmd::placements;
+  using spmd::replicate;
+  using spmd::shard;
+  std::mt19937 rng(99);
+  std::normal_distribution<float> normal;
+  std::vector<float> g(35);
+  for (float& v : g) v = normal(rng);
+
+  auto same_bits = [](const auto& a, const auto& b) {
+    for (index_t r = 0; r < M::size; ++r) {
+      const host_tensor<float> x = a.to_local(r), y = b.to_local(r);
+      if (x.shape != y.shape || std::memcmp(x.data.data(), y.data.data(),
+                                            x.data.size() * sizeof(float)) != 0)
+        return false;
+    }
+    return true;
+  };
+  auto check_step = [&]<class Src, class Dst>(Src, Dst, spmd::step_kind kind, auto collective) {
+    using LS = spmd::layout<M, Src, E>;
+    const auto x = sim::distribute_tensor<LS>(g);
+    std::int64_t plan_bytes = 0;
+    auto y = [&] {
+      sim::comm_counter by_plan;
+      auto out = sim::to_local_tensor(sim::redistribute<Dst>(x));
+      REQUIRE(by_plan.total() == 1);
+      REQUIRE(by_plan.count(kind, 0b10) == 1);
+      plan_bytes = by_plan.bytes();
+      return out;
+    }();
+    sim::comm_counter by_collective;
+    const auto z = collective(sim::to_local_tensor(x));
+    CHECK(same_bits(y, z));
+    CHECK(by_collective.total() == 1);
+    CHECK(by_collective.count(kind, 0b10) == 1);
+    CHECK(by_collective.bytes() == plan_bytes);
+  };
+  constexpr dim_mask dim1 = 0b10;
+  check_step(placements<replicate, shard<0>>{}, placements<replicate, replicate>{},
+             spmd::step_kind::all_gather, [](const auto& l) { return sim::all_gather(l, 0, dim1); });
+  check_step(placements<shard<1>, shard<1>>{}, placements<shard<1>, replicate>{},
+             spmd::step_kind::all_gather, [](const auto& l) { return sim::all_gather(l, 1, dim1); });
+  check_step(placements<replicate, partial<reduce_op::sum>>{}, placements<replicate, replicate>{},
+             spmd::step_kind::all_reduce,
+             [](const auto& l) { return sim::all_reduce(l, reduce_op::sum, dim1); });
+  check_step(placements<shard<0>, partial<reduce_op::max>>{}, placements<shard<0>, replicate>{},
+             spmd::step_kind::all_reduce,
+             [](const auto& l) { return sim::all_reduce(l, reduce_op::max, dim1); });
+  check_step(placements<replicate, partial<reduce_op::sum>>{}, placements<replicate, shard<1>>{},
+             spmd::step_kind::reduce_scatter,
+             [](const auto& l) { return sim::reduce_scatter(l, reduce_op::sum, 1, dim1); });
+  check_step(placements<replicate, shard<0>>{}, placements<replicate, shard<1>>{},
+             spmd::step_kind::all_to_all,
+             [](const auto& l) { return sim::all_to_all(l, 1, 0, dim1); });
 }
