@@ -1,0 +1,72 @@
+// spmd/ops/matmul.hpp — the sharding rules of the matrix products (einsum factors).
+//
+//   matmul   x (m, k) @ w (k, n)            "mk,kn->mn"
+//   matmul_t x (m, k) @ w (n, k)^T          "mk,nk->mn"   (linear's x · Wᵀ, no transpose made)
+//   bmm      x (b, m, k) @ w (b, k, n)      "bmk,bkn->bmn"
+//
+// The contracted factor k reduces with sum: sharding it on a mesh dim gives a P(sum) output
+// (x S(1) @ w S(0) -> P(sum)). Products are linear in each input, so one input may hold a
+// P(sum) or P(avg) while the other is replicated; both partial at once is not a product of
+// sums and is never a candidate.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+#include "spmd/core/extents.hpp"
+#include "spmd/ops/propagate.hpp"
+#include "spmd/ops/rule.hpp"
+
+namespace spmd::ops {
+
+namespace matmul_detail {
+
+constexpr op_rule bilinear(const char* text) {
+  return einsum(text)
+      .passes_partial_of(0, reduce_op::sum, reduce_op::sum)
+      .passes_partial_of(1, reduce_op::sum, reduce_op::sum)
+      .passes_partial_of(0, reduce_op::avg, reduce_op::avg)
+      .passes_partial_of(1, reduce_op::avg, reduce_op::avg);
+}
+
+/// The extent two inputs share; throws (naming both) when they differ at run time.
+constexpr index_t shared_extent(index_t a, index_t b, const char* what) {
+  if (a != dyn && b != dyn && a != b)
+    throw std::invalid_argument(std::string("spmd::") + what + ": the inner dims differ (" +
+                                std::to_string(a) + " and " + std::to_string(b) + ")");
+  return a != dyn ? a : b;
+}
+
+}  // namespace matmul_detail
+
+struct matmul {
+  static constexpr const char* name = "matmul";
+  static constexpr op_rule rule(const op_context&) { return matmul_detail::bilinear("mk,kn->mn"); }
+  static constexpr shape_vec out_shape(const svec<shape_vec, max_op_inputs>& in) {
+    matmul_detail::shared_extent(in[0][1], in[1][0], name);
+    return shape_vec{{in[0][0], in[1][1]}, 2};
+  }
+};
+
+struct matmul_t {
+  static constexpr const char* name = "matmul_t";
+  static constexpr op_rule rule(const op_context&) { return matmul_detail::bilinear("mk,nk->mn"); }
+  static constexpr shape_vec out_shape(const svec<shape_vec, max_op_inputs>& in) {
+    matmul_detail::shared_extent(in[0][1], in[1][1], name);
+    return shape_vec{{in[0][0], in[1][0]}, 2};
+  }
+};
+
+struct bmm {
+  static constexpr const char* name = "bmm";
+  static constexpr op_rule rule(const op_context&) {
+    return matmul_detail::bilinear("bmk,bkn->bmn");
+  }
+  static constexpr shape_vec out_shape(const svec<shape_vec, max_op_inputs>& in) {
+    matmul_detail::shared_extent(in[0][0], in[1][0], "bmm (batch)");
+    matmul_detail::shared_extent(in[0][2], in[1][1], name);
+    return shape_vec{{in[0][0], in[0][1], in[1][2]}, 3};
+  }
+};
+
+}  // namespace spmd::ops

@@ -1,0 +1,175 @@
+// spmd/ops/typed_op.hpp — an operator's sharding, resolved by the compiler for input layout
+// types. A backend reads the answer as types: the layout each input must be redistributed
+// to, and the output's layout (placements and extents).
+//
+//   using R = spmd::ops::resolved<matmul_op, float, void, LX, LW>;
+//   static_assert(std::is_same_v<R::out_placements, spmd::placements<spmd::shard<0>>>);
+//   R::input_layout<1>            // the layout W must be in
+//   R::out_extents_type           // static where the inputs' are
+//
+// An operator type `Op` provides
+//   static constexpr op_rule rule(const op_context&);       // its sharding rule (ops/rule.hpp)
+//   static constexpr shape_vec out_shape(const svec<shape_vec, max_op_inputs>& in);
+// (out_shape must map dyn to dyn; the backend calls it again with the run-time shapes).
+// `Forced` is void or a spmd::placements<...> for the output (out_sharding).
+#pragma once
+
+#include <cstddef>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "spmd/core/extents.hpp"
+#include "spmd/core/layout.hpp"
+#include "spmd/core/placement.hpp"
+#include "spmd/ops/propagate.hpp"
+#include "spmd/plan/cost_model.hpp"
+
+namespace spmd::ops {
+
+namespace typed_detail {
+
+template <placement_kind K, int D, reduce_op Op>
+struct placement_type_of {
+  using type = replicate;
+};
+template <int D, reduce_op Op>
+struct placement_type_of<placement_kind::shard, D, Op> {
+  using type = shard<D>;
+};
+template <int D, reduce_op Op>
+struct placement_type_of<placement_kind::partial, D, Op> {
+  using type = partial<Op>;
+};
+
+/// spmd::placements<...> of a constexpr placement_vec `H::value()` (default shard order:
+/// candidates only ever build default orders).
+template <class H, class Seq = std::make_index_sequence<static_cast<std::size_t>(H::value().size())>>
+struct placements_of;
+template <class H, std::size_t... I>
+struct placements_of<H, std::index_sequence<I...>> {
+  using type = placements<typename placement_type_of<H::value()[I].kind, H::value()[I].dim,
+                                                     H::value()[I].op>::type...>;
+};
+
+template <class E>
+constexpr shape_vec static_shape() {
+  shape_vec s{};
+  for (std::size_t d = 0; d < E::rank(); ++d) s.push_back(E::static_extent(d));
+  return s;
+}
+
+template <class T, class E>
+constexpr double tensor_bytes() {
+  if constexpr (!E::is_static()) {
+    return nominal_dynamic_bytes;
+  } else {
+    double n = static_cast<double>(sizeof(T));
+    for (std::size_t d = 0; d < E::rank(); ++d) n *= static_cast<double>(E::static_extent(d));
+    return n;
+  }
+}
+
+template <class L0, class... L>
+constexpr bool same_mesh = (std::is_same_v<typename L0::mesh_type, typename L::mesh_type> && ...);
+
+template <std::size_t R>
+constexpr dims<R> to_dims(const shape_vec& s) {
+  dims<R> d{};
+  for (std::size_t i = 0; i < R; ++i) d[i] = s[static_cast<int>(i)];
+  return d;
+}
+
+}  // namespace typed_detail
+
+template <class Op, class T, class Forced, class... L>
+struct resolved {
+  static_assert(sizeof...(L) >= 1 && sizeof...(L) <= max_op_inputs,
+                "spmd: an operator takes 1 to 4 distributed inputs.");
+  static_assert(typed_detail::same_mesh<L...>,
+                "spmd: the inputs of an operator are on different meshes; redistribute them onto "
+                "one mesh first.");
+  using mesh_type = typename std::tuple_element_t<0, std::tuple<L...>>::mesh_type;
+
+  static constexpr svec<shape_vec, max_op_inputs> in_shapes = [] {
+    svec<shape_vec, max_op_inputs> s{};
+    (s.push_back(typed_detail::static_shape<typename L::extents_type>()), ...);
+    return s;
+  }();
+  static constexpr shape_vec out_shape = Op::out_shape(in_shapes);
+
+  static constexpr op_context context = [] {
+    op_context c{};
+    c.mesh = mesh_type::shape_vec();
+    (c.in.push_back(L::spec()), ...);
+    c.in_shape = in_shapes;
+    c.out_shape = out_shape;
+    (c.in_bytes.push_back(typed_detail::tensor_bytes<T, typename L::extents_type>()), ...);
+    double out = sizeof(T);
+    bool dynamic = false;
+    for (index_t e : out_shape) {
+      dynamic = dynamic || e == dyn;
+      out *= static_cast<double>(e);
+    }
+    c.out_bytes = dynamic ? nominal_dynamic_bytes : out;
+    return c;
+  }();
+  static constexpr op_rule rule = Op::rule(context);
+  static_assert(rule.ok, "spmd: the operator's sharding rule is malformed (its einsum text).");
+
+  static constexpr bool is_forced = !std::is_void_v<Forced>;
+  static constexpr placement_vec forced_value = [] {
+    if constexpr (is_forced) return Forced::value();
+    else return placement_vec{};
+  }();
+  static_assert(!is_forced || forced_value.size() == mesh_type::ndim,
+                "spmd: the forced output placements need one placement per mesh dim.");
+
+  static constexpr resolution result =
+      resolve(rule, context, is_forced ? &forced_value : nullptr);
+  static_assert(result.error != resolve_error::arity,
+                "spmd: the inputs' dims do not match the operator's rule.");
+  static_assert(result.error != resolve_error::forced_invalid,
+                "spmd: the forced output placements are not a valid layout of the output (a "
+                "shard dim beyond its dims, or two different partial ops).");
+  static_assert(result.ok());
+
+ private:
+  template <std::size_t I>
+  struct in_holder {
+    static constexpr placement_vec value() { return result.chosen.in[static_cast<int>(I)].placements; }
+  };
+  struct out_holder {
+    static constexpr placement_vec value() { return result.chosen.out.placements; }
+  };
+  template <std::size_t I>
+  using input_t = std::tuple_element_t<I, std::tuple<L...>>;
+
+ public:
+  /// The placements input I runs with: its own when it already holds the blocks.
+  template <std::size_t I>
+  using input_placements = std::conditional_t<
+      propagate_detail::same_blocks(input_t<I>::spec(), result.chosen.in[static_cast<int>(I)]),
+      typename input_t<I>::placements_type, typename typed_detail::placements_of<in_holder<I>>::type>;
+  template <std::size_t I>
+  using input_layout = layout<mesh_type, input_placements<I>, typename input_t<I>::extents_type>;
+  template <std::size_t I>
+  static constexpr bool input_moves = !std::is_same_v<input_layout<I>, input_t<I>>;
+
+  /// The placements the op computes in, and those of its result (the forced ones, if any).
+  using compute_placements = typename typed_detail::placements_of<out_holder>::type;
+  using out_placements = std::conditional_t<is_forced, Forced, compute_placements>;
+  static constexpr bool output_moves = is_forced && !std::is_same_v<out_placements, compute_placements>;
+
+  /// Output extents: static where out_shape is, run-time values from `rt_shape`.
+  static constexpr auto out_extents(const shape_vec& rt_shape) {
+    constexpr std::size_t R = static_cast<std::size_t>(out_shape.size());
+    constexpr dims<R> st = typed_detail::to_dims<R>(out_shape);
+    return extents_from<st>(typed_detail::to_dims<R>(rt_shape));
+  }
+  using out_extents_type = decltype(out_extents(out_shape));
+  using compute_layout = layout<mesh_type, compute_placements, out_extents_type>;
+  using out_layout = layout<mesh_type, out_placements, out_extents_type>;
+};
+
+}  // namespace spmd::ops

@@ -1,0 +1,121 @@
+// spmd/sim/ops/apply.hpp — run an operator on dtensors in the simulation: the compiler has
+// chosen its sharding (spmd/ops/typed_op.hpp); at run time the inputs that must move are
+// redistributed by their compile-time plans, the local kernel runs once per rank on the local
+// shards, and the result is a dtensor whose layout is the chosen one (or the forced one).
+//
+//   auto y = spmd::sim::apply(spmd::ops::matmul{}, x, w);               // chosen placements
+//   auto z = spmd::sim::apply<spmd::placements<spmd::replicate>>(op, x, w); // forced output
+//
+// The local kernel of an op type Op is sim::op_kernel<Op>::run(op, out, info, in...), where
+// `out` is the rank's output (a strided_view<U>, already shaped), `in...` the rank's input
+// locals (strided_view<const T>...), and `info` the rank and the global offsets of its blocks
+// (for ops whose local result depends on where the block sits, like a masked embedding).
+// The primary template calls op.local(out, info, in...): a user's op needs only that member.
+// Nothing here branches on placements at run time: every choice is in the types.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "spmd/ops/typed_op.hpp"
+#include "spmd/sim/dtensor.hpp"
+#include "spmd/sim/local_set.hpp"
+#include "spmd/sim/view.hpp"
+
+namespace spmd::sim {
+
+/// Where a rank's blocks sit: its rank id and the global offsets of its input and output
+/// blocks (in the layouts the op computes in).
+struct op_rank_info {
+  index_t rank = 0;
+  svec<shape_vec, ops::max_op_inputs> in_offset{};
+  shape_vec out_offset{};
+};
+
+/// The local kernel of Op (specialised by the built-in ops; a user's op defines `local`).
+template <class Op>
+struct op_kernel {
+  template <class U, class... In>
+  static void run(const Op& op, strided_view<U> out, const op_rank_info& info, In... in) {
+    op.local(out, info, in...);
+  }
+};
+
+/// The element type of Op's result for inputs of type T (T unless Op says otherwise).
+template <class Op, class T, class = void>
+struct op_result {
+  using type = T;
+};
+template <class Op, class T>
+struct op_result<Op, T, std::void_t<typename Op::template result<T>>> {
+  using type = typename Op::template result<T>;
+};
+
+namespace detail {
+
+template <class D>
+struct is_dtensor : std::false_type {};
+template <class T, class L>
+struct is_dtensor<dtensor<T, L>> : std::true_type {};
+
+/// Input I as the op needs it: a reference when it already is, else redistributed.
+template <class R, std::size_t I, class T, class L>
+decltype(auto) prepare_input(const dtensor<T, L>& x) {
+  if constexpr (R::template input_moves<I>)
+    return sim::redistribute<typename R::template input_placements<I>>(x);
+  else
+    return (x);  // const dtensor& (decltype(auto) of a parenthesised name)
+}
+
+template <class L>
+shape_vec global_offset_of(const L& layout, index_t rank) {
+  shape_vec s{};
+  for (index_t e : layout.global_offset(rank)) s.push_back(e);
+  return s;
+}
+
+template <class Forced, class Op, class... T, class... L, std::size_t... I>
+auto apply_impl(const Op& op, std::index_sequence<I...>, const dtensor<T, L>&... x) {
+  using T0 = std::tuple_element_t<0, std::tuple<T...>>;
+  using U = typename op_result<Op, T0>::type;
+  using R = ops::resolved<Op, T0, Forced, L...>;
+  using Mesh = typename R::mesh_type;
+
+  // Inputs where the op needs them (compile-time plans; references when nothing moves).
+  std::tuple<decltype(prepare_input<R, I>(x))...> ins(prepare_input<R, I>(x)...);
+
+  // The output layout, with the run-time extents.
+  svec<shape_vec, ops::max_op_inputs> in_shapes{};
+  (in_shapes.push_back(x.layout().extents().to_vec()), ...);
+  const typename R::compute_layout lo(R::out_extents(Op::out_shape(in_shapes)));
+
+  local_set<U> out(Mesh::size);
+  for (index_t i = 0; i < Mesh::size; ++i) {
+    const index_t rank = Mesh::rank_at(i);
+    shape_vec s{};
+    for (index_t e : lo.local_shape(rank)) s.push_back(e);
+    out.assign(i, s);
+    op_rank_info info{rank, {}, global_offset_of(lo, rank)};
+    (info.in_offset.push_back(global_offset_of(std::get<I>(ins).layout(), rank)), ...);
+    op_kernel<Op>::run(op, out.view(i), info, std::get<I>(ins).locals().view(i)...);
+  }
+  dtensor<U, typename R::compute_layout> y(internal_t{}, lo, std::move(out));
+  if constexpr (R::output_moves)
+    return sim::redistribute<typename R::out_placements>(std::move(y));
+  else
+    return y;
+}
+
+}  // namespace detail
+
+/// Op on dtensors (1 to 4, one mesh): the compiler-chosen sharding, or `Forced` output
+/// placements (spmd::placements<...>) when given.
+template <class Forced = void, class Op, class... T, class... L>
+auto apply(const Op& op, const dtensor<T, L>&... x) {
+  return detail::apply_impl<Forced>(op, std::index_sequence_for<L...>{}, x...);
+}
+
+}  // namespace spmd::sim

@@ -1,0 +1,67 @@
+// spmd/sim/ops/matmul.hpp — matrix products on dtensors: matmul, bmm, linear.
+//
+//   auto y = spmd::sim::matmul(x, w);       // x S(0) @ w R -> S(0); x S(1) @ w S(0) -> P(sum)
+//   auto z = spmd::sim::linear(x, W, b);    // x · Wᵀ + b (W is (out, in), as torch.nn.Linear)
+//   auto r = spmd::sim::matmul<spmd::placements<spmd::replicate>>(x, w);   // forced output
+//
+// The placements of the result are chosen by the compiler (spmd/ops/propagate.hpp) and are
+// part of its type. Locally every rank runs one gemm (gemm.hpp: BLAS for float and double).
+#pragma once
+
+#include "spmd/ops/matmul.hpp"
+#include "spmd/sim/ops/apply.hpp"
+#include "spmd/sim/ops/gemm.hpp"
+
+namespace spmd::sim {
+
+template <>
+struct op_kernel<ops::matmul> {
+  template <class T>
+  static void run(const ops::matmul&, strided_view<T> out, const op_rank_info&,
+                  strided_view<const T> a, strided_view<const T> b) {
+    detail::gemm(out.data(), a.data(), b.data(), a.extent(0), b.extent(1), a.extent(1), false);
+  }
+};
+template <>
+struct op_kernel<ops::matmul_t> {
+  template <class T>
+  static void run(const ops::matmul_t&, strided_view<T> out, const op_rank_info&,
+                  strided_view<const T> a, strided_view<const T> b) {
+    detail::gemm(out.data(), a.data(), b.data(), a.extent(0), b.extent(0), a.extent(1), true);
+  }
+};
+template <>
+struct op_kernel<ops::bmm> {
+  template <class T>
+  static void run(const ops::bmm&, strided_view<T> out, const op_rank_info&,
+                  strided_view<const T> a, strided_view<const T> b) {
+    const index_t nb = a.extent(0), m = a.extent(1), k = a.extent(2), n = b.extent(2);
+    for (index_t i = 0; i < nb; ++i)
+      detail::gemm(out.data() + i * m * n, a.data() + i * m * k, b.data() + i * k * n, m, n, k,
+                   false);
+  }
+};
+
+/// x (m, k) @ w (k, n).
+template <class Forced = void, element T, class LX, class LW>
+auto matmul(const dtensor<T, LX>& x, const dtensor<T, LW>& w) {
+  static_assert(LX::rank == 2 && LW::rank == 2,
+                "spmd::matmul: both operands must be matrices (use bmm for batches).");
+  return apply<Forced>(ops::matmul{}, x, w);
+}
+
+/// x (m, k) @ w (n, k)ᵀ, without transposing w.
+template <class Forced = void, element T, class LX, class LW>
+auto matmul_t(const dtensor<T, LX>& x, const dtensor<T, LW>& w) {
+  static_assert(LX::rank == 2 && LW::rank == 2, "spmd::matmul_t: both operands must be matrices.");
+  return apply<Forced>(ops::matmul_t{}, x, w);
+}
+
+/// x (b, m, k) @ w (b, k, n).
+template <class Forced = void, element T, class LX, class LW>
+auto bmm(const dtensor<T, LX>& x, const dtensor<T, LW>& w) {
+  static_assert(LX::rank == 3 && LW::rank == 3, "spmd::bmm: both operands must be 3-d (batch, m, k).");
+  return apply<Forced>(ops::bmm{}, x, w);
+}
+
+}  // namespace spmd::sim
