@@ -111,18 +111,18 @@ constexpr double transition_bound(const layout_spec& from, const layout_spec& to
                                        cost_model{});
 }
 
-/// plan_cost, remembered per target (one cache per input: the source is fixed).
+/// plan_cost, remembered (one cache per input, whose tensor size is fixed).
 struct plan_cache {
   struct item {
-    layout_spec to;
+    layout_spec from, to;
     double cost;
   };
   std::vector<item> items;
   constexpr double cost(const layout_spec& from, const layout_spec& to, double bytes) {
     for (const item& it : items)
-      if (it.to == to) return it.cost;
+      if (it.to == to && it.from == from) return it.cost;
     const double c = plan_cost(from, to, bytes);
-    items.push_back({to, c});
+    items.push_back({from, to, c});
     return c;
   }
 };

@@ -1,0 +1,144 @@
+// spmd/ops/nn.hpp — the sharding rules of the neural-network ops: softmax, log_softmax,
+// layer_norm and embedding (einsum factors, ops/rule.hpp). The kernels and the dtensor API
+// are in spmd/sim/ops/nn.hpp.
+//
+//   softmax<1>, x (a, b)            "ab->ab",  b fixed      a row needs all of its values
+//   layer_norm<2>, x (a, b, c)      "abc,bc,bc->abc", b c fixed  (weight, bias: (b, c))
+//   embedding, w (V, H), idx (a, b) "VH,ab->abH", V reduces with sum
+//
+// softmax and layer_norm pass no Partial: neither is linear nor monotone in its input, so a
+// Partial input is reduced (or reduce-scattered) first. The active dims are `fixed`: every
+// rank sees whole rows; the other dims shard freely.
+//
+// embedding is a gather: it is linear in the weight, so a weight P(sum) or P(avg) with the
+// indices replicated passes through. Sharding V (a weight S(0), "rowwise") is the masked
+// partial: each rank looks up only the rows it holds and writes zeros for the others, so
+// the ranks' outputs sum to the lookup — V is a factor the output lacks, reducing with sum.
+// Sharding H (a weight S(1), "colwise") shards the output's last dim; sharding a dim of the
+// indices shards the output's same dim. The weight is the op's FIRST input (the output's
+// element type is taken from the first input); the user API keeps embedding(indices, w).
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+#include "spmd/core/extents.hpp"
+#include "spmd/ops/propagate.hpp"
+#include "spmd/ops/rule.hpp"
+
+namespace spmd::ops {
+
+namespace nn_detail {
+
+/// Einsum text assembled in the compiler: tensors of `rank` dims lettered from 'a'.
+struct subscripts {
+  char text[64]{};
+  int n = 0;
+  constexpr subscripts& put(char c) {
+    text[n++] = c;
+    return *this;
+  }
+  /// Dims first .. first+count-1, lettered 'a' + index.
+  constexpr subscripts& dims(int first, int count) {
+    for (int d = first; d < first + count; ++d) put(static_cast<char>('a' + d));
+    return *this;
+  }
+};
+
+constexpr char letter(int dim) { return static_cast<char>('a' + dim); }
+
+/// "[2, 3]" for messages.
+inline std::string shape_text(const shape_vec& s) {
+  std::string t = "[";
+  for (int d = 0; d < s.size(); ++d) {
+    if (d) t += ", ";
+    t += s[d] == dyn ? std::string("dyn") : std::to_string(s[d]);
+  }
+  return t + "]";
+}
+
+}  // namespace nn_detail
+
+/// softmax (Log false) or log_softmax (Log true) along dim Dim (0 <= Dim < rank).
+template <int Dim, bool Log>
+struct softmax {
+  static_assert(Dim >= 0 && Dim < max_tensor_dims, "spmd::softmax: Dim is outside the dims.");
+  static constexpr const char* name = Log ? "log_softmax" : "softmax";
+  static constexpr op_rule rule(const op_context& c) {
+    const int r = c.in[0].tensor_rank;
+    nn_detail::subscripts s{};
+    s.dims(0, r).put('-').put('>').dims(0, r);
+    return einsum(s.text).fixed(nn_detail::letter(Dim));
+  }
+  static constexpr shape_vec out_shape(const svec<shape_vec, max_op_inputs>& in) { return in[0]; }
+};
+
+/// layer_norm over the last NormDims dims of x; Affine: x * weight + bias after the
+/// normalisation (weight and bias of the normalised extents). `eps` is a run-time value: it
+/// does not change the rule.
+template <int NormDims, bool Affine>
+struct layer_norm {
+  static_assert(NormDims >= 1 && NormDims <= max_tensor_dims,
+                "spmd::layer_norm: NormDims must be 1 to 8.");
+  static constexpr const char* name = "layer_norm";
+  double eps = 1e-5;
+
+  static constexpr op_rule rule(const op_context& c) {
+    const int r = c.in[0].tensor_rank, first = r - NormDims;
+    nn_detail::subscripts s{};
+    s.dims(0, r);
+    if constexpr (Affine) s.put(',').dims(first, NormDims).put(',').dims(first, NormDims);
+    s.put('-').put('>').dims(0, r);
+    op_rule rule = einsum(s.text);
+    for (int d = first < 0 ? 0 : first; d < r; ++d) rule = rule.fixed(nn_detail::letter(d));
+    return rule;
+  }
+  /// x's shape; throws when weight or bias is not of the normalised extents.
+  static constexpr shape_vec out_shape(const svec<shape_vec, max_op_inputs>& in) {
+    const shape_vec& x = in[0];
+    if constexpr (Affine) {
+      for (int i = 1; i <= 2; ++i) {
+        bool ok = in[i].size() == NormDims && x.size() >= NormDims;
+        for (int d = 0; ok && d < NormDims; ++d) {
+          const index_t a = x[x.size() - NormDims + d], b = in[i][d];
+          ok = a == dyn || b == dyn || a == b;
+        }
+        if (!ok) {
+          shape_vec want{};
+          for (int d = x.size() - NormDims; d < x.size(); ++d)
+            if (d >= 0) want.push_back(x[d]);
+          throw std::invalid_argument(std::string("spmd::layer_norm: the ") +
+                                      (i == 1 ? "weight" : "bias") + " has shape " +
+                                      nn_detail::shape_text(in[i]) + ", not the normalised shape " +
+                                      nn_detail::shape_text(want) + " of x " +
+                                      nn_detail::shape_text(x));
+        }
+      }
+    }
+    return x;
+  }
+};
+
+/// embedding: inputs (weight (V, H), indices (any rank)), output indices' shape + (H).
+/// `vocab` is V, for the kernel's range check.
+struct embedding {
+  static constexpr const char* name = "embedding";
+  index_t vocab = 0;
+
+  static constexpr op_rule rule(const op_context& c) {
+    const int r = c.in[1].tensor_rank;
+    nn_detail::subscripts s{};
+    s.put('V').put('H').put(',').dims(0, r).put('-').put('>').dims(0, r).put('H');
+    return einsum(s.text)
+        .reduces('V', reduce_op::sum)
+        .passes_partial_of(0, reduce_op::sum, reduce_op::sum)
+        .passes_partial_of(0, reduce_op::avg, reduce_op::avg);
+  }
+  static constexpr shape_vec out_shape(const svec<shape_vec, max_op_inputs>& in) {
+    shape_vec out = in[1];
+    out.push_back(in[0][1]);
+    return out;
+  }
+};
+
+}  // namespace spmd::ops
