@@ -5,6 +5,9 @@
 //                    [--dtype f32|f64|i32|i64|bf16] [--json]
 //   spmd-plan run    (the same options; --dtype f32|f64|i32|i64): G[i] = i distributed with
 //                    --from, redistributed to --to in the simulation backend; every rank's data
+//   spmd-plan explain --mesh 2x4 --op matmul_t --input 'S(0),R:16,32' --input 'R,S(0):64,32'
+//                    [--out PLACEMENTS] [--einsum TEXT] [--all] [--json]: an operator's sharding
+//                    candidates, their costs and the choice (explain_command.cpp)
 //
 // Exit codes: 0 success, 2 bad input (usage errors, unparsable or invalid layouts), 1 an
 // unexpected internal failure. Errors go to stderr; stdout then stays empty.
@@ -32,6 +35,8 @@
 #include "spmd/sim/distribute.hpp"
 #include "spmd/sim/execute.hpp"
 #include "spmd/io/visualize.hpp"
+
+#include "explain_command.hpp"
 
 namespace {
 
@@ -343,6 +348,8 @@ int main(int argc, char** argv) {
   CLI::App* plan_cmd = add_plan_command(app, plan_opts);
   plan_options run_opts;
   CLI::App* run_cmd = add_run_command(app, run_opts);
+  explain_options explain_opts;
+  CLI::App* explain_cmd = add_explain_command(app, explain_opts);
 
   try {
     app.parse(argc, argv);
@@ -357,7 +364,8 @@ int main(int argc, char** argv) {
     if (layout_cmd->parsed()) return run_layout(layout_opts);
     if (plan_cmd->parsed()) return run_plan(plan_opts);
     if (run_cmd->parsed()) return run_run(run_opts);
-    std::cerr << "spmd-plan: a subcommand is required (layout, plan, run)\n"
+    if (explain_cmd->parsed()) return run_explain(explain_opts);
+    std::cerr << "spmd-plan: a subcommand is required (layout, plan, run, explain)\n"
                  "Run 'spmd-plan --help' for more information.\n";
     return exit_bad_input;
   } catch (const std::invalid_argument& e) {
