@@ -14,6 +14,7 @@
 // Nothing here branches on placements at run time: every choice is in the types.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <functional>
 #include <tuple>
@@ -28,7 +29,8 @@
 namespace spmd::sim {
 
 /// Where a rank's blocks sit: its rank id and the global offsets of its input and output
-/// blocks (in the layouts the op computes in).
+/// blocks (in the layouts the op computes in). The offsets are filled only for ops that
+/// declare `static constexpr bool needs_offsets = true;` (see op_needs_offsets).
 struct op_rank_info {
   index_t rank = 0;
   svec<shape_vec, ops::max_op_inputs> in_offset{};
@@ -43,6 +45,13 @@ struct op_kernel {
     op.local(out, info, in...);
   }
 };
+
+/// True when Op's kernel reads op_rank_info's block offsets (`static constexpr bool
+/// needs_offsets = true;` in the op type); the others skip computing them.
+template <class Op, class = void>
+inline constexpr bool op_needs_offsets = false;
+template <class Op>
+inline constexpr bool op_needs_offsets<Op, std::void_t<decltype(Op::needs_offsets)>> = Op::needs_offsets;
 
 /// The element type of Op's result for inputs of type T (T unless Op says otherwise).
 template <class Op, class T, class = void>
@@ -77,6 +86,27 @@ shape_vec global_offset_of(const L& layout, index_t rank) {
   return s;
 }
 
+/// The output block's shape at mesh index i: constants when the extents are static (the
+/// per-rank arithmetic then costs nothing at run time), else computed from the layout.
+template <class L>
+shape_vec out_local_shape(const L& layout, index_t i) {
+  using M = typename L::mesh_type;
+  if constexpr (L::extents_type::is_static()) {
+    static constexpr auto shapes = [] {
+      std::array<shape_vec, static_cast<std::size_t>(M::size)> a{};
+      for (index_t k = 0; k < M::size; ++k) {
+        for (index_t e : L{}.local_shape(M::rank_at(k))) a[static_cast<std::size_t>(k)].push_back(e);
+      }
+      return a;
+    }();
+    return shapes[static_cast<std::size_t>(i)];
+  } else {
+    shape_vec s{};
+    for (index_t e : layout.local_shape(M::rank_at(i))) s.push_back(e);
+    return s;
+  }
+}
+
 template <class Forced, class Op, class... T, class... L, std::size_t... I>
 auto apply_impl(const Op& op, std::index_sequence<I...>, const dtensor<T, L>&... x) {
   using T0 = std::tuple_element_t<0, std::tuple<T...>>;
@@ -95,11 +125,12 @@ auto apply_impl(const Op& op, std::index_sequence<I...>, const dtensor<T, L>&...
   local_set<U> out(Mesh::size);
   for (index_t i = 0; i < Mesh::size; ++i) {
     const index_t rank = Mesh::rank_at(i);
-    shape_vec s{};
-    for (index_t e : lo.local_shape(rank)) s.push_back(e);
-    out.assign(i, s);
-    op_rank_info info{rank, {}, global_offset_of(lo, rank)};
-    (info.in_offset.push_back(global_offset_of(std::get<I>(ins).layout(), rank)), ...);
+    out.assign(i, out_local_shape<typename R::compute_layout>(lo, i));
+    op_rank_info info{rank, {}, {}};
+    if constexpr (op_needs_offsets<Op>) {  // only ops that ask pay for the block offsets
+      info.out_offset = global_offset_of(lo, rank);
+      (info.in_offset.push_back(global_offset_of(std::get<I>(ins).layout(), rank)), ...);
+    }
     op_kernel<Op>::run(op, out.view(i), info, std::get<I>(ins).locals().view(i)...);
   }
   dtensor<U, typename R::compute_layout> y(internal_t{}, lo, std::move(out));
