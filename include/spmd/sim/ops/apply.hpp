@@ -117,19 +117,26 @@ auto apply_impl(const Op& op, std::index_sequence<I...>, const dtensor<T, L>&...
   // Inputs where the op needs them (compile-time plans; references when nothing moves).
   std::tuple<decltype(prepare_input<R, I>(x))...> ins(prepare_input<R, I>(x)...);
 
-  // The output layout, with the run-time extents.
-  svec<shape_vec, ops::max_op_inputs> in_shapes{};
-  (in_shapes.push_back(x.layout().extents().to_vec()), ...);
-  const typename R::compute_layout lo(R::out_extents(Op::out_shape(in_shapes)));
+  // The output layout: a constant for static extents, else from the run-time extents.
+  const typename R::compute_layout lo = [&] {
+    if constexpr (R::out_extents_type::is_static()) {
+      return typename R::compute_layout{};
+    } else {
+      svec<shape_vec, ops::max_op_inputs> in_shapes{};
+      (in_shapes.push_back(x.layout().extents().to_vec()), ...);
+      return typename R::compute_layout(R::out_extents(Op::out_shape(in_shapes)));
+    }
+  }();
 
   local_set<U> out(Mesh::size);
+  op_rank_info info{};
   for (index_t i = 0; i < Mesh::size; ++i) {
-    const index_t rank = Mesh::rank_at(i);
+    info.rank = Mesh::rank_at(i);
     out.assign(i, out_local_shape<typename R::compute_layout>(lo, i));
-    op_rank_info info{rank, {}, {}};
     if constexpr (op_needs_offsets<Op>) {  // only ops that ask pay for the block offsets
-      info.out_offset = global_offset_of(lo, rank);
-      (info.in_offset.push_back(global_offset_of(std::get<I>(ins).layout(), rank)), ...);
+      info.out_offset = global_offset_of(lo, info.rank);
+      info.in_offset.n = 0;
+      (info.in_offset.push_back(global_offset_of(std::get<I>(ins).layout(), info.rank)), ...);
     }
     op_kernel<Op>::run(op, out.view(i), info, std::get<I>(ins).locals().view(i)...);
   }

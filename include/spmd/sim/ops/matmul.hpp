@@ -14,6 +14,15 @@
 
 namespace spmd::sim {
 
+namespace detail {
+/// Two static extents that must agree (a dynamic one is checked at run time).
+template <class EA, std::size_t DA, class EB, std::size_t DB>
+constexpr bool extents_agree() {
+  constexpr index_t a = EA::static_extent(DA), b = EB::static_extent(DB);
+  return a == dyn || b == dyn || a == b;
+}
+}  // namespace detail
+
 template <>
 struct op_kernel<ops::matmul> {
   template <class T>
@@ -47,6 +56,8 @@ template <class Forced = void, element T, class LX, class LW>
 auto matmul(const dtensor<T, LX>& x, const dtensor<T, LW>& w) {
   static_assert(LX::rank == 2 && LW::rank == 2,
                 "spmd::matmul: both operands must be matrices (use bmm for batches).");
+  static_assert(detail::extents_agree<typename LX::extents_type, 1, typename LW::extents_type, 0>(),
+                "spmd::matmul: the inner dims differ (x's dim 1 and w's dim 0).");
   return apply<Forced>(ops::matmul{}, x, w);
 }
 
@@ -54,6 +65,8 @@ auto matmul(const dtensor<T, LX>& x, const dtensor<T, LW>& w) {
 template <class Forced = void, element T, class LX, class LW>
 auto matmul_t(const dtensor<T, LX>& x, const dtensor<T, LW>& w) {
   static_assert(LX::rank == 2 && LW::rank == 2, "spmd::matmul_t: both operands must be matrices.");
+  static_assert(detail::extents_agree<typename LX::extents_type, 1, typename LW::extents_type, 1>(),
+                "spmd::matmul_t: the inner dims differ (x's dim 1 and w's dim 1).");
   return apply<Forced>(ops::matmul_t{}, x, w);
 }
 
@@ -61,6 +74,10 @@ auto matmul_t(const dtensor<T, LX>& x, const dtensor<T, LW>& w) {
 template <class Forced = void, element T, class LX, class LW>
 auto bmm(const dtensor<T, LX>& x, const dtensor<T, LW>& w) {
   static_assert(LX::rank == 3 && LW::rank == 3, "spmd::bmm: both operands must be 3-d (batch, m, k).");
+  static_assert(detail::extents_agree<typename LX::extents_type, 0, typename LW::extents_type, 0>(),
+                "spmd::bmm: the batch dims differ.");
+  static_assert(detail::extents_agree<typename LX::extents_type, 2, typename LW::extents_type, 1>(),
+                "spmd::bmm: the inner dims differ (x's dim 2 and w's dim 1).");
   return apply<Forced>(ops::bmm{}, x, w);
 }
 
