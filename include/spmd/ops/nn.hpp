@@ -123,6 +123,7 @@ struct layer_norm {
 /// `vocab` is V, for the kernel's range check.
 struct embedding {
   static constexpr const char* name = "embedding";
+  static constexpr bool needs_offsets = true;  // the masked lookup needs its rows' offset
   index_t vocab = 0;
 
   static constexpr op_rule rule(const op_context& c) {

@@ -17,6 +17,8 @@
 #include <array>
 #include <cstddef>
 #include <functional>
+#include <stdexcept>
+#include <string>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -30,11 +32,42 @@ namespace spmd::sim {
 
 /// Where a rank's blocks sit: its rank id and the global offsets of its input and output
 /// blocks (in the layouts the op computes in). The offsets are filled only for ops that
-/// declare `static constexpr bool needs_offsets = true;` (see op_needs_offsets).
-struct op_rank_info {
+/// declare `static constexpr bool needs_offsets = true;` (see op_needs_offsets); reading them
+/// otherwise throws std::logic_error rather than returning zeros.
+class op_rank_info {
+ public:
   index_t rank = 0;
-  svec<shape_vec, ops::max_op_inputs> in_offset{};
-  shape_vec out_offset{};
+
+  /// Input i's block offset (one entry per dim of input i).
+  const shape_vec& in_offset(int i) const {
+    check("in_offset");
+    if (i < 0 || i >= in_.size())
+      throw std::out_of_range("spmd::sim::op_rank_info::in_offset: input " + std::to_string(i) +
+                              " of " + std::to_string(in_.size()));
+    return in_[i];
+  }
+  const shape_vec& out_offset() const {
+    check("out_offset");
+    return out_;
+  }
+
+  /// (Called by apply.)
+  void set_offsets(const svec<shape_vec, ops::max_op_inputs>& in, const shape_vec& out) {
+    in_ = in;
+    out_ = out;
+    filled_ = true;
+  }
+
+ private:
+  void check(const char* what) const {
+    if (!filled_)
+      throw std::logic_error(std::string("spmd::sim::op_rank_info::") + what +
+                             ": this op did not ask for block offsets; declare `static constexpr "
+                             "bool needs_offsets = true;` in its op type");
+  }
+  svec<shape_vec, ops::max_op_inputs> in_{};
+  shape_vec out_{};
+  bool filled_ = false;
 };
 
 /// The local kernel of Op (specialised by the built-in ops; a user's op defines `local`).
@@ -134,9 +167,9 @@ auto apply_impl(const Op& op, std::index_sequence<I...>, const dtensor<T, L>&...
     info.rank = Mesh::rank_at(i);
     out.assign(i, out_local_shape<typename R::compute_layout>(lo, i));
     if constexpr (op_needs_offsets<Op>) {  // only ops that ask pay for the block offsets
-      info.out_offset = global_offset_of(lo, info.rank);
-      info.in_offset.n = 0;
-      (info.in_offset.push_back(global_offset_of(std::get<I>(ins).layout(), info.rank)), ...);
+      svec<shape_vec, ops::max_op_inputs> in_off{};
+      (in_off.push_back(global_offset_of(std::get<I>(ins).layout(), info.rank)), ...);
+      info.set_offsets(in_off, global_offset_of(lo, info.rank));
     }
     op_kernel<Op>::run(op, out.view(i), info, std::get<I>(ins).locals().view(i)...);
   }

@@ -1,0 +1,180 @@
+// bench/op_overhead — what a DTensor operator costs beyond its local compute.
+//
+//   meson compile -C build op_overhead && build/bench/op_overhead [--quick]
+//
+// For add, matmul and sum on a 2x4 mesh (f32), from dispatch-bound sizes (a few elements per
+// rank) to compute-bound ones, the same work two ways:
+//   dtensor  the user API: spmd::sim::add(x, y), matmul(x, w), sum<1>(x) — inputs already in
+//            the placements the compiler picks, so no communication: what remains is the cost
+//            of the call itself;
+//   raw      the same local kernel (sim::op_kernel<Op>::run) called on every rank's block,
+//            output blocks allocated the same way (a local_set), no dtensor, no layout.
+// Both loops create and destroy their outputs every call, as a framework op does. The
+// figure is the time per call, the minimum over several samples of many calls each.
+// The last line: RESULT op_overhead_ratio=<worst dtensor / raw time over the small sizes>
+// (small: at most 1 Ki elements per rank block, where dispatch is all there is).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "spmd/sim/ops/elementwise.hpp"
+#include "spmd/sim/ops/matmul.hpp"
+#include "spmd/sim/ops/reduction.hpp"
+#include "spmd/sim/sim.hpp"
+
+namespace {
+
+using namespace spmd;
+namespace sim = spmd::sim;
+using clock_type = std::chrono::steady_clock;
+using Mesh = mesh<2, 4>;
+
+template <class F>
+double ns_per_call(F&& f, double min_seconds) {
+  long calls = 1;
+  for (;;) {  // find a count that takes long enough to time
+    const auto t0 = clock_type::now();
+    for (long i = 0; i < calls; ++i) f();
+    const double s = std::chrono::duration<double>(clock_type::now() - t0).count();
+    if (s >= min_seconds) return s * 1e9 / static_cast<double>(calls);
+    calls *= 2;
+  }
+}
+
+/// Minimum time per call of each of two functions, sampled alternately.
+template <class A, class B>
+std::pair<double, double> compare(A&& a, B&& b, int samples, double min_seconds) {
+  double ta = 1e300, tb = 1e300;
+  for (int s = 0; s < samples; ++s) {
+    ta = std::min(ta, ns_per_call(a, min_seconds));
+    tb = std::min(tb, ns_per_call(b, min_seconds));
+  }
+  return {ta, tb};
+}
+
+/// Every rank's output block shape, worked out once (a hand-written program knows them).
+template <class OutLayout>
+std::vector<shape_vec> block_shapes() {
+  std::vector<shape_vec> v(static_cast<std::size_t>(Mesh::size));
+  for (index_t i = 0; i < Mesh::size; ++i)
+    for (index_t e : OutLayout{}.local_shape(Mesh::rank_at(i))) v[static_cast<std::size_t>(i)].push_back(e);
+  return v;
+}
+
+sim::op_rank_info rank_info(index_t rank) {
+  sim::op_rank_info info;
+  info.rank = rank;
+  return info;
+}
+
+/// The raw path: Op's local kernel on every rank's block of the inputs' locals.
+template <class Op, class... In>
+sim::local_set<float> raw_call(const Op& op, const std::vector<shape_vec>& shapes, const In&... in) {
+  sim::local_set<float> out(Mesh::size);
+  for (index_t i = 0; i < Mesh::size; ++i) {
+    out.assign(i, shapes[static_cast<std::size_t>(i)]);
+    sim::op_kernel<Op>::run(op, out.view(i), rank_info(Mesh::rank_at(i)), in.view(i)...);
+  }
+  return out;
+}
+
+std::vector<float> iota(std::size_t n) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<float>(i % 97) * 0.01f;
+  return v;
+}
+
+struct row {
+  std::string op;
+  std::string shape;
+  long per_rank;
+  double dtensor_ns, raw_ns;
+};
+
+template <index_t R, index_t C>
+void bench_add(std::vector<row>& rows, int samples, double secs) {
+  using L = layout<Mesh, placements<shard<0>, shard<1>>, extents<R, C>>;
+  const auto x = sim::distribute_tensor<L>(iota(R * C)), y = sim::distribute_tensor<L>(iota(R * C));
+  using Op = ops::binary<ops::add_fn>;
+  const auto shapes = block_shapes<L>();
+  auto [d, r] = compare([&] { auto z = sim::add(x, y); asm volatile("" : : "r"(&z) : "memory"); },
+                        [&] {
+                          auto z = raw_call(Op{}, shapes, x.locals(), y.locals());
+                          asm volatile("" : : "r"(&z) : "memory");
+                        },
+                        samples, secs);
+  rows.push_back({"add", std::to_string(R) + "x" + std::to_string(C), (long)(R * C / Mesh::size), d, r});
+}
+
+template <index_t M, index_t K, index_t N>
+void bench_matmul(std::vector<row>& rows, int samples, double secs) {
+  using LX = layout<Mesh, placements<shard<0>, replicate>, extents<M, K>>;
+  using LW = layout<Mesh, placements<replicate, shard<1>>, extents<K, N>>;
+  using LY = layout<Mesh, placements<shard<0>, shard<1>>, extents<M, N>>;
+  const auto x = sim::distribute_tensor<LX>(iota(M * K));
+  const auto w = sim::distribute_tensor<LW>(iota(K * N));
+  const auto shapes = block_shapes<LY>();
+  auto [d, r] = compare([&] { auto z = sim::matmul(x, w); asm volatile("" : : "r"(&z) : "memory"); },
+                        [&] {
+                          auto z = raw_call(ops::matmul{}, shapes, x.locals(), w.locals());
+                          asm volatile("" : : "r"(&z) : "memory");
+                        },
+                        samples, secs);
+  rows.push_back({"matmul", std::to_string(M) + "x" + std::to_string(K) + "x" + std::to_string(N),
+                  (long)(M * N / Mesh::size), d, r});
+}
+
+template <index_t R, index_t C>
+void bench_sum(std::vector<row>& rows, int samples, double secs) {
+  using L = layout<Mesh, placements<shard<0>, shard<0>>, extents<R, C>>;  // rows over all 8
+  using LO = layout<Mesh, placements<shard<0>, shard<0>>, extents<R>>;
+  const auto x = sim::distribute_tensor<L>(iota(R * C));
+  using Op = ops::reduction<ops::reduce_kind::sum, false, 1>;
+  const auto shapes = block_shapes<LO>();
+  auto [d, r] = compare([&] { auto z = sim::sum<1>(x); asm volatile("" : : "r"(&z) : "memory"); },
+                        [&] {
+                          auto z = raw_call(Op{}, shapes, x.locals());
+                          asm volatile("" : : "r"(&z) : "memory");
+                        },
+                        samples, secs);
+  rows.push_back({"sum(dim 1)", std::to_string(R) + "x" + std::to_string(C), (long)(R * C / Mesh::size), d, r});
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  const int samples = quick ? 3 : 9;
+  const double secs = quick ? 0.02 : 0.05;
+  std::vector<row> rows;
+  // Per-rank blocks of 8, 64 and 1024 elements (small), then 16 Ki and 256 Ki.
+  bench_add<8, 8>(rows, samples, secs);
+  bench_add<16, 32>(rows, samples, secs);
+  bench_add<64, 128>(rows, samples, secs);
+  bench_add<256, 512>(rows, samples, secs);
+  bench_add<1024, 2048>(rows, samples, secs);
+  bench_matmul<4, 4, 16>(rows, samples, secs);
+  bench_matmul<16, 16, 32>(rows, samples, secs);
+  bench_matmul<64, 64, 128>(rows, samples, secs);
+  bench_matmul<256, 256, 512>(rows, samples, secs);
+  bench_sum<64, 1>(rows, samples, secs);
+  bench_sum<64, 8>(rows, samples, secs);
+  bench_sum<256, 32>(rows, samples, secs);
+  bench_sum<4096, 32>(rows, samples, secs);
+  bench_sum<16384, 128>(rows, samples, secs);
+
+  std::printf("%-11s %-14s %10s %14s %14s %8s\n", "op", "global shape", "per rank", "dtensor ns",
+              "raw ns", "ratio");
+  double worst_small = 0;
+  for (const row& r : rows) {
+    const double ratio = r.dtensor_ns / r.raw_ns;
+    std::printf("%-11s %-14s %10ld %14.1f %14.1f %8.3f\n", r.op.c_str(), r.shape.c_str(), r.per_rank,
+                r.dtensor_ns, r.raw_ns, ratio);
+    if (r.per_rank <= 1024) worst_small = std::max(worst_small, ratio);
+  }
+  std::printf("RESULT op_overhead_ratio=%.3f\n", worst_small);
+  return 0;
+}
