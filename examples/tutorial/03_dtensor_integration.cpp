@@ -1,8 +1,10 @@
 // LocalTensor tutorial, example 3: DTensors in the simulation. Distribute and reconstruct;
-// a matmul and a linear layer computed per rank on the local shards (DTensor operators
-// come with sharding propagation). docs/tutorial.md quotes the marked regions.
+// a matmul and a linear layer on DTensors, their output placements chosen by the compiler.
+// docs/tutorial.md quotes the marked regions.
 #include <cstdio>
+#include <type_traits>
 
+#include <spmd/sim/ops/matmul.hpp>
 #include <spmd/sim/sim.hpp>
 
 #include "tutorial_support.hpp"
@@ -43,14 +45,12 @@ void dtensor_matmul() {
   using M = spmd::mesh<4>;
   using A = layout<M, placements<shard<0>>, extents<8, 4>>;
   using B = layout<M, placements<replicate>, extents<4, 6>>;
-  using C = layout<M, placements<shard<0>>, extents<8, 6>>;  // S(0) @ R -> S(0)
 
   const auto a = tutorial::randn({8, 4}, 1), b = tutorial::randn({4, 6}, 2);
   auto da = sim::distribute_tensor<A>(a.data);
   auto db = sim::distribute_tensor<B>(b.data);
-  // Each rank multiplies its 2 rows of a by all of b: no communication.
-  auto dc = sim::from_local<C>(sim::per_rank(tutorial::matmul, sim::to_local_tensor(da),
-                                             sim::to_local_tensor(db)));
+  auto dc = sim::matmul(da, db);  // each rank: its 2 rows of a times b; no communication
+  static_assert(std::is_same_v<decltype(dc)::placements_type, placements<shard<0>>>);
 
   const auto expected = tutorial::matmul(a.view(), b.view());  // on one device
   // [/docs:matmul]

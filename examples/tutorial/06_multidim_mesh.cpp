@@ -1,7 +1,9 @@
 // LocalTensor tutorial, example 6: 2-d (dp, tp) and 3-d (pp, dp, tp) meshes.
 // docs/tutorial.md quotes the marked regions.
 #include <cstdio>
+#include <type_traits>
 
+#include <spmd/sim/ops/matmul.hpp>
 #include <spmd/sim/sim.hpp>
 
 #include "tutorial_support.hpp"
@@ -30,14 +32,13 @@ void hybrid_parallelism() {
   using Mesh = spmd::mesh<4, 2>::named<"dp", "tp">;
   using X = layout<Mesh, placements<shard<0>, replicate>, extents<16, 8>>;   // batch on dp
   using W = layout<Mesh, placements<replicate, shard<1>>, extents<8, 12>>;   // columns on tp
-  using Y = layout<Mesh, placements<shard<0>, shard<1>>, extents<16, 12>>;   // both
 
   const auto x = tutorial::randn({16, 8}, 6), w = tutorial::randn({8, 12}, 7);
   auto dx = sim::distribute_tensor<X>(x.data);
   auto dw = sim::distribute_tensor<W>(w.data);
-  // Rank (i, j) multiplies batch block i by column block j: (4 x 8) @ (8 x 6).
-  auto dy = sim::from_local<Y>(
-      sim::per_rank(tutorial::matmul, sim::to_local_tensor(dx), sim::to_local_tensor(dw)));
+  // Rank (i, j) multiplies batch block i by column block j: (4 x 8) @ (8 x 6), no communication.
+  auto dy = sim::matmul(dx, dw);
+  static_assert(std::is_same_v<decltype(dy)::placements_type, placements<shard<0>, shard<1>>>);
 
   const auto expected = tutorial::matmul(x.view(), w.view());
   // [/docs:hybrid]

@@ -13,7 +13,9 @@
 // Partial pass-throughs. A factor chosen on several mesh dims is split in mesh-dim order
 // (nested sharding). A candidate is invalid when it shards a `fixed` factor, an `even_only`
 // factor whose pieces are not all equal (or whose extent is dynamic), a non-reducible factor
-// the output lacks, or when its placements are not a valid layout (two partial ops mixed).
+// the output lacks, when its placements are not a valid layout (two partial ops mixed), or
+// when it needs an input to hold a Partial that input does not already hold (DTensor's
+// rule: the local fill looks free, but it defers a reduction no cost here accounts for).
 // The all-replicate candidate is always valid, so an op always has a strategy.
 //
 // Choice (DTensor's rule, made deterministic):
@@ -58,6 +60,7 @@ enum class candidate_error : std::uint8_t {
   uneven_factor,       // shards an even_only factor whose pieces differ (or are unknown)
   unreducible_factor,  // shards a factor the output lacks and the op cannot reduce
   invalid_layout,      // the placements are not a layout (e.g. two partial ops mixed)
+  new_partial,         // needs an input to hold a Partial it does not already hold
 };
 
 constexpr const char* describe(candidate_error e) {
@@ -67,6 +70,7 @@ constexpr const char* describe(candidate_error e) {
     case candidate_error::uneven_factor: return "shards a dim that must split evenly, unevenly";
     case candidate_error::unreducible_factor: return "shards a dim the output lacks and the op cannot reduce";
     case candidate_error::invalid_layout: return "its placements are not a valid layout";
+    case candidate_error::new_partial: return "turns an input into a Partial it does not hold";
   }
   return "?";
 }
@@ -206,6 +210,17 @@ constexpr candidate make_candidate(const op_rule& rule, const op_context& c, ind
           !even_everywhere(rule, c, k, k.choice[m])) {
         k.error = candidate_error::uneven_factor;
         break;
+      }
+  // Never make an input Partial (DTensor gives that an infinite cost): the fill is local
+  // and looks free, but it leaves a reduction for later that no cost here accounts for.
+  if (k.valid())
+    for (int i = 0; i < rule.inputs() && k.valid(); ++i)
+      for (int m = 0; m < dims; ++m) {
+        const placement& want = k.in[i].placements[m];
+        if (want.is_partial() && c.mesh[m] > 1 && !(c.in[i].placements[m] == want)) {
+          k.error = candidate_error::new_partial;
+          break;
+        }
       }
   if (k.valid()) {
     k.exact = true;

@@ -150,9 +150,10 @@ auto apply_impl(const Op& op, std::index_sequence<I...>, const dtensor<T, L>&...
   // Inputs where the op needs them (compile-time plans; references when nothing moves).
   std::tuple<decltype(prepare_input<R, I>(x))...> ins(prepare_input<R, I>(x)...);
 
-  // The output layout: a constant for static extents, else from the run-time extents.
+  // The output layout: a constant when every extent is static, else from the run-time
+  // extents (out_shape then also checks the inputs' dynamic extents against each other).
   const typename R::compute_layout lo = [&] {
-    if constexpr (R::out_extents_type::is_static()) {
+    if constexpr (R::out_extents_type::is_static() && (L::extents_type::is_static() && ...)) {
       return typename R::compute_layout{};
     } else {
       svec<shape_vec, ops::max_op_inputs> in_shapes{};
