@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <type_traits>
 
+#include <spmd/sim/ops/elementwise.hpp>
 #include <spmd/sim/ops/matmul.hpp>
 #include <spmd/sim/sim.hpp>
 
@@ -65,18 +66,16 @@ void dtensor_linear_layer() {
   using X = layout<M, placements<shard<0>>, extents<batch, in>>;
   using W = layout<M, placements<replicate>, extents<in, out>>;
   using Bias = layout<M, placements<replicate>, extents<out>>;
-  using Y = layout<M, placements<shard<0>>, extents<batch, out>>;
 
   const auto x = tutorial::randn({batch, in}, 3), w = tutorial::randn({in, out}, 4),
              b = tutorial::randn({out}, 5);
   auto dx = sim::distribute_tensor<X>(x.data);
   auto dw = sim::distribute_tensor<W>(w.data);
   auto db = sim::distribute_tensor<Bias>(b.data);
-  // relu(x @ w + b) on each rank's 4 rows.
-  auto dy = sim::from_local<Y>(sim::per_rank(tutorial::linear_relu, sim::to_local_tensor(dx),
-                                             sim::to_local_tensor(dw), sim::to_local_tensor(db)));
+  auto dy = sim::relu(sim::matmul(dx, dw) + db);  // every op keeps the batch split: no communication
+  static_assert(std::is_same_v<decltype(dy)::placements_type, placements<shard<0>>>);
 
-  const auto expected = tutorial::linear_relu(x.view(), w.view(), b.view());
+  const auto expected = tutorial::linear_relu(x.view(), w.view(), b.view());  // on one device
   // [/docs:linear]
   const float diff = tutorial::max_abs_diff(dy.full_tensor(), expected.data);
   expect(diff <= 1e-5f,

@@ -1,7 +1,7 @@
 // examples/tutorial/tutorial_support.hpp — what the tutorial programs share: a check that
 // counts failures (each program exits 1 if any check failed), seeded random tensors (torch.randn's
-// role), and the one-device compute the examples use per rank until DTensor operators land:
-// a plain triple-loop matmul and relu(x @ w + b).
+// role), and the one-device references the examples compare with: a plain triple-loop
+// matmul and relu(x @ w + b).
 #pragma once
 
 #include <algorithm>

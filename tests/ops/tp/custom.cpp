@@ -14,6 +14,7 @@ using namespace spmd;
 using op_test::host_tensor;
 using op_test::index_t;
 
+// [docs:user_op]
 // A user's op: the squared L2 norm of each row, y_i = sum_j x_ij^2. Sharding j leaves each
 // rank a partial sum of squares, so the rule says j reduces with sum (y is then P(sum)).
 // The op is not linear in x, so it passes no Partial input through.
@@ -33,6 +34,8 @@ struct row_sq_norm {
     }
   }
 };
+// usage: auto y = sim::apply(row_sq_norm{}, x);   // x [S(1)] -> y [P(sum)], no communication
+// [/docs:user_op]
 
 host_tensor<double> ref_row_sq_norm(const host_tensor<double>& x) {
   auto y = host_tensor<double>::zeros({x.shape[0]});

@@ -14,6 +14,8 @@
 // sharded x is a P(sum); adding the replicated bias reduces it first — the one all_reduce.
 #pragma once
 
+#include <string>
+#include <utility>
 #include <vector>
 
 #include <boost/mp11/algorithm.hpp>
@@ -21,6 +23,7 @@
 
 #include "spmd/core/layout.hpp"
 #include "spmd/core/placement.hpp"
+#include "spmd/io/op_summary.hpp"
 #include "spmd/sim/dtensor.hpp"
 #include "spmd/sim/ops/elementwise.hpp"
 #include "spmd/sim/ops/matmul.hpp"
@@ -46,6 +49,12 @@ auto linear(const dtensor<T, LX>& x, const dtensor<T, LW>& w, const dtensor<T, L
   return add<Forced>(matmul_t(x, w), b);
 }
 
+namespace detail {
+template <element T, class LX, class LW>
+using linear_product_t = decltype(matmul_t(std::declval<const dtensor<T, LX>&>(),
+                                           std::declval<const dtensor<T, LW>&>()));
+}  // namespace detail
+
 /// W (Out, In) and b (Out) split by output features over mesh dim TpDim.
 template <element T, class Mesh, int TpDim, index_t In, index_t Out>
 struct column_parallel_linear {
@@ -64,9 +73,19 @@ struct column_parallel_linear {
   auto operator()(const dtensor<T, LX>& x) const {
     return linear(x, weight, bias);
   }
+  /// The compile-time decisions of operator() for an input of layout LX, one line per op.
+  template <class LX>
+  static std::string describe() {
+    using XW = typename detail::linear_product_t<T, LX, weight_layout>::layout_type;
+    return io::op_summary<ops::matmul_t, T, void, LX, weight_layout>("x @ W^T") + "\n" +
+           io::op_summary<ops::binary<ops::add_fn>, T, void, XW, bias_layout>("+ b");
+  }
 };
 
-/// W (Out, In) split by input features over mesh dim TpDim; b (Out) replicated.
+/// W (Out, In) split by input features over mesh dim TpDim; b (Out) replicated. The output
+/// is replicated over TpDim (Megatron's row-parallel layer): x · Wᵀ is a P(sum) there, and
+/// the forced placements make it one all_reduce, not the cheaper reduce_scatter the
+/// compiler would pick on its own (which leaves the rows split over TpDim).
 template <element T, class Mesh, int TpDim, index_t In, index_t Out>
 struct row_parallel_linear {
   static_assert(TpDim >= 0 && TpDim < Mesh::ndim,
@@ -79,9 +98,20 @@ struct row_parallel_linear {
   static row_parallel_linear from_full(const std::vector<T>& w, const std::vector<T>& b) {
     return {distribute_tensor<weight_layout>(w), distribute_tensor<bias_layout>(b)};
   }
+  /// The output's placements for an input of layout LX: the product's, with TpDim replicated.
+  template <class LX>
+  using out_placements = boost::mp11::mp_replace_at_c<
+      typename detail::linear_product_t<T, LX, weight_layout>::placements_type, TpDim, replicate>;
+
   template <class LX>
   auto operator()(const dtensor<T, LX>& x) const {
-    return linear(x, weight, bias);
+    return add<out_placements<LX>>(matmul_t(x, weight), bias);
+  }
+  template <class LX>
+  static std::string describe() {
+    using XW = typename detail::linear_product_t<T, LX, weight_layout>::layout_type;
+    return io::op_summary<ops::matmul_t, T, void, LX, weight_layout>("x @ W^T") + "\n" +
+           io::op_summary<ops::binary<ops::add_fn>, T, out_placements<LX>, XW, bias_layout>("+ b");
   }
 };
 
