@@ -34,6 +34,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "spmd/core/extents.hpp"
 #include "spmd/core/layout_spec.hpp"
 #include "spmd/core/placement.hpp"
 #include "spmd/core/small_array.hpp"

@@ -36,38 +36,39 @@ namespace spmd::sim {
 /// otherwise throws std::logic_error rather than returning zeros.
 class op_rank_info {
  public:
+  /// The block offsets of one rank (filled by apply for ops that ask).
+  struct offsets {
+    svec<shape_vec, ops::max_op_inputs> in{};
+    shape_vec out{};
+  };
+
   index_t rank = 0;
 
   /// Input i's block offset (one entry per dim of input i).
   const shape_vec& in_offset(int i) const {
     check("in_offset");
-    if (i < 0 || i >= in_.size())
+    if (i < 0 || i >= off_->in.size())
       throw std::out_of_range("spmd::sim::op_rank_info::in_offset: input " + std::to_string(i) +
-                              " of " + std::to_string(in_.size()));
-    return in_[i];
+                              " of " + std::to_string(off_->in.size()));
+    return off_->in[i];
   }
   const shape_vec& out_offset() const {
     check("out_offset");
-    return out_;
+    return off_->out;
   }
 
-  /// (Called by apply.)
-  void set_offsets(const svec<shape_vec, ops::max_op_inputs>& in, const shape_vec& out) {
-    in_ = in;
-    out_ = out;
-    filled_ = true;
-  }
+  /// (Called by apply; `o` must outlive the kernel call.) Kept out of line so that ops
+  /// which do not ask pay for a rank and a null pointer only.
+  void set_offsets(const offsets* o) { off_ = o; }
 
  private:
   void check(const char* what) const {
-    if (!filled_)
+    if (off_ == nullptr)
       throw std::logic_error(std::string("spmd::sim::op_rank_info::") + what +
                              ": this op did not ask for block offsets; declare `static constexpr "
                              "bool needs_offsets = true;` in its op type");
   }
-  svec<shape_vec, ops::max_op_inputs> in_{};
-  shape_vec out_{};
-  bool filled_ = false;
+  const offsets* off_ = nullptr;
 };
 
 /// The local kernel of Op (specialised by the built-in ops; a user's op defines `local`).
@@ -122,7 +123,7 @@ shape_vec global_offset_of(const L& layout, index_t rank) {
 /// The output block's shape at mesh index i: constants when the extents are static (the
 /// per-rank arithmetic then costs nothing at run time), else computed from the layout.
 template <class L>
-shape_vec out_local_shape(const L& layout, index_t i) {
+decltype(auto) out_local_shape(const L& layout, index_t i) {
   using M = typename L::mesh_type;
   if constexpr (L::extents_type::is_static()) {
     static constexpr auto shapes = [] {
@@ -132,7 +133,7 @@ shape_vec out_local_shape(const L& layout, index_t i) {
       }
       return a;
     }();
-    return shapes[static_cast<std::size_t>(i)];
+    return (shapes[static_cast<std::size_t>(i)]);  // a reference to the constant
   } else {
     shape_vec s{};
     for (index_t e : layout.local_shape(M::rank_at(i))) s.push_back(e);
@@ -168,11 +169,15 @@ auto apply_impl(const Op& op, std::index_sequence<I...>, const dtensor<T, L>&...
     info.rank = Mesh::rank_at(i);
     out.assign(i, out_local_shape<typename R::compute_layout>(lo, i));
     if constexpr (op_needs_offsets<Op>) {  // only ops that ask pay for the block offsets
-      svec<shape_vec, ops::max_op_inputs> in_off{};
-      (in_off.push_back(global_offset_of(std::get<I>(ins).layout(), info.rank)), ...);
-      info.set_offsets(in_off, global_offset_of(lo, info.rank));
+      op_rank_info::offsets off;
+      (off.in.push_back(global_offset_of(std::get<I>(ins).layout(), info.rank)), ...);
+      off.out = global_offset_of(lo, info.rank);
+      info.set_offsets(&off);
+      op_kernel<Op>::run(op, out.view(i), info, std::get<I>(ins).locals().view(i)...);
+      info.set_offsets(nullptr);
+    } else {
+      op_kernel<Op>::run(op, out.view(i), info, std::get<I>(ins).locals().view(i)...);
     }
-    op_kernel<Op>::run(op, out.view(i), info, std::get<I>(ins).locals().view(i)...);
   }
   dtensor<U, typename R::compute_layout> y(internal_t{}, lo, std::move(out));
   if constexpr (R::output_moves)
