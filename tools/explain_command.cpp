@@ -46,8 +46,9 @@ CLI::App* add_explain_command(CLI::App& app, explain_options& o) {
       "explain", "Show the sharding strategies an operator chooses from, their costs, and the choice");
   cmd->add_option("--mesh", o.mesh, "Mesh shape: sizes >= 1 joined by 'x', e.g. 2x4")->required();
   std::string names;
-  for (const catalog::op_entry& e : catalog::ops()) names += (names.empty() ? "" : ", ") + std::string(e.name);
-  cmd->add_option("--op", o.op, "Operator: " + names);
+  for (const catalog::op_entry& e : catalog::ops())
+    names += std::string("\n  ") + e.name + ": " + e.summary;
+  cmd->add_option("--op", o.op, "Operator, one of:" + names);
   cmd->add_option("--einsum", o.einsum,
                   "Instead of --op: a rule as einsum text, e.g. 'mk,kn->mn' (factors missing from "
                   "the output reduce with sum)");
@@ -89,6 +90,10 @@ int run_explain(const explain_options& o) {
     if (static_cast<int>(o.inputs.size()) != e.inputs)
       throw std::invalid_argument("op '" + o.op + "' takes " + std::to_string(e.inputs) +
                                   " inputs, " + std::to_string(o.inputs.size()) + " given");
+    if (c.in_shape[0].size() < e.min_rank)
+      throw std::invalid_argument("op '" + o.op + "' (" + e.summary + ") needs a first input of at least " +
+                                  std::to_string(e.min_rank) + " dims, got " +
+                                  std::to_string(c.in_shape[0].size()));
     c.out_shape = e.out_shape(c.in_shape);  // throws, naming the extents, when they do not fit
     rule = e.rule(c);
   } else {

@@ -94,6 +94,34 @@ if j:
     bad = [c for c in j["candidates"] if not c["valid"]]
     check(bad and all(c["why"] for c in bad), "--all lists invalid candidates with a reason", json.dumps(bad)[:300])
 
+# The other operators of the catalog: the propagations the typed API static_asserts.
+for args, want in [
+    (["--op", "add", "--input", "S(0):8,4", "--input", "S(0):8,4"], "S(0)"),
+    (["--op", "add", "--input", "S(1):8,4", "--input", "S(0):4"], "S(1)"),         # broadcast bias
+    (["--op", "relu", "--input", "P(max):8,4"], "P(max)"),                        # monotone
+    (["--op", "sum", "--input", "S(1):8,4"], "P(sum)"),
+    (["--op", "max", "--input", "S(1):8,4"], "P(max)"),
+    (["--op", "mean", "--input", "S(1):8,4"], "P(avg)"),                          # 4 over 4: even
+    (["--op", "embedding", "--input", "S(0):16,8", "--input", "R:3,5"], "P(sum)"),  # rowwise
+    (["--op", "embedding", "--input", "S(1):16,8", "--input", "R:3,5"], "S(2)"),    # colwise
+    (["--op", "transpose", "--input", "S(0):8,4"], "S(1)"),
+]:
+    j = explain_json("--mesh", "4", *args)
+    if j:
+        check(j["output"] == want and j["rule"] == "inputs as they are", f"{args} -> {want}",
+              json.dumps(j)[:300])
+# Not allowed: a mean over an uneven dim is not P(avg); softmax's dim and cat's dim are
+# never sharded.
+for args, not_want in [
+    (["--op", "mean", "--input", "S(1):8,6"], "P(avg)"),
+    (["--op", "softmax", "--input", "S(1):8,4"], "S(1)"),
+    (["--op", "cat", "--input", "S(0):8,4", "--input", "S(0):8,4"], "S(0)"),
+]:
+    j = explain_json("--mesh", "4", *args)
+    if j:
+        check(j["output"] != not_want and j["rule"] == "cheapest", f"{args} is not {not_want}",
+              json.dumps(j)[:300])
+
 # The text form names the choice.
 rc, out, err = run("--mesh", "2x4", "--op", "matmul_t", "--input", "S(0),R:16,32", "--input", "R,S(0):64,32")
 check(rc == 0 and "chosen: #" in out and "S(0),S(1)" in out and "takes the inputs as they are" in out,
@@ -112,6 +140,8 @@ for args, needle in [
     (["--mesh", "4", "--einsum", "ij->i", "--input", "R:4"], "gives it 2"),
     (["--mesh", "0", "--op", "matmul", "--input", "R:4,4", "--input", "R:4,4"], "0"),
     (["--mesh", "4", "--op", "matmul", "--input", "R:4,4", "--input", "R:4,4", "--dtype", "f16"], "f16"),
+    (["--mesh", "4", "--op", "softmax", "--input", "R:4"], "at least 2 dims"),
+    (["--mesh", "4", "--op", "add", "--input", "R:4,3", "--input", "R:4,5"], "3"),
 ]:
     rc, out, err = run(*args)
     check(rc == 2 and out == "" and needle in err, f"bad input {args} -> exit 2 naming '{needle}'",
