@@ -5,7 +5,10 @@ usage: measure.py <include-dir> [compiler ...]   (default compilers: g++ and cla
 
 Compiles bench/compile/headers_only.cpp and a generated TU with 100 distinct layouts
 (gen_layouts.py) with -std=c++20 -O2 -c, 5 runs
-each, and prints the median wall time and the peak RSS of the compiler process.
+each, and prints the median wall time and the peak RSS of the compiler process. Then, with
+the first compiler only, operator resolutions (gen_ops.py): 30 matmuls whose inputs fit a
+strategy ("exact") or do not ("costed"), on 1-d and 2-d meshes, alone and with the
+simulation backend's code for them ("sim").
 """
 import os
 import pathlib
@@ -52,6 +55,31 @@ def main():
             print(f"{cc:<12} {'100 layouts':<16} {t:9.3f} {m:9.1f}")
             print(f"RESULT compiler={cc} headers_s={base_t:.3f} layouts_s={t:.3f} "
                   f"per_layout_ms={(t - base_t) * 10:.2f} headers_mib={base_m:.1f} layouts_mib={m:.1f}")
+        measure_ops(compilers[0], include, pathlib.Path(tmp), obj)
+
+
+def measure_ops(cc, include, tmp, obj):
+    n = 30
+    print(f"\noperator resolutions ({cc}, {n} distinct matmuls per TU)")
+    print(f"{'TU':<22} {'median s':>9} {'peak MiB':>9} {'ms per op':>10}")
+    bases = {}
+    for extra in ["", "sim"]:
+        src = tmp / f"ops_base_{extra or 'types'}.cpp"
+        src.write_text(subprocess.check_output(
+            [sys.executable, str(HERE / "gen_ops.py"), "0", "exact", "1d"] + ([extra] if extra else []), text=True))
+        bases[extra] = measure(cc, include, src, obj)[0]
+    for kind in ["exact", "costed"]:
+        for mesh in ["1d", "2d"]:
+            for extra in ["", "sim"]:
+                src = tmp / f"ops_{kind}_{mesh}_{extra or 'types'}.cpp"
+                src.write_text(subprocess.check_output(
+                    [sys.executable, str(HERE / "gen_ops.py"), str(n), kind, mesh] + ([extra] if extra else []),
+                    text=True))
+                t, m = measure(cc, include, src, obj)
+                per = (t - bases[extra]) / n * 1000
+                name = f"{kind} {mesh} {extra or 'types'}"
+                print(f"{name:<22} {t:9.3f} {m:9.1f} {per:10.1f}")
+                print(f"RESULT ops={kind}_{mesh}_{extra or 'types'} s={t:.3f} per_op_ms={per:.1f}")
 
 
 if __name__ == "__main__":
