@@ -124,6 +124,31 @@ shape_vec broadcast_strides(const strided_view<const T>& in, const shape_vec& ou
   return s;
 }
 
+/// One row of map2: n outputs from a and b read with strides ia and ib (0: broadcast). The
+/// output is a fresh block that neither input aliases; saying so (restrict parameters) lets
+/// the compiler vectorise without a run-time alias check.
+template <class T, class F>
+void row2(T* SPMD_RESTRICT o, const T* SPMD_RESTRICT pa, const T* SPMD_RESTRICT pb, index_t n,
+          index_t ia, index_t ib, F& f) {
+  if (ia == 1 && ib == 1) {
+    for (index_t j = 0; j < n; ++j) o[j] = f(pa[j], pb[j]);
+  } else if (ia == 1 && ib == 0) {
+    const T vb = *pb;
+    for (index_t j = 0; j < n; ++j) o[j] = f(pa[j], vb);
+  } else if (ia == 0 && ib == 1) {
+    const T va = *pa;
+    for (index_t j = 0; j < n; ++j) o[j] = f(va, pb[j]);
+  } else {
+    for (index_t j = 0; j < n; ++j) o[j] = f(pa[j * ia], pb[j * ib]);
+  }
+}
+
+/// out[i] = f(x[i]) over n elements (restrict: as row2).
+template <class T, class F>
+void row1(T* SPMD_RESTRICT o, const T* SPMD_RESTRICT x, index_t n, F& f) {
+  for (index_t i = 0; i < n; ++i) o[i] = f(x[i]);
+}
+
 /// out[i] = f(a[i], b[i]) over the output's (contiguous) block, a and b read through their
 /// broadcast strides. Adjacent dims that all three walk contiguously are merged, so a
 /// same-shape add is one flat loop; the innermost loop has a version for each stride
@@ -163,20 +188,7 @@ void map2(strided_view<T> out, strided_view<const T> a, strided_view<const T> b,
   for (int d = 0; d < r; ++d) idx[d] = 0;
   index_t oa = 0, ob = 0, oo = 0;
   for (;;) {
-    T* o = out.data() + oo;
-    const T* pa = a.data() + oa;
-    const T* pb = b.data() + ob;
-    if (ia == 1 && ib == 1) {
-      for (index_t j = 0; j < n; ++j) o[j] = f(pa[j], pb[j]);
-    } else if (ia == 1 && ib == 0) {
-      const T vb = *pb;
-      for (index_t j = 0; j < n; ++j) o[j] = f(pa[j], vb);
-    } else if (ia == 0 && ib == 1) {
-      const T va = *pa;
-      for (index_t j = 0; j < n; ++j) o[j] = f(va, pb[j]);
-    } else {
-      for (index_t j = 0; j < n; ++j) o[j] = f(pa[j * ia], pb[j * ib]);
-    }
+    row2(out.data() + oo, a.data() + oa, b.data() + ob, n, ia, ib, f);
     // Next row: odometer over the outer dims.
     int d = r - 2;
     for (; d >= 0; --d) {
@@ -196,10 +208,7 @@ void map2(strided_view<T> out, strided_view<const T> a, strided_view<const T> b,
 /// out[i] = f(in[i]) over two blocks of one shape (both contiguous: one flat loop).
 template <class T, class F>
 void map1(strided_view<T> out, strided_view<const T> in, F f) {
-  const index_t n = out.size();
-  T* o = out.data();
-  const T* x = in.data();
-  for (index_t i = 0; i < n; ++i) o[i] = f(x[i]);
+  row1(out.data(), in.data(), out.size(), f);
 }
 
 /// The element type of a scalar operand: a floating scalar with an integer dtensor would
