@@ -11,7 +11,16 @@
 #include "spmd/sim/element.hpp"
 
 #if defined(SPMD_HAVE_CBLAS)
+// OpenBLAS's config header declares C99 _Complex types, which clang's -Wpedantic flags in
+// C++; the warning is about their header, not ours.
+#if defined(__clang__)
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wc99-extensions"
+#endif
 #include <cblas.h>
+#if defined(__clang__)
+#pragma clang diagnostic pop
+#endif
 #endif
 
 namespace spmd::sim::detail {
