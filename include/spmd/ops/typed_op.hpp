@@ -59,17 +59,6 @@ constexpr shape_vec static_shape() {
   return s;
 }
 
-template <class T, class E>
-constexpr double tensor_bytes() {
-  if constexpr (!E::is_static()) {
-    return nominal_dynamic_bytes;
-  } else {
-    double n = static_cast<double>(sizeof(T));
-    for (std::size_t d = 0; d < E::rank(); ++d) n *= static_cast<double>(E::static_extent(d));
-    return n;
-  }
-}
-
 template <class L0, class... L>
 constexpr bool same_mesh = (std::is_same_v<typename L0::mesh_type, typename L::mesh_type> && ...);
 
@@ -104,7 +93,7 @@ struct resolved {
     (c.in.push_back(L::spec()), ...);
     c.in_shape = in_shapes;
     c.out_shape = out_shape;
-    (c.in_bytes.push_back(typed_detail::tensor_bytes<T, typename L::extents_type>()), ...);
+    (c.in_bytes.push_back(tensor_bytes<T, typename L::extents_type>()), ...);
     double out = sizeof(T);
     bool dynamic = false;
     for (index_t e : out_shape) {

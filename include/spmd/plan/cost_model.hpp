@@ -12,6 +12,8 @@
 // needs no per-rank arithmetic. Reported byte counts (CLI, counters) are exact boxes.
 #pragma once
 
+#include <cstddef>
+
 #include "spmd/core/layout_spec.hpp"
 #include "spmd/plan/state.hpp"
 #include "spmd/plan/step.hpp"
@@ -28,6 +30,20 @@ struct cost_model {
 /// Global tensor size the planner assumes when an extent is only known at run time:
 /// large enough that bandwidth, not latency, decides.
 inline constexpr double nominal_dynamic_bytes = 64.0 * 1024 * 1024;
+
+/// Bytes of a global tensor of element type T and extents type E (spmd::extents<...>):
+/// exact for static extents, nominal_dynamic_bytes when any extent is dynamic. The typed
+/// planner and the operator engine cost with it.
+template <class T, class E>
+constexpr double tensor_bytes() {
+  if constexpr (!E::is_static()) {
+    return nominal_dynamic_bytes;
+  } else {
+    double n = static_cast<double>(sizeof(T));
+    for (std::size_t d = 0; d < E::rank(); ++d) n *= static_cast<double>(E::static_extent(d));
+    return n;
+  }
+}
 
 namespace plan_detail {
 

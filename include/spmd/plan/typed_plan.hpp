@@ -24,16 +24,7 @@ struct plan_of {
                 "spmd::redistribute: the source and target layouts have different global extents.");
 
   /// Bytes of the global tensor: exact for static extents, nominal for dynamic ones.
-  static constexpr double global_bytes = [] {
-    using E = typename Src::extents_type;
-    if constexpr (!E::is_static()) {
-      return nominal_dynamic_bytes;
-    } else {
-      double n = static_cast<double>(sizeof(T));
-      for (std::size_t d = 0; d < E::rank(); ++d) n *= static_cast<double>(E::static_extent(d));
-      return n;
-    }
-  }();
+  static constexpr double global_bytes = tensor_bytes<T, typename Src::extents_type>();
 
   static constexpr plan_result result = make_plan(Src::spec(), Dst::spec(), global_bytes);
   static_assert(result.error != plan_error::search_too_large,

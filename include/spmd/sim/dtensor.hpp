@@ -279,12 +279,27 @@ dtensor<T, Layout> empty(const Layout& layout = Layout{}) {
     locals.assign(i, box_at(Layout::spec(), global, unravel(M::shape_vec(), i)).shape);
   return dtensor<T, Layout>(detail::internal_t{}, layout, std::move(locals));
 }
+namespace detail {
+// The factories' element functions are named types, not lambdas: a lambda in a function
+// template is a new type for every layout, and so would be every instantiation of
+// generate() it reaches. These are one per element type.
+template <class T>
+struct constant_value {
+  T value;
+  T operator()(index_t) const { return value; }
+};
+template <class T>
+struct index_value {
+  T operator()(index_t g) const { return T(g); }
+};
+}  // namespace detail
+
 /// Every element `value`.
 template <element T, class Layout>
 dtensor<T, Layout> full(T value, const Layout& layout = Layout{}) {
   return dtensor<T, Layout>(
       detail::internal_t{}, layout,
-      generate<T>(Layout::spec(), layout.extents().to_vec(), [value](index_t) { return value; }));
+      generate<T>(Layout::spec(), layout.extents().to_vec(), detail::constant_value<T>{value}));
 }
 template <element T, class Layout>
 dtensor<T, Layout> zeros(const Layout& layout = Layout{}) {
@@ -299,7 +314,7 @@ template <element T, class Layout>
 dtensor<T, Layout> arange(const Layout& layout = Layout{}) {
   return dtensor<T, Layout>(
       detail::internal_t{}, layout,
-      generate<T>(Layout::spec(), layout.extents().to_vec(), [](index_t g) { return T(g); }));
+      generate<T>(Layout::spec(), layout.extents().to_vec(), detail::index_value<T>{}));
 }
 
 // ---------------------------------------------------------------------------
