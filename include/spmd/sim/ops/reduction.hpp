@@ -16,6 +16,8 @@
 // mean needs a floating-point element type (an integer mean would truncate).
 #pragma once
 
+#include <array>
+
 #include <type_traits>
 #include <vector>
 
@@ -35,7 +37,15 @@ struct op_kernel<ops::reduction<Kind, KeepDim, Dims...>> {
   static void run(const op_type&, strided_view<T> out, const op_rank_info&, strided_view<const T> in) {
     using Acc = std::conditional_t<std::is_same_v<T, bfloat16>, float, T>;
     const int r = in.rank();
-    const auto red = op_type::checked(r);
+    // Which dims reduce, for each possible rank: a table the compiler fills (the user API
+    // has already static_asserted that the dims fit this input's rank).
+    static constexpr auto table = [] {
+      std::array<ops::reduction_detail::reduced_dims, max_tensor_dims + 1> t{};
+      for (int k = 0; k <= max_tensor_dims; ++k) t[static_cast<std::size_t>(k)] = ops::reduction_detail::reduced_of<Dims...>(k);
+      return t;
+    }();
+    const auto& red = table[static_cast<std::size_t>(r)];
+    if (red.error != ops::reduction_detail::dims_error::none) op_type::checked(r);  // throws, naming it
     // The output offset of each input dim: 0 where the dim is reduced.
     shape_vec os{};
     os.n = r;
@@ -49,8 +59,17 @@ struct op_kernel<ops::reduction<Kind, KeepDim, Dims...>> {
         os[d] = out.stride(k++);
       }
     }
-    std::vector<Acc> acc(static_cast<std::size_t>(out.size()), identity<Acc>(combine_op));
-    Acc* a = acc.data();
+    // Accumulate in the output block itself when the element type is the accumulator type
+    // (no allocation per call); bfloat16 accumulates in a float buffer.
+    std::vector<Acc> acc;
+    Acc* a = nullptr;
+    if constexpr (std::is_same_v<Acc, T>) {
+      a = out.data();
+      for (index_t i = 0; i < out.size(); ++i) a[i] = identity<Acc>(combine_op);
+    } else {
+      acc.assign(static_cast<std::size_t>(out.size()), identity<Acc>(combine_op));
+      a = acc.data();
+    }
     if (r == 0) {
       a[0] = combine<combine_op>(a[0], static_cast<Acc>(in.data()[0]));
     } else if (in.size() > 0) {
@@ -82,9 +101,10 @@ struct op_kernel<ops::reduction<Kind, KeepDim, Dims...>> {
       }
     }
     T* y = out.data();
-    for (index_t i = 0; i < out.size(); ++i) {
-      if constexpr (Kind == ops::reduce_kind::mean) y[i] = static_cast<T>(divide(a[i], count));
-      else y[i] = static_cast<T>(a[i]);
+    if constexpr (Kind == ops::reduce_kind::mean) {
+      for (index_t i = 0; i < out.size(); ++i) y[i] = static_cast<T>(divide(a[i], count));
+    } else if constexpr (!std::is_same_v<Acc, T>) {
+      for (index_t i = 0; i < out.size(); ++i) y[i] = static_cast<T>(a[i]);
     }
   }
 };
