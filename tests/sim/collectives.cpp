@@ -13,6 +13,7 @@
 #include <catch2/catch.hpp>
 
 #include "spmd/sim/sim.hpp"
+#include "../common/throws.hpp"
 
 namespace {
 
@@ -29,18 +30,8 @@ host_tensor<T> ht(std::vector<index_t> shape, std::vector<T> data) {
   return {std::move(shape), std::move(data)};
 }
 
-template <class E, class F>
-std::string message(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "";
-}
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
+using spmd_test::contains;
+using spmd_test::message;
 
 // --- the reference: plain tensors of doubles, element loops -----------------------------
 

@@ -12,6 +12,7 @@
 #include <catch2/catch.hpp>
 
 #include "spmd/sim/sim.hpp"
+#include "../common/throws.hpp"
 
 namespace {
 
@@ -36,20 +37,8 @@ std::vector<index_t> shape_of(const sim::strided_view<const T>& v) {
   return {v.extents().begin(), v.extents().end()};
 }
 
-/// Message of the exception f throws, or "" when it throws none.
-template <class E, class F>
-std::string message(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "";
-}
-
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
+using spmd_test::contains;
+using spmd_test::message;
 
 }  // namespace
 
