@@ -71,28 +71,19 @@ namespace elementwise_detail {
 /// letters, a '.' where the input's static extent is 1 and the output's is not 1 (broadcast).
 /// A dynamic extent is taken as equal to the other (checked at run time), except against a
 /// static 1, which broadcasts whatever the dynamic value turns out to be.
-struct einsum_text {
-  char text[(max_tensor_dims + 1) * max_op_inputs + max_tensor_dims + 4]{};
-};
-
-constexpr einsum_text broadcast_einsum(const svec<shape_vec, max_op_inputs>& in, const shape_vec& out) {
-  einsum_text t{};
-  int p = 0;
+constexpr einsum_writer broadcast_einsum(const svec<shape_vec, max_op_inputs>& in, const shape_vec& out) {
+  einsum_writer t{};
   const int r = out.size();
   for (int i = 0; i < in.size(); ++i) {
-    if (i > 0) t.text[p++] = ',';
+    if (i > 0) t.put(',');
     const int ri = in[i].size();
     for (int k = 0; k < ri; ++k) {
       const int d = k + (r - ri);
       const bool stretched = in[i][k] == 1 && out[d] != 1;
-      t.text[p++] = stretched ? '.' : static_cast<char>('a' + d);
+      t.put(stretched ? '.' : factor_letter(d));
     }
   }
-  t.text[p++] = '-';
-  t.text[p++] = '>';
-  for (int d = 0; d < r; ++d) t.text[p++] = static_cast<char>('a' + d);
-  t.text[p] = '\0';
-  return t;
+  return t.put('-').put('>').dims(0, r);
 }
 
 /// Broadcast extent of two dims (right-aligned); throws naming both when they cannot be.
@@ -191,7 +182,7 @@ struct unary {
   static constexpr const char* name = Fn::name;
   static constexpr op_rule rule(const op_context& c) {
     using namespace elementwise_detail;
-    const einsum_text t = broadcast_einsum(c.in_shape, c.out_shape);
+    const einsum_writer t = broadcast_einsum(c.in_shape, c.out_shape);
     return with_traits(einsum(t.text), Fn::traits);
   }
   static constexpr shape_vec out_shape(const svec<shape_vec, max_op_inputs>& in) { return in[0]; }
@@ -203,7 +194,7 @@ struct binary {
   static constexpr const char* name = Fn::name;
   static constexpr op_rule rule(const op_context& c) {
     using namespace elementwise_detail;
-    const einsum_text t = broadcast_einsum(c.in_shape, c.out_shape);
+    const einsum_writer t = broadcast_einsum(c.in_shape, c.out_shape);
     return binary_partials<Fn>(einsum(t.text));
   }
   static constexpr shape_vec out_shape(const svec<shape_vec, max_op_inputs>& in) {
@@ -218,7 +209,7 @@ struct with_scalar {
   S value{};
   static constexpr op_rule rule(const op_context& c) {
     using namespace elementwise_detail;
-    const einsum_text t = broadcast_einsum(c.in_shape, c.out_shape);
+    const einsum_writer t = broadcast_einsum(c.in_shape, c.out_shape);
     return scalar_partials<Fn, ScalarLeft>(einsum(t.text));
   }
   static constexpr shape_vec out_shape(const svec<shape_vec, max_op_inputs>& in) { return in[0]; }

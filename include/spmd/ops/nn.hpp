@@ -25,37 +25,15 @@
 #include "spmd/core/extents.hpp"
 #include "spmd/ops/propagate.hpp"
 #include "spmd/ops/rule.hpp"
+#include "spmd/ops/shape_text.hpp"
 
 namespace spmd::ops {
 
 namespace nn_detail {
 
-/// Einsum text assembled in the compiler: tensors of `rank` dims lettered from 'a'.
-struct subscripts {
-  char text[64]{};
-  int n = 0;
-  constexpr subscripts& put(char c) {
-    text[n++] = c;
-    return *this;
-  }
-  /// Dims first .. first+count-1, lettered 'a' + index.
-  constexpr subscripts& dims(int first, int count) {
-    for (int d = first; d < first + count; ++d) put(static_cast<char>('a' + d));
-    return *this;
-  }
-};
-
-constexpr char letter(int dim) { return static_cast<char>('a' + dim); }
-
-/// "[2, 3]" for messages.
-inline std::string shape_text(const shape_vec& s) {
-  std::string t = "[";
-  for (int d = 0; d < s.size(); ++d) {
-    if (d) t += ", ";
-    t += s[d] == dyn ? std::string("dyn") : std::to_string(s[d]);
-  }
-  return t + "]";
-}
+using subscripts = einsum_writer;
+constexpr char letter(int dim) { return factor_letter(dim); }
+using ops::shape_text;
 
 }  // namespace nn_detail
 

@@ -127,6 +127,33 @@ struct op_rule {
   }
 };
 
+/// The letter of factor number f in generated einsum text: a-z, then A-Z.
+constexpr char factor_letter(int f) {
+  return f < 26 ? static_cast<char>('a' + f) : static_cast<char>('A' + f - 26);
+}
+
+/// Einsum text assembled in the compiler, for rules built from shapes (elementwise
+/// broadcasting, views, normalisations): letters, '.', ',' and "->". Zero-filled, so the
+/// text is always terminated.
+struct einsum_writer {
+  char text[2 * (max_tensor_dims + 1) * max_op_inputs]{};
+  int n = 0;
+  constexpr einsum_writer& put(char c) {
+    text[n++] = c;
+    return *this;
+  }
+  /// One subscript from factor numbers ('.' for no_factor).
+  constexpr einsum_writer& put(const factor_dims& dims) {
+    for (std::int8_t f : dims) put(f == no_factor ? '.' : factor_letter(f));
+    return *this;
+  }
+  /// The letters of dims first .. first + count - 1 (dim d is factor d).
+  constexpr einsum_writer& dims(int first, int count) {
+    for (int d = first; d < first + count; ++d) put(factor_letter(d));
+    return *this;
+  }
+};
+
 /// A rule from einsum text: "mk,kn->mn", "ij,.j->ij", "bij->bji". Factors missing from the
 /// output are reducible with sum (a contraction); use reduces()/not_reducible() to change.
 constexpr op_rule einsum(const char* text) {

@@ -33,23 +33,14 @@
 #include "spmd/core/extents.hpp"
 #include "spmd/ops/propagate.hpp"
 #include "spmd/ops/rule.hpp"
+#include "spmd/ops/shape_text.hpp"
 
 namespace spmd::ops {
 
 namespace view_detail {
 
-/// The letter of factor number f in generated einsum text (a-z, then A-Z).
-constexpr char letter(int f) { return f < 26 ? static_cast<char>('a' + f) : static_cast<char>('A' + f - 26); }
-
-/// Einsum text being written: at most 4 inputs of 8 dims, commas, "->", 8 output dims.
-struct text {
-  char c[64]{};
-  int n = 0;
-  constexpr void put(char x) { c[n++] = x; }
-  constexpr void put(const factor_dims& dims) {
-    for (std::int8_t f : dims) put(f == no_factor ? '.' : letter(f));
-  }
-};
+using text = einsum_writer;
+constexpr char letter(int f) { return factor_letter(f); }
 
 /// What a dim map says of one factor besides its dims.
 enum class factor_kind : std::uint8_t { free, even, fixed };
@@ -73,7 +64,7 @@ constexpr op_rule dim_map(const svec<factor_dims, max_op_inputs>& in, const fact
   t.put('-');
   t.put('>');
   t.put(out);
-  op_rule r = einsum(t.c);
+  op_rule r = einsum(t.text);
   for (int f = 0; f < kind.size(); ++f) {
     if (kind[f] == factor_kind::fixed) r = r.fixed(letter(f)).not_reducible(letter(f));
     if (kind[f] == factor_kind::even) r = r.even_only(letter(f));
@@ -117,14 +108,7 @@ constexpr index_t count(const shape_vec& s) {
   return n;
 }
 
-inline std::string shape_text(const shape_vec& s) {
-  std::string t = "(";
-  for (int d = 0; d < s.size(); ++d) {
-    if (d) t += ", ";
-    t += s[d] == dyn ? std::string("dyn") : std::to_string(s[d]);
-  }
-  return t + ")";
-}
+using ops::shape_text;
 
 /// The rule of a reshape of `in` to `out` (DTensor's view_groups). Size-1 dims have no
 /// factor. The other dims form groups, each a run of input dims and a run of output dims

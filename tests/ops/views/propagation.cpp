@@ -120,8 +120,8 @@ TEST_CASE("run-time misuse throws, naming the values", "[views]") {
   using L = layout<mesh<2>, placements<replicate>, extents<dyn, 3>>;
   const std::vector<float> six(6, 1.f);
   const auto x = sim::distribute_tensor<L>(six, L(extents<dyn, 3>(2)));
-  CHECK_THROWS_WITH((sim::reshape<4, 2>(x)), (Catch::Contains("(2, 3) has 6 elements") &&
-                                             Catch::Contains("(4, 2) has 8")));
+  CHECK_THROWS_WITH((sim::reshape<4, 2>(x)), (Catch::Contains("[2, 3] has 6 elements") &&
+                                             Catch::Contains("[4, 2] has 8")));
   CHECK_THROWS_WITH(sim::squeeze<0>(x), Catch::Contains("has extent 2, not 1"));
   using L3 = layout<mesh<2>, placements<replicate>, extents<dyn, dyn>>;
   const auto y = sim::distribute_tensor<L3>(std::vector<float>(8, 1.f), L3(extents<dyn, dyn>(2, 4)));
