@@ -9,6 +9,7 @@
 
 #include "../common/op_test.hpp"
 #include "spmd/sim/ops/elementwise.hpp"
+#include "spmd/sim/sim.hpp"
 
 namespace ew_test {
 
@@ -87,6 +88,19 @@ constexpr bool not_partial() {
   for (const auto& p : v)
     if (p.is_partial()) return false;
   return true;
+}
+
+/// Case over the placement lists P..., for a Mesh and a global shape: Case::run on the
+/// distributed input against Case::ref on one device, inputs drawn from [Case::lo, Case::hi).
+template <class Case, class Mesh, class T, index_t M, index_t N, class... P>
+void sweep(double tol, unsigned seed) {
+  const auto a = op_test::random<T>({M, N}, seed, Case::lo, Case::hi);
+  const auto want = map(widen(a), Case::ref);
+  each<P...>([&]<class PX>() {
+    INFO("mesh " << Mesh::size << " x " << op_test::placements_text<PX>());
+    const auto x = spmd::sim::distribute_tensor<spmd::layout<Mesh, PX, spmd::extents<M, N>>>(a.data);
+    op_test::check_close(Case::run(x), want, tol);
+  });
 }
 
 }  // namespace ew_test

@@ -17,64 +17,53 @@ using namespace ew_test;
 struct x_plus_c {
   static auto run(const auto& x) { return x + 1.5f; }
   static double ref(double v) { return v + 1.5; }
-  static constexpr double lo = -2;
+  static constexpr double lo = -2, hi = 2;
 };
 struct c_plus_x {
   static auto run(const auto& x) { return 1.5f + x; }
   static double ref(double v) { return 1.5 + v; }
-  static constexpr double lo = -2;
+  static constexpr double lo = -2, hi = 2;
 };
 struct x_minus_c {
   static auto run(const auto& x) { return x - 0.75; }  // a double scalar with a float dtensor
   static double ref(double v) { return v - 0.75; }
-  static constexpr double lo = -2;
+  static constexpr double lo = -2, hi = 2;
 };
 struct c_minus_x {
   static auto run(const auto& x) { return 0.5f - x; }
   static double ref(double v) { return 0.5 - v; }
-  static constexpr double lo = -2;
+  static constexpr double lo = -2, hi = 2;
 };
 struct x_times_c {
   static auto run(const auto& x) { return x * -1.25f; }  // negative: P(max) must not pass
   static double ref(double v) { return v * -1.25; }
-  static constexpr double lo = -2;
+  static constexpr double lo = -2, hi = 2;
 };
 struct c_times_x {
   static auto run(const auto& x) { return 3.f * x; }
   static double ref(double v) { return 3 * v; }
-  static constexpr double lo = -2;
+  static constexpr double lo = -2, hi = 2;
 };
 struct x_over_c {
   static auto run(const auto& x) { return x / -4.f; }
   static double ref(double v) { return v / -4; }
-  static constexpr double lo = -2;
+  static constexpr double lo = -2, hi = 2;
 };
 struct c_over_x {
   static auto run(const auto& x) { return 2.f / x; }
   static double ref(double v) { return 2 / v; }
-  static constexpr double lo = 0.5;
+  static constexpr double lo = 0.5, hi = 2;
 };
 struct max_x_c {
   static auto run(const auto& x) { return sim::maximum(x, 0.25f); }
   static double ref(double v) { return v > 0.25 ? v : 0.25; }
-  static constexpr double lo = -2;
+  static constexpr double lo = -2, hi = 2;
 };
 struct min_c_x {
   static auto run(const auto& x) { return sim::minimum(-0.5f, x); }
   static double ref(double v) { return v < -0.5 ? v : -0.5; }
-  static constexpr double lo = -2;
+  static constexpr double lo = -2, hi = 2;
 };
-
-template <class Case, class Mesh, class T, index_t M, index_t N, class... P>
-void sweep(double tol, unsigned seed) {
-  const auto a = op_test::random<T>({M, N}, seed, Case::lo, 2);
-  const auto want = map(widen(a), Case::ref);
-  each<P...>([&]<class PX>() {
-    INFO("mesh " << Mesh::size << " x " << op_test::placements_text<PX>());
-    const auto x = sim::distribute_tensor<layout<Mesh, PX, extents<M, N>>>(a.data);
-    op_test::check_close(Case::run(x), want, tol);
-  });
-}
 
 template <class Case>
 void sweep_all() {

@@ -61,18 +61,6 @@ struct sigmoid_case {
   static constexpr double lo = -3, hi = 3;
 };
 
-/// Case over every placement list `each` gives, for a Mesh and a global shape.
-template <class Case, class Mesh, class T, index_t M, index_t N, class... P>
-void sweep(double tol, unsigned seed) {
-  const auto a = op_test::random<T>({M, N}, seed, Case::lo, Case::hi);
-  const auto want = map(widen(a), Case::ref);
-  each<P...>([&]<class PX>() {
-    INFO("mesh " << Mesh::size << " x " << op_test::placements_text<PX>());
-    const auto x = sim::distribute_tensor<layout<Mesh, PX, extents<M, N>>>(a.data);
-    op_test::check_close(Case::run(x), want, tol);
-  });
-}
-
 template <class Case>
 void sweep_all(double tol) {
   // 1-d: every placement, even (8 x 4 over 4) and uneven (5 x 7 over 3: 2, 2, 1 and 3, 3, 1).
