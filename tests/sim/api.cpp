@@ -104,8 +104,11 @@ void round_trip_all_types(std::mt19937_64& rng, failures& f) {
   round_trip<float>(spec, g, shapes, typed_dist<L, float>, rng, false, f);
   round_trip<float>(spec, g, shapes, typed_dist<L, float>, rng, true, f);
   round_trip<double>(spec, g, shapes, typed_dist<L, double>, rng, true, f);
-  round_trip<std::int32_t>(spec, g, shapes, typed_dist<L, std::int32_t>, rng, false, f);
-  round_trip<std::int64_t>(spec, g, shapes, typed_dist<L, std::int64_t>, rng, false, f);
+  // Integer elements have no P(avg) (a compile error; docs/numerics.md).
+  if constexpr (!spmd::holds_partial(L::spec().placements, spmd::reduce_op::avg)) {
+    round_trip<std::int32_t>(spec, g, shapes, typed_dist<L, std::int32_t>, rng, false, f);
+    round_trip<std::int64_t>(spec, g, shapes, typed_dist<L, std::int64_t>, rng, false, f);
+  }
   round_trip<spmd::bfloat16>(spec, g, shapes, typed_dist<L, spmd::bfloat16>, rng, false, f);
 }
 

@@ -7,6 +7,7 @@
 // list-splitting model) and the value types.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -113,8 +114,8 @@ template <class T>
 T identity(spmd::reduce_op op) {
   using L = std::numeric_limits<T>;
   switch (op) {
-    case spmd::reduce_op::sum:
-    case spmd::reduce_op::avg: return T(0);
+    case spmd::reduce_op::sum:  // -0 for floats: x + -0 is x, -0 included (docs/numerics.md)
+    case spmd::reduce_op::avg: return std::is_integral_v<T> ? T(0) : T(-0.0f);
     case spmd::reduce_op::product: return T(1);
     case spmd::reduce_op::max: return std::is_integral_v<T> ? L::lowest() : -L::infinity();
     case spmd::reduce_op::min: return std::is_integral_v<T> ? L::max() : L::infinity();
@@ -139,16 +140,25 @@ T combine(spmd::reduce_op op, T a, T b) {
       case spmd::reduce_op::sum:
       case spmd::reduce_op::avg: return spmd::bfloat16{x + y};
       case spmd::reduce_op::product: return spmd::bfloat16{x * y};
-      case spmd::reduce_op::max: return x < y ? b : a;
-      case spmd::reduce_op::min: return y < x ? b : a;
+      case spmd::reduce_op::max:
+      case spmd::reduce_op::min: return spmd::bfloat16{combine(op, x, y)};
     }
   } else {
+    // max/min as torch.maximum: NaN wins (the quiet NaN); of two zeros, max takes +0 and
+    // min -0 (IEEE 754-2019), so no order of ranks changes a bit.
+    const bool nan = std::isnan(a) || std::isnan(b), zeros = a == 0 && b == 0;
     switch (op) {
       case spmd::reduce_op::sum:
       case spmd::reduce_op::avg: return a + b;
       case spmd::reduce_op::product: return a * b;
-      case spmd::reduce_op::max: return a < b ? b : a;
-      case spmd::reduce_op::min: return b < a ? b : a;
+      case spmd::reduce_op::max:
+        if (nan) return std::numeric_limits<T>::quiet_NaN();
+        if (zeros) return std::signbit(a) ? b : a;
+        return a < b ? b : a;
+      case spmd::reduce_op::min:
+        if (nan) return std::numeric_limits<T>::quiet_NaN();
+        if (zeros) return std::signbit(a) ? a : b;
+        return b < a ? b : a;
     }
   }
   return a;

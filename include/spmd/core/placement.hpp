@@ -66,6 +66,13 @@ SPMD_HD constexpr placement make_partial(reduce_op op = reduce_op::sum) {
 /// One entry per mesh dim.
 using placement_vec = svec<placement, max_mesh_dims>;
 
+/// True when some mesh dim holds Partial(op).
+SPMD_HD constexpr bool holds_partial(const placement_vec& p, reduce_op op) {
+  for (int m = 0; m < p.size(); ++m)
+    if (p[m].is_partial() && p[m].op == op) return true;
+  return false;
+}
+
 // ---------------------------------------------------------------------------
 // Types at the surface
 // ---------------------------------------------------------------------------

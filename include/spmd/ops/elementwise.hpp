@@ -120,22 +120,29 @@ constexpr partial_rule two(placement a, placement b, reduce_op out) {
   return p;
 }
 
-/// A unary function's Partial pass-throughs (see partial_traits).
-constexpr op_rule with_traits(op_rule r, const partial_traits& t) {
-  if (t.linear) r = r.passes_partial(reduce_op::sum, reduce_op::sum).passes_partial(reduce_op::avg, reduce_op::avg);
+/// A unary function's Partial pass-throughs (see partial_traits). For integer elements a
+/// decreasing function is -x, which maps the identity lowest() of P(max) to itself (it wraps),
+/// not to the max() that P(min) needs: no decreasing pass-through there, and no P(avg) at all.
+constexpr op_rule with_traits(op_rule r, const partial_traits& t, bool integral) {
+  if (t.linear) r = r.passes_partial(reduce_op::sum, reduce_op::sum);
+  if (t.linear && !integral) r = r.passes_partial(reduce_op::avg, reduce_op::avg);
   if (t.increasing && !t.bounded_below) r = r.passes_partial(reduce_op::max, reduce_op::max);
   if (t.increasing) r = r.passes_partial(reduce_op::min, reduce_op::min);
-  if (t.decreasing) r = r.passes_partial(reduce_op::max, reduce_op::min).passes_partial(reduce_op::min, reduce_op::max);
+  if (t.decreasing && !integral)
+    r = r.passes_partial(reduce_op::max, reduce_op::min).passes_partial(reduce_op::min, reduce_op::max);
   return r;
 }
 
-/// The Partial pass-throughs of a binary function on two dtensors (input 0 ∘ input 1).
+/// The Partial pass-throughs of a binary function on two dtensors (input 0 ∘ input 1). For
+/// integer elements x + c wraps, so it is not monotone: P(max)/P(min) do not pass add/sub.
 template <class Fn>
-constexpr op_rule binary_partials(op_rule r) {
+constexpr op_rule binary_partials(op_rule r, bool integral) {
   const placement R = make_replicate();
   const placement pmax = make_partial(reduce_op::max), pmin = make_partial(reduce_op::min);
   if constexpr (std::is_same_v<Fn, add_fn> || std::is_same_v<Fn, sub_fn>) {
-    r = r.passes_partial(reduce_op::sum, reduce_op::sum).passes_partial(reduce_op::avg, reduce_op::avg);
+    r = r.passes_partial(reduce_op::sum, reduce_op::sum);
+    if (integral) return r;
+    r = r.passes_partial(reduce_op::avg, reduce_op::avg);
     // Adding (subtracting) a replicated value is monotone in the partial input.
     const bool sub = std::is_same_v<Fn, sub_fn>;
     r = r.with_partial(two(pmax, R, reduce_op::max)).with_partial(two(pmin, R, reduce_op::min));
@@ -143,7 +150,8 @@ constexpr op_rule binary_partials(op_rule r) {
             .with_partial(two(R, pmin, sub ? reduce_op::max : reduce_op::min));
   } else if constexpr (std::is_same_v<Fn, mul_fn>) {  // bilinear
     r = r.passes_partial_of(0, reduce_op::sum, reduce_op::sum).passes_partial_of(1, reduce_op::sum, reduce_op::sum);
-    r = r.passes_partial_of(0, reduce_op::avg, reduce_op::avg).passes_partial_of(1, reduce_op::avg, reduce_op::avg);
+    if (!integral)
+      r = r.passes_partial_of(0, reduce_op::avg, reduce_op::avg).passes_partial_of(1, reduce_op::avg, reduce_op::avg);
   } else if constexpr (std::is_same_v<Fn, div_fn>) {  // linear in the numerator only
     r = r.passes_partial_of(0, reduce_op::sum, reduce_op::sum).passes_partial_of(0, reduce_op::avg, reduce_op::avg);
   } else if constexpr (std::is_same_v<Fn, maximum_fn> || std::is_same_v<Fn, minimum_fn>) {
@@ -156,16 +164,19 @@ constexpr op_rule binary_partials(op_rule r) {
 
 /// The Partial pass-throughs of `x ∘ c` (or `c ∘ x` when ScalarLeft) with a run-time scalar
 /// c: the rule cannot know c's sign, so x * c keeps P(sum)/P(avg) but not P(max)/P(min).
+/// Integer x ± c wraps (not monotone): P(max)/P(min) do not pass it.
 template <class Fn, bool ScalarLeft>
-constexpr op_rule scalar_partials(op_rule r) {
+constexpr op_rule scalar_partials(op_rule r, bool integral) {
   if constexpr (std::is_same_v<Fn, add_fn> || std::is_same_v<Fn, sub_fn>) {
     // x ± c shifts every rank's value: P(sum) would add c once per rank, so it never passes.
+    if (integral) return r;
     const bool flips = std::is_same_v<Fn, sub_fn> && ScalarLeft;  // c − x is decreasing
     r = r.passes_partial(reduce_op::avg, reduce_op::avg);
     r = r.passes_partial(reduce_op::max, flips ? reduce_op::min : reduce_op::max);
     r = r.passes_partial(reduce_op::min, flips ? reduce_op::max : reduce_op::min);
   } else if constexpr (std::is_same_v<Fn, mul_fn> || (std::is_same_v<Fn, div_fn> && !ScalarLeft)) {
-    r = r.passes_partial(reduce_op::sum, reduce_op::sum).passes_partial(reduce_op::avg, reduce_op::avg);
+    r = r.passes_partial(reduce_op::sum, reduce_op::sum);
+    if (!integral) r = r.passes_partial(reduce_op::avg, reduce_op::avg);
   } else if constexpr (std::is_same_v<Fn, maximum_fn> || std::is_same_v<Fn, minimum_fn>) {
     // max(x, c) and min(x, c) are increasing in x.
     r = r.passes_partial(reduce_op::max, reduce_op::max).passes_partial(reduce_op::min, reduce_op::min);
@@ -183,7 +194,7 @@ struct unary {
   static constexpr op_rule rule(const op_context& c) {
     using namespace elementwise_detail;
     const einsum_writer t = broadcast_einsum(c.in_shape, c.out_shape);
-    return with_traits(einsum(t.text), Fn::traits);
+    return with_traits(einsum(t.text), Fn::traits, c.integral);
   }
   static constexpr shape_vec out_shape(const svec<shape_vec, max_op_inputs>& in) { return in[0]; }
 };
@@ -195,7 +206,7 @@ struct binary {
   static constexpr op_rule rule(const op_context& c) {
     using namespace elementwise_detail;
     const einsum_writer t = broadcast_einsum(c.in_shape, c.out_shape);
-    return binary_partials<Fn>(einsum(t.text));
+    return binary_partials<Fn>(einsum(t.text), c.integral);
   }
   static constexpr shape_vec out_shape(const svec<shape_vec, max_op_inputs>& in) {
     return elementwise_detail::broadcast_shape(in[0], in[1], Fn::name);
@@ -210,7 +221,7 @@ struct with_scalar {
   static constexpr op_rule rule(const op_context& c) {
     using namespace elementwise_detail;
     const einsum_writer t = broadcast_einsum(c.in_shape, c.out_shape);
-    return scalar_partials<Fn, ScalarLeft>(einsum(t.text));
+    return scalar_partials<Fn, ScalarLeft>(einsum(t.text), c.integral);
   }
   static constexpr shape_vec out_shape(const svec<shape_vec, max_op_inputs>& in) { return in[0]; }
 };

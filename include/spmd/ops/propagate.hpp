@@ -53,6 +53,9 @@ struct op_context {
   shape_vec out_shape{};
   svec<double, max_op_inputs> in_bytes{};
   double out_bytes = 0;
+  // Integer elements wrap: -x and x + c are not monotone there (-lowest is lowest), so the
+  // rules pass P(max)/P(min) through fewer functions, and P(avg) through none.
+  bool integral = false;
 };
 
 enum class candidate_error : std::uint8_t {
@@ -267,10 +270,12 @@ struct resolution {
   constexpr bool ok() const { return error == resolve_error::none; }
 };
 
-/// The op's strategy for these inputs (see the top of this file). `forced`, when not null,
-/// is the output placements the caller wants.
-constexpr resolution resolve(const op_rule& rule, const op_context& c,
-                             const placement_vec* forced = nullptr) {
+/// The op's strategy for these inputs (see the top of this file), with the output forced to
+/// `forced` when `is_forced`. (A flag, not a null pointer: the compile-time callers hold the
+/// placements in a static member, whose address g++ -fsanitize=undefined will not compare
+/// with null in a constant expression.)
+constexpr resolution resolve(const op_rule& rule, const op_context& c, const placement_vec& forced,
+                             bool is_forced) {
   using namespace propagate_detail;
   resolution r{};
   if (!rule.ok) return r.error = resolve_error::bad_rule, r;
@@ -278,8 +283,8 @@ constexpr resolution resolve(const op_rule& rule, const op_context& c,
   for (int i = 0; i < rule.inputs(); ++i)
     if (rule.in[i].size() != c.in[i].tensor_rank || !(c.in[i].mesh == c.mesh))
       return r.error = resolve_error::arity, r;
-  if (forced != nullptr) {
-    const spec_result f = make_spec(c.mesh, *forced, rule.out.size());
+  if (is_forced) {
+    const spec_result f = make_spec(c.mesh, forced, rule.out.size());
     if (!f.ok()) return r.error = resolve_error::forced_invalid, r;
     r.forced = true;
     r.forced_out = f.spec;
@@ -334,6 +339,16 @@ constexpr resolution resolve(const op_rule& rule, const op_context& c,
     }
   }
   return r;
+}
+
+/// The op's strategy with a free output.
+constexpr resolution resolve(const op_rule& rule, const op_context& c) {
+  return resolve(rule, c, placement_vec{}, false);
+}
+
+/// The op's strategy; `forced`, when not null, is the output placements the caller wants.
+constexpr resolution resolve(const op_rule& rule, const op_context& c, const placement_vec* forced) {
+  return forced != nullptr ? resolve(rule, c, *forced, true) : resolve(rule, c);
 }
 
 }  // namespace spmd::ops

@@ -101,6 +101,7 @@ struct resolved {
       out *= static_cast<double>(e);
     }
     c.out_bytes = dynamic ? nominal_dynamic_bytes : out;
+    c.integral = std::is_integral_v<T>;
     return c;
   }();
   static constexpr op_rule rule = Op::rule(context);
@@ -114,8 +115,7 @@ struct resolved {
   static_assert(!is_forced || forced_value.size() == mesh_type::ndim,
                 "spmd: the forced output placements need one placement per mesh dim.");
 
-  static constexpr resolution result =
-      resolve(rule, context, is_forced ? &forced_value : nullptr);
+  static constexpr resolution result = resolve(rule, context, forced_value, is_forced);
   static_assert(result.error != resolve_error::arity,
                 "spmd: the inputs' dims do not match the operator's rule.");
   static_assert(result.error != resolve_error::forced_invalid,

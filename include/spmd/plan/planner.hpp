@@ -37,6 +37,7 @@ enum class plan_error : unsigned char {
   invalid_layout,        // a spec did not come from make_spec
   search_too_large,      // more states than max_plan_states
   too_many_steps,        // the best plan is longer than max_plan_steps
+  over_budget,           // more moves examined than the caller's budget (compile time)
 };
 
 constexpr const char* describe(plan_error e) {
@@ -47,6 +48,7 @@ constexpr const char* describe(plan_error e) {
     case plan_error::invalid_layout: return "a layout is invalid";
     case plan_error::search_too_large: return "the plan search visits too many states";
     case plan_error::too_many_steps: return "the best plan has more steps than a plan can hold";
+    case plan_error::over_budget: return "the plan search examines more moves than its budget";
   }
   return "unknown error";
 }
@@ -54,10 +56,14 @@ constexpr const char* describe(plan_error e) {
 /// States the search may create before it gives up (2^15: meshes up to 4-5 dims).
 inline constexpr int max_plan_states = 1 << 15;
 
+/// No limit on the moves a search examines (the run-time default; max_plan_states holds).
+inline constexpr long unlimited_plan_work = -1;
+
 struct plan_result {
   plan value{};
   plan_error error = plan_error::none;
   int states = 0;  // states the search created (for diagnostics and benchmarks)
+  long work = 0;   // moves examined: what a compile-time evaluation's cost grows with
   constexpr bool ok() const { return error == plan_error::none; }
 };
 
@@ -303,9 +309,11 @@ class state_index {
 }  // namespace plan_detail
 
 /// The cheapest plan from `src` to `dst` (both from make_spec) for a tensor of
-/// `global_bytes` bytes, under `cm`. Ties go to fewer collectives, then fewer steps.
+/// `global_bytes` bytes, under `cm`. Ties go to fewer collectives, then fewer steps. With a
+/// `max_work` >= 0, the search gives up (over_budget) after examining that many moves: the
+/// compile-time callers stop before the compiler's own evaluation limit does.
 constexpr plan_result make_plan(const layout_spec& src, const layout_spec& dst, double global_bytes,
-                                const cost_model& cm = {}) {
+                                const cost_model& cm = {}, long max_work = unlimited_plan_work) {
   using namespace plan_detail;
   plan_result out{};
   if (!(src.mesh == dst.mesh)) return out.error = plan_error::different_mesh, out;
@@ -329,8 +337,9 @@ constexpr plan_result make_plan(const layout_spec& src, const layout_spec& dst, 
   index.find_or_insert(start, nodes, 0);
   heap.push_back({nodes[0].bound, 0, 0, 0});
   int reached = -1;
-  bool overflow = false;
-  while (!heap.empty() && reached < 0 && !overflow) {
+  bool overflow = false, over_budget = false;
+  long work = 0;
+  while (!heap.empty() && reached < 0 && !overflow && !over_budget) {
     std::pop_heap(heap.begin(), heap.end(), worse);
     const queued q = heap.back();
     heap.pop_back();
@@ -344,7 +353,8 @@ constexpr plan_result make_plan(const layout_spec& src, const layout_spec& dst, 
     const state here = n.key;
     const double here_cost = n.cost;
     for_each_move(here, mesh, src.tensor_rank, goal, v, [&](step_kind kind, dim_mask g, reduce_op op, state next) {
-      if (overflow) return;
+      if (overflow || over_budget) return;
+      if (++work > max_work && max_work >= 0) return void(over_budget = true);
       int i = index.find_or_insert(next, nodes, static_cast<int>(nodes.size()));
       if (i >= 0 && nodes[static_cast<std::size_t>(i)].done) return;  // settled: no better path
       const double cost = here_cost + step_cost_us(kind, here, next, mesh, group_sizes[g], global_bytes, cm);
@@ -371,6 +381,8 @@ constexpr plan_result make_plan(const layout_spec& src, const layout_spec& dst, 
     });
   }
   out.states = static_cast<int>(nodes.size());
+  out.work = work;
+  if (over_budget) return out.error = plan_error::over_budget, out;
   if (overflow) return out.error = plan_error::search_too_large, out;
   // The goal is always reachable: gather or reduce everything to R, then chunk/partition.
   const node& last = nodes[static_cast<std::size_t>(reached)];

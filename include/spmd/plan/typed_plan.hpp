@@ -22,6 +22,10 @@ struct plan_of {
                 "spmd::redistribute: the source and target layouts are on different meshes.");
   static_assert(std::is_same_v<typename Src::extents_type, typename Dst::extents_type>,
                 "spmd::redistribute: the source and target layouts have different global extents.");
+  static_assert(!std::is_integral_v<T> || (!holds_partial(Src::spec().placements, reduce_op::avg) &&
+                                           !holds_partial(Dst::spec().placements, reduce_op::avg)),
+                "spmd: P(avg) needs a floating-point element type: the average of integers is not "
+                "an integer (torch.mean refuses integer tensors); hold P(sum) and divide.");
 
   /// Bytes of the global tensor: exact for static extents, nominal for dynamic ones.
   static constexpr double global_bytes = tensor_bytes<T, typename Src::extents_type>();

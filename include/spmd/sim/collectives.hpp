@@ -130,6 +130,7 @@ template <element T, class Mesh>
 local_tensor<T, Mesh> all_reduce(const local_tensor<T, Mesh>& x, reduce_op op,
                                  dim_mask group = detail::whole_mesh_mask<Mesh>()) {
   detail::check_group<Mesh>(group, "all_reduce");
+  check_reduce_op<T>(op, "spmd::sim::all_reduce");
   const local_set<T>& in = x.shards();
   local_set<T> out(Mesh::size);
   index_t received = 0;
@@ -235,6 +236,7 @@ template <element T, class Mesh>
 local_tensor<T, Mesh> reduce_scatter(const local_tensor<T, Mesh>& x, reduce_op op, int dim,
                                      dim_mask group = detail::whole_mesh_mask<Mesh>()) {
   detail::check_group<Mesh>(group, "reduce_scatter");
+  check_reduce_op<T>(op, "spmd::sim::reduce_scatter");
   const int d = detail::check_dim(dim, x.dim(), "reduce_scatter", "dim");
   const local_set<T>& in = x.shards();
   local_set<T> out(Mesh::size);

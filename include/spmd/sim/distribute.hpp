@@ -213,6 +213,7 @@ local_set<T> distribute(std::span<const T> data, const layout_spec& spec,
                                 std::to_string(data.size()) + " elements, the shape " +
                                 detail::shape_text(global) + " needs " + std::to_string(total));
   const detail::partial_info part = detail::partial_of(spec);
+  if (part.mask != 0) check_reduce_op<T>(part.op, "spmd::sim::distribute_tensor");
   const index_t n = group_size(spec.mesh, part.mask);
   const std::vector<detail::rank_slice> plan = detail::slices(spec, global);
   local_set<T> out(spec.mesh_size());
@@ -232,6 +233,7 @@ template <element T, class F>
 local_set<T> generate(const layout_spec& spec, const shape_vec& global, F&& f) {
   const index_t n_ranks = spec.mesh_size();
   const detail::partial_info part = detail::partial_of(spec);
+  if (part.mask != 0) check_reduce_op<T>(part.op, "spmd::sim::generate");
   local_set<T> out(n_ranks);
   for (index_t r = 0; r < n_ranks; ++r) {
     const local_box b = box_at(spec, global, unravel(spec.mesh, r));

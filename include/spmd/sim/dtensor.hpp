@@ -105,6 +105,10 @@ auto redistribute(const dtensor<T, L>& x, forward_dtype_t<U>);
 /// Invariant: rank at mesh index i holds a local of exactly box_at(spec, global, coord(i)).
 template <element T, class Layout>
 class dtensor {
+  static_assert(!std::is_integral_v<T> || !holds_partial(Layout::spec().placements, reduce_op::avg),
+                "spmd: P(avg) needs a floating-point element type: the average of integers is not "
+                "an integer (torch.mean refuses integer tensors); hold P(sum) and divide.");
+
  public:
   using value_type = T;
   using layout_type = Layout;

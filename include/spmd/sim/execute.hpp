@@ -217,6 +217,9 @@ local_set<T> run_schedules(const plan& p, const std::vector<step_schedule>& sche
 
 template <class T, class In>
 local_set<T> execute_runtime(const plan& p, const shape_vec& global, In&& in) {
+  for (int i = 0; i < p.steps.size(); ++i)  // every reduction's op is held by a state
+    for (const layout_spec* s : {&p.steps[i].from, &p.steps[i].to})
+      if (holds_partial(s->placements, reduce_op::avg)) check_reduce_op<T>(reduce_op::avg, "spmd::sim::execute");
   const std::vector<step_schedule> scheds = build_schedules(p, global);
   if (p.steps.size() > 0) {
     const layout_spec& from = p.steps[0].from;

@@ -25,6 +25,7 @@
 #include <type_traits>
 
 #include "spmd/core/config.hpp"
+#include "spmd/core/numerics.hpp"
 
 namespace spmd::sim {
 
@@ -37,18 +38,6 @@ inline constexpr bool is_local_int = false;
 template <class M>
 inline constexpr bool is_local_int<local_int<M>> = true;
 
-inline index_t wrap_add(index_t a, index_t b) {
-  using U = std::make_unsigned_t<index_t>;
-  return static_cast<index_t>(static_cast<U>(a) + static_cast<U>(b));
-}
-inline index_t wrap_sub(index_t a, index_t b) {
-  using U = std::make_unsigned_t<index_t>;
-  return static_cast<index_t>(static_cast<U>(a) - static_cast<U>(b));
-}
-inline index_t wrap_mul(index_t a, index_t b) {
-  using U = std::make_unsigned_t<index_t>;
-  return static_cast<index_t>(static_cast<U>(a) * static_cast<U>(b));
-}
 }  // namespace detail
 
 /// One index_t per rank of Mesh (stored by mesh index; read by rank id).
@@ -130,13 +119,13 @@ class local_int {
 
   // Arithmetic, per rank.
   friend local_int operator+(const local_int& a, const local_int& b) {
-    return zip(a, b, [](index_t x, index_t y, index_t) { return detail::wrap_add(x, y); });
+    return zip(a, b, [](index_t x, index_t y, index_t) { return spmd::wrap_add(x, y); });
   }
   friend local_int operator-(const local_int& a, const local_int& b) {
-    return zip(a, b, [](index_t x, index_t y, index_t) { return detail::wrap_sub(x, y); });
+    return zip(a, b, [](index_t x, index_t y, index_t) { return spmd::wrap_sub(x, y); });
   }
   friend local_int operator*(const local_int& a, const local_int& b) {
-    return zip(a, b, [](index_t x, index_t y, index_t) { return detail::wrap_mul(x, y); });
+    return zip(a, b, [](index_t x, index_t y, index_t) { return spmd::wrap_mul(x, y); });
   }
   /// Truncating division; throws std::domain_error naming the rank on division by zero or
   /// lowest / -1.

@@ -22,6 +22,9 @@ struct op_kernel<ops::cat<Dim>> {
   static void run(const ops::cat<Dim>&, strided_view<T> out, const op_rank_info&, In... in) {
     index_t offset = 0;
     auto place = [&](auto part) {
+      // An empty part places nothing; its output may have no storage (a null data pointer,
+      // to which even a zero offset must not be added).
+      if (part.empty()) return;
       shape_vec e = out.extents();
       e[Dim] = part.extent(Dim);
       detail::strided_copy(strided_view<T>(out.data() + offset * out.stride(Dim), e, out.strides()), part);

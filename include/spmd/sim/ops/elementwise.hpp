@@ -21,6 +21,7 @@
 #include <string>
 #include <type_traits>
 
+#include "spmd/core/numerics.hpp"
 #include "spmd/ops/elementwise.hpp"
 #include "spmd/sim/ops/apply.hpp"
 
@@ -35,31 +36,14 @@ using calc_t = std::conditional_t<std::is_same_v<T, bfloat16>, float, T>;
 template <class T>
 inline constexpr bool is_signed_int = std::is_integral_v<T> && std::is_signed_v<T>;
 
-/// Signed integer arithmetic through the unsigned type: wraps instead of overflowing (UB).
-template <class T>
-constexpr T wrap_add(T a, T b) {
-  using U = std::make_unsigned_t<T>;
-  return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
-}
-template <class T>
-constexpr T wrap_sub(T a, T b) {
-  using U = std::make_unsigned_t<T>;
-  return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
-}
-template <class T>
-constexpr T wrap_mul(T a, T b) {
-  using U = std::make_unsigned_t<T>;
-  return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
-}
-
 /// f(x) for a unary function tag, in the calculation type C.
 template <class Fn, class C>
 constexpr C unary_value(C x) {
   if constexpr (std::is_same_v<Fn, ops::neg_fn>) {
-    if constexpr (is_signed_int<C>) return wrap_sub(C(0), x);
+    if constexpr (is_signed_int<C>) return spmd::wrap_sub(C(0), x);
     else return -x;
   } else if constexpr (std::is_same_v<Fn, ops::abs_fn>) {
-    if constexpr (is_signed_int<C>) return x < 0 ? wrap_sub(C(0), x) : x;
+    if constexpr (is_signed_int<C>) return x < 0 ? spmd::wrap_sub(C(0), x) : x;
     else return std::fabs(x);
   } else if constexpr (std::is_same_v<Fn, ops::relu_fn>) {
     return x < C(0) ? C(0) : x;  // NaN stays NaN (x < 0 is false)
@@ -84,21 +68,21 @@ constexpr C unary_value(C x) {
 template <class Fn, class C>
 constexpr C binary_value(C a, C b) {
   if constexpr (std::is_same_v<Fn, ops::add_fn>) {
-    if constexpr (is_signed_int<C>) return wrap_add(a, b);
+    if constexpr (is_signed_int<C>) return spmd::wrap_add(a, b);
     else return a + b;
   } else if constexpr (std::is_same_v<Fn, ops::sub_fn>) {
-    if constexpr (is_signed_int<C>) return wrap_sub(a, b);
+    if constexpr (is_signed_int<C>) return spmd::wrap_sub(a, b);
     else return a - b;
   } else if constexpr (std::is_same_v<Fn, ops::mul_fn>) {
-    if constexpr (is_signed_int<C>) return wrap_mul(a, b);
+    if constexpr (is_signed_int<C>) return spmd::wrap_mul(a, b);
     else return a * b;
   } else if constexpr (std::is_same_v<Fn, ops::div_fn>) {
     return a / b;
   } else if constexpr (std::is_same_v<Fn, ops::maximum_fn>) {
-    return a < b ? b : a;  // as std::max: a NaN in b is dropped, one in a kept
+    return spmd::maximum(a, b);  // torch.maximum: NaN propagates (core/numerics.hpp)
   } else {
     static_assert(std::is_same_v<Fn, ops::minimum_fn>);
-    return b < a ? b : a;
+    return spmd::minimum(a, b);
   }
 }
 

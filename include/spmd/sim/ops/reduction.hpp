@@ -65,9 +65,9 @@ struct op_kernel<ops::reduction<Kind, KeepDim, Dims...>> {
     Acc* a = nullptr;
     if constexpr (std::is_same_v<Acc, T>) {
       a = out.data();
-      for (index_t i = 0; i < out.size(); ++i) a[i] = identity<Acc>(combine_op);
+      for (index_t i = 0; i < out.size(); ++i) a[i] = reduction_start<Acc>(combine_op);
     } else {
-      acc.assign(static_cast<std::size_t>(out.size()), identity<Acc>(combine_op));
+      acc.assign(static_cast<std::size_t>(out.size()), reduction_start<Acc>(combine_op));
       a = acc.data();
     }
     if (r == 0) {
