@@ -175,12 +175,13 @@ constexpr state shard_group_like(state s, int dims, dim_mask group, state target
 /// `s`) along a tensor dim of the vocabulary, appended to each order in mesh order.
 template <class F>
 constexpr void for_each_group_sharding(state s, int dims, int tensor_rank, dim_mask group,
-                                       vocabulary v, F&& f) {
+                                       vocabulary v, long& work, F&& f) {
   if (tensor_rank == 0) return;  // nothing to shard
   int members[max_mesh_dims]{}, count = 0, choice[max_mesh_dims]{};
   for (int m = 0; m < dims; ++m)
     if (in_mask(group, m)) members[count++] = m;
   while (true) {
+    ++work;
     state next = s;
     bool allowed = true;
     for (int i = 0; i < count; ++i) {
@@ -194,10 +195,11 @@ constexpr void for_each_group_sharding(state s, int dims, int tensor_rank, dim_m
   }
 }
 
-/// Calls emit(kind, mesh_dims, op, next) for every move out of state `a`.
+/// Calls emit(kind, mesh_dims, op, next) for every move out of state `a`. `work` counts
+/// what the enumeration examined (moves emitted or not), the measure of a search's cost.
 template <class Emit>
 constexpr void for_each_move(state a, const mesh_shape_vec& mesh, int tensor_rank, state target,
-                             vocabulary v, Emit&& emit) {
+                             vocabulary v, long& work, Emit&& emit) {
   const int dims = mesh.size();
   dim_mask active = 0;
   for (int m = 0; m < dims; ++m)
@@ -237,6 +239,7 @@ constexpr void for_each_move(state a, const mesh_shape_vec& mesh, int tensor_ran
   // One collective over several mesh dims: their combined group. Targets are R or the
   // final placements: the moves that fuse a run of same-kind collectives.
   for (dim_mask g = 1; g < (1u << dims); ++g) {
+    ++work;
     if ((g & ~active) != 0 || popcount(g) < 2) continue;
     bool all_shard = true, all_partial = true, targets_shard = true, moves = true;
     for (int m = 0; m < dims; ++m) {
@@ -253,7 +256,7 @@ constexpr void for_each_move(state a, const mesh_shape_vec& mesh, int tensor_ran
       if (!unshard_group(r, dims, g)) continue;
       emit(step_kind::all_gather, g, reduce_op::sum, r);
       if (targets_shard && moves) emit(step_kind::all_to_all, g, reduce_op::sum, shard_group_like(r, dims, g, target));
-      for_each_group_sharding(r, dims, tensor_rank, g, v, [&](state next) {
+      for_each_group_sharding(r, dims, tensor_rank, g, v, work, [&](state next) {
         for (int m = 0; m < dims; ++m)  // every mesh dim of the group must move
           if (in_mask(g, m) && what_of(code(next, m)) == what_of(code(a, m))) return;
         emit(step_kind::all_to_all, g, reduce_op::sum, next);
@@ -264,10 +267,24 @@ constexpr void for_each_move(state a, const mesh_shape_vec& mesh, int tensor_ran
         if (in_mask(g, m)) r = with_code(r, m, replicate_code());
       emit(step_kind::all_reduce, g, op, r);
       if (targets_shard) emit(step_kind::reduce_scatter, g, op, shard_group_like(r, dims, g, target));
-      for_each_group_sharding(r, dims, tensor_rank, g, v,
+      for_each_group_sharding(r, dims, tensor_rank, g, v, work,
                               [&](state next) { emit(step_kind::reduce_scatter, g, op, next); });
     }
   }
+}
+
+/// The most work for_each_move (with its emits) can count from one state: per mesh dim, a
+/// gather, the all_to_alls, the fills or chunks and partitions; per group of mesh dims, its
+/// loop step, two enumerations of the group's shardings and the fused moves.
+constexpr long expansion_work_bound(int dims, int tensor_rank) {
+  long w = static_cast<long>(dims) * (tensor_rank + 6);
+  for (dim_mask g = 1; g < (1u << dims); ++g) {
+    long assignments = 1;
+    for (int m = 0; m < dims; ++m)
+      if (in_mask(g, m)) assignments *= tensor_rank > 0 ? tensor_rank : 1;
+    w += 3 + 2 * 2 * assignments;  // each assignment counted, and emitted at most once
+  }
+  return w;
 }
 
 /// Open-addressing map from states to node indices; grows to stay at most half full.
@@ -339,6 +356,7 @@ constexpr plan_result make_plan(const layout_spec& src, const layout_spec& dst, 
   int reached = -1;
   bool overflow = false, over_budget = false;
   long work = 0;
+  const long expansion_bound = expansion_work_bound(dims, src.tensor_rank);
   while (!heap.empty() && reached < 0 && !overflow && !over_budget) {
     std::pop_heap(heap.begin(), heap.end(), worse);
     const queued q = heap.back();
@@ -352,9 +370,13 @@ constexpr plan_result make_plan(const layout_spec& src, const layout_spec& dst, 
     }
     const state here = n.key;
     const double here_cost = n.cost;
-    for_each_move(here, mesh, src.tensor_rank, goal, v, [&](step_kind kind, dim_mask g, reduce_op op, state next) {
-      if (overflow || over_budget) return;
-      if (++work > max_work && max_work >= 0) return void(over_budget = true);
+    if (max_work >= 0 && work + expansion_bound > max_work) {  // stop before, not inside
+      over_budget = true;
+      break;
+    }
+    for_each_move(here, mesh, src.tensor_rank, goal, v, work, [&](step_kind kind, dim_mask g, reduce_op op, state next) {
+      if (overflow) return;
+      ++work;
       int i = index.find_or_insert(next, nodes, static_cast<int>(nodes.size()));
       if (i >= 0 && nodes[static_cast<std::size_t>(i)].done) return;  // settled: no better path
       const double cost = here_cost + step_cost_us(kind, here, next, mesh, group_sizes[g], global_bytes, cm);

@@ -14,7 +14,24 @@
 #include "spmd/plan/planner.hpp"
 #include "spmd/plan/trace.hpp"
 
+// How much a compile-time plan search may examine (make_plan's `work`: moves and the
+// enumerations behind them) before plan_of stops it with a sentence, so that the compiler's
+// own evaluation limit (which only says "possible infinite loop?") is never reached.
+// Measured (bench/RESULTS.md): clang 14 spends 220-330 evaluation steps per unit against its
+// default -fconstexpr-steps=1048576; g++ 12 spends 1,300-2,100 operations per unit against
+// its default -fconstexpr-ops-limit=33554432. Raise the budget and the limit together.
+#ifndef SPMD_PLAN_CONSTEXPR_WORK
+#if defined(__clang__)
+#define SPMD_PLAN_CONSTEXPR_WORK 2800
+#else
+#define SPMD_PLAN_CONSTEXPR_WORK 14000
+#endif
+#endif
+
 namespace spmd {
+
+/// The moves a compile-time plan search may examine (SPMD_PLAN_CONSTEXPR_WORK).
+inline constexpr long constexpr_plan_work = SPMD_PLAN_CONSTEXPR_WORK;
 
 template <class Src, class Dst, class T = float>
 struct plan_of {
@@ -30,7 +47,16 @@ struct plan_of {
   /// Bytes of the global tensor: exact for static extents, nominal for dynamic ones.
   static constexpr double global_bytes = tensor_bytes<T, typename Src::extents_type>();
 
-  static constexpr plan_result result = make_plan(Src::spec(), Dst::spec(), global_bytes);
+  static constexpr plan_result result =
+      make_plan(Src::spec(), Dst::spec(), global_bytes, cost_model{}, constexpr_plan_work);
+  static_assert(result.error != plan_error::over_budget,
+                "spmd::redistribute: the compile-time plan search examines more moves than "
+                "SPMD_PLAN_CONSTEXPR_WORK allows (2800 under clang, 14000 under g++: the "
+                "compilers' default evaluation limits). Define SPMD_PLAN_CONSTEXPR_WORK=N and "
+                "raise the compiler's limit with it (clang: -fconstexpr-steps=400*N; g++: "
+                "-fconstexpr-ops-limit=2500*N), or redistribute in two steps through an "
+                "intermediate layout: `spmd-plan plan --mesh ... --from ... --to ...` prints the "
+                "plan's intermediate states.");
   static_assert(result.error != plan_error::search_too_large,
                 "spmd::redistribute: the plan search visits too many states (meshes of more than "
                 "4-5 dims); plan in steps through an intermediate layout.");
