@@ -10,5 +10,6 @@
 #include "spmd/core/mesh.hpp"
 #include "spmd/core/mesh_groups.hpp"
 #include "spmd/core/placement.hpp"
+#include "spmd/core/numerics.hpp"
 #include "spmd/core/small_array.hpp"
 #include "spmd/core/with_rank.hpp"

@@ -122,6 +122,8 @@ constexpr bool fits(T x, double factor) {  // |x * factor| representable, x fini
 template <class T>
 constexpr T sum_part(T x, index_t j, index_t n) {
   if (n == 1) return x;
+  // -0 is a sum only of -0s (any other split rounds to +0): every rank holds it.
+  if (x == T(0) && sign_bit(x)) return x;
   if (x == T(0)) return T(zero_coefficient(j, n));
   if (!fits(x, 4.0)) return j == 0 ? x : T(0);
   return scaled(x, sum_coefficient(j, n));
@@ -153,7 +155,7 @@ constexpr T partial_part(reduce_op op, T x, index_t j, index_t n, index_t i) {
       }
     }
     case reduce_op::product:
-      if (x == T(0)) return j == 0 ? T(2) : j == 1 ? T(0) : T(1);
+      if (x == T(0)) return j == 0 ? T(2) : j == 1 ? x : T(1);  // 2 * ±0 * 1: the sign kept
       if constexpr (std::is_integral_v<T>) {
         if (x == std::numeric_limits<T>::lowest()) return j == 0 ? x : T(1);
         return j == 0 ? static_cast<T>(-x) : j == 1 ? T(-1) : T(1);
