@@ -338,7 +338,9 @@ int run_run(const plan_options& o) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+/// The whole tool; main() below, or a fuzz harness (tests/fuzz/cli.cpp, which defines
+/// SPMD_PLAN_NO_MAIN), calls it. Exit codes: 0 ok, 2 bad input, 1 internal error.
+int spmd_plan_main(int argc, char** argv) {
   CLI::App app{"spmd-plan: inspect spmd layouts and redistribute plans, and run them in the simulation backend",
                "spmd-plan"};
   // No require_subcommand(): an unknown word then is an "unexpected argument" naming it.
@@ -376,3 +378,7 @@ int main(int argc, char** argv) {
     return exit_internal;
   }
 }
+
+#ifndef SPMD_PLAN_NO_MAIN
+int main(int argc, char** argv) { return spmd_plan_main(argc, argv); }
+#endif

@@ -79,6 +79,10 @@ def check_run(mesh, shape, src, dst, dtype="f64"):
             "--from", src, "--to", dst, "--dtype", dtype, "--json"]
     r = tool(*args)
     where = " ".join(args)
+    if dtype in ("i32", "i64") and "avg" in src + dst:  # no integer average: exit 2, named
+        check(r.returncode == 2 and "P(avg) needs a floating-point element type" in r.stderr,
+              f"{where}: integer P(avg) gave exit {r.returncode}: {r.stderr.strip()}")
+        return
     if r.returncode != 0:
         FAILS.append(f"{where}: exit {r.returncode}: {r.stderr.strip()}")
         return
@@ -145,6 +149,7 @@ def main():
     # Bad input: exit 2, empty stdout, stderr names the value.
     for args, needle in [
         (["run", "--mesh", "4", "--shape", "5", "--from", "S(0)", "--to", "R", "--dtype", "bf16"], "bf16"),
+        (["run", "--mesh", "4", "--shape", "5", "--from", "P(avg)", "--to", "R", "--dtype", "i32"], "not i32"),
         (["plan", "--mesh", "4", "--shape", "5", "--from", "S(0)", "--to", "R", "--dtype", "x"], "'x'"),
         (["plan", "--mesh", "4", "--shape", "5", "--from", "S(3)", "--to", "R"], "S(3)"),
         (["run", "--mesh", "2x2", "--shape", "5", "--from", "S(0)", "--to", "R,R"], "placements"),

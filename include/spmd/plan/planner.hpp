@@ -273,16 +273,22 @@ constexpr void for_each_move(state a, const mesh_shape_vec& mesh, int tensor_ran
   }
 }
 
-/// The most work for_each_move (with its emits) can count from one state: per mesh dim, a
+/// The most work for_each_move (with its emits) can count from state `a`: per mesh dim, a
 /// gather, the all_to_alls, the fills or chunks and partitions; per group of mesh dims, its
-/// loop step, two enumerations of the group's shardings and the fused moves.
-constexpr long expansion_work_bound(int dims, int tensor_rank) {
+/// loop step and, for the groups it fuses (all shard or all partial), two enumerations of
+/// the group's shardings and the fused moves.
+constexpr long expansion_work_bound(state a, int dims, int tensor_rank) {
   long w = static_cast<long>(dims) * (tensor_rank + 6);
   for (dim_mask g = 1; g < (1u << dims); ++g) {
+    bool all_shard = true, all_partial = true;
     long assignments = 1;
     for (int m = 0; m < dims; ++m)
-      if (in_mask(g, m)) assignments *= tensor_rank > 0 ? tensor_rank : 1;
-    w += 3 + 2 * 2 * assignments;  // each assignment counted, and emitted at most once
+      if (in_mask(g, m)) {
+        all_shard = all_shard && is_shard(code(a, m));
+        all_partial = all_partial && is_partial(code(a, m));
+        assignments *= tensor_rank > 0 ? tensor_rank : 1;
+      }
+    w += 1 + ((all_shard || all_partial) ? 2 + 2 * 2 * assignments : 0);
   }
   return w;
 }
@@ -356,7 +362,6 @@ constexpr plan_result make_plan(const layout_spec& src, const layout_spec& dst, 
   int reached = -1;
   bool overflow = false, over_budget = false;
   long work = 0;
-  const long expansion_bound = expansion_work_bound(dims, src.tensor_rank);
   while (!heap.empty() && reached < 0 && !overflow && !over_budget) {
     std::pop_heap(heap.begin(), heap.end(), worse);
     const queued q = heap.back();
@@ -370,7 +375,8 @@ constexpr plan_result make_plan(const layout_spec& src, const layout_spec& dst, 
     }
     const state here = n.key;
     const double here_cost = n.cost;
-    if (max_work >= 0 && work + expansion_bound > max_work) {  // stop before, not inside
+    if (max_work >= 0 && work + expansion_work_bound(here, dims, src.tensor_rank) > max_work) {
+      // stop before an expansion that could cross the budget, not inside it
       over_budget = true;
       break;
     }
