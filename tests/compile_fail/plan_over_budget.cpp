@@ -1,7 +1,8 @@
 // expect: the compile-time plan search examines more moves than SPMD_PLAN_CONSTEXPR_WORK allows
 // A 5-d mesh with three tensor dims: the exact search creates 9,464 states.
-// Before the budget, clang stopped with "constexpr evaluation hit maximum step limit;
-// possible infinite loop?" and g++ with "operation count exceeds limit".
+// Before the budget, clang stopped here with "constexpr evaluation hit maximum step limit;
+// possible infinite loop?" (g++ stopped likewise, "operation count exceeds limit", on a
+// larger 5-d case, bench/RESULTS.md).
 #include <spmd/plan.hpp>
 
 using M = spmd::mesh<2, 2, 2, 2, 2>;
