@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "spmd/plan.hpp"
-#include "spmd/sim/sim.hpp"
+#include "spmd/backends/sim/sim.hpp"
 #include "spmd/spmd.hpp"
 
 namespace {

@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "spmd/io/op_summary.hpp"
-#include "spmd/sim/ops/elementwise.hpp"
-#include "spmd/sim/ops/tp.hpp"
-#include "spmd/sim/sim.hpp"
+#include "spmd/runtime/ops/elementwise.hpp"
+#include "spmd/runtime/ops/tp.hpp"
+#include "spmd/backends/sim/sim.hpp"
 
 namespace {
 

@@ -6,7 +6,7 @@
 
 // [docs:plan]
 #include <spmd/plan.hpp>
-#include <spmd/sim/sim.hpp>
+#include <spmd/backends/sim/sim.hpp>
 
 using M = spmd::mesh<2, 2>;
 using E = spmd::extents<8, 8>;

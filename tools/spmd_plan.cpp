@@ -32,8 +32,8 @@
 #include "spmd/core/layout_spec.hpp"
 #include "spmd/io/placement_text.hpp"
 #include "spmd/plan.hpp"
-#include "spmd/sim/distribute.hpp"
-#include "spmd/sim/execute.hpp"
+#include "spmd/backends/host/distribute.hpp"
+#include "spmd/backends/sim/execute.hpp"
 #include "spmd/io/visualize.hpp"
 
 #include "explain_command.hpp"

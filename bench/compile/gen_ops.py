@@ -38,7 +38,7 @@ else:
 
 print('#include "spmd/ops/matmul.hpp"\n#include "spmd/ops/typed_op.hpp"')
 if sim:
-    print('#include "spmd/sim/ops/matmul.hpp"\n#include "spmd/sim/sim.hpp"')
+    print('#include "spmd/runtime/ops/matmul.hpp"\n#include "spmd/backends/sim/sim.hpp"')
 print("#include <type_traits>\nfloat sink;")
 for i in range(n):
     xp, wp, out = cases[i % len(cases)]

@@ -4,7 +4,7 @@
 #include <map>
 #include <type_traits>
 
-#include <spmd/sim/sim.hpp>
+#include <spmd/backends/sim/sim.hpp>
 
 #include "tutorial_support.hpp"
 

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <vector>
 
-#include <spmd/sim/sim.hpp>
+#include <spmd/backends/sim/sim.hpp>
 
 #include "tutorial_support.hpp"
 

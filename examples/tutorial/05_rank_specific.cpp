@@ -5,7 +5,7 @@
 #include <type_traits>
 #include <vector>
 
-#include <spmd/sim/sim.hpp>
+#include <spmd/backends/sim/sim.hpp>
 
 #include "tutorial_support.hpp"
 

@@ -3,8 +3,8 @@
 #include <cstdio>
 #include <type_traits>
 
-#include <spmd/sim/ops/matmul.hpp>
-#include <spmd/sim/sim.hpp>
+#include <spmd/runtime/ops/matmul.hpp>
+#include <spmd/backends/sim/sim.hpp>
 
 #include "tutorial_support.hpp"
 

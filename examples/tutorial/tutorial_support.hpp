@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include <spmd/sim/host_tensor.hpp>
-#include <spmd/sim/view.hpp>
+#include <spmd/backends/host/host_tensor.hpp>
+#include <spmd/backends/host/view.hpp>
 
 namespace tutorial {
 

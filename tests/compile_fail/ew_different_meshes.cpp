@@ -1,6 +1,6 @@
 // expect: the two dtensors of an elementwise op are on different meshes
-#include <spmd/sim/ops/elementwise.hpp>
-#include <spmd/sim/sim.hpp>
+#include <spmd/runtime/ops/elementwise.hpp>
+#include <spmd/backends/sim/sim.hpp>
 
 // Elementwise ops run on one mesh: x on 4 ranks plus y on 2 ranks has no rank-by-rank meaning.
 int main() {

@@ -1,6 +1,6 @@
 // expect: exp of an integer dtensor has no integer result
-#include <spmd/sim/ops/elementwise.hpp>
-#include <spmd/sim/sim.hpp>
+#include <spmd/runtime/ops/elementwise.hpp>
+#include <spmd/backends/sim/sim.hpp>
 
 // exp (like log, sqrt, gelu, tanh, sigmoid) is refused for integer elements rather than
 // truncated.

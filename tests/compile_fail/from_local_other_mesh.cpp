@@ -1,5 +1,5 @@
 // expect: the local tensor's mesh is not the layout's mesh
-#include <spmd/sim/sim.hpp>
+#include <spmd/backends/sim/sim.hpp>
 
 using L = spmd::layout<spmd::mesh<4>, spmd::placements<spmd::shard<0>>, spmd::extents<8>>;
 int main() {

@@ -1,6 +1,6 @@
 // expect: the indices must be an int32 or int64 dtensor
 // An embedding looks rows up by integer index: float indices are refused at compile time.
-#include <spmd/sim/ops/nn.hpp>
+#include <spmd/runtime/ops/nn.hpp>
 
 using M = spmd::mesh<2>;
 using LI = spmd::layout<M, spmd::placements<spmd::replicate>, spmd::extents<4>>;

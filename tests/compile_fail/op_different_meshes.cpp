@@ -1,5 +1,5 @@
 // expect: the inputs of an operator are on different meshes
-#include <spmd/sim/ops/matmul.hpp>
+#include <spmd/runtime/ops/matmul.hpp>
 
 using A = spmd::layout<spmd::mesh<4>, spmd::placements<spmd::shard<0>>, spmd::extents<8, 4>>;
 using B = spmd::layout<spmd::mesh<2, 2>, spmd::placements<spmd::replicate, spmd::replicate>,

@@ -1,5 +1,5 @@
 // expect: the forced output placements need one placement per mesh dim
-#include <spmd/sim/ops/matmul.hpp>
+#include <spmd/runtime/ops/matmul.hpp>
 
 using M = spmd::mesh<2, 2>;
 using A = spmd::layout<M, spmd::placements<spmd::shard<0>, spmd::replicate>, spmd::extents<8, 4>>;

@@ -1,5 +1,5 @@
 // expect: the inner dims differ
-#include <spmd/sim/ops/matmul.hpp>
+#include <spmd/runtime/ops/matmul.hpp>
 
 using M = spmd::mesh<4>;
 using A = spmd::layout<M, spmd::placements<spmd::shard<0>>, spmd::extents<8, 4>>;

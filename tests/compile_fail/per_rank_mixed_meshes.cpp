@@ -1,5 +1,5 @@
 // expect: the per-rank arguments are over different rank sets
-#include <spmd/sim/sim.hpp>
+#include <spmd/backends/sim/sim.hpp>
 
 int main() {
   auto a = spmd::sim::local_mode<spmd::mesh<2>>::ranks();

@@ -2,7 +2,8 @@
 // cat<0> joins rows: (4, 3) and (2, 5) differ in their columns, so they do not cat.
 #include <vector>
 
-#include "spmd/sim/ops/cat.hpp"
+#include "spmd/backends/sim/sim.hpp"
+#include "spmd/runtime/ops/cat.hpp"
 
 int main() {
   using M = spmd::mesh<2>;

@@ -2,7 +2,8 @@
 // A reshape (or view) must keep the element count: (4, 6) has 24, (5, 5) has 25.
 #include <vector>
 
-#include "spmd/sim/ops/view.hpp"
+#include "spmd/backends/sim/sim.hpp"
+#include "spmd/runtime/ops/view.hpp"
 
 int main() {
   using L = spmd::layout<spmd::mesh<2>, spmd::placements<spmd::shard<0>>, spmd::extents<4, 6>>;

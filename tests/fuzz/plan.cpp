@@ -11,7 +11,7 @@
 
 #include "../sim/reference.hpp"
 #include "spmd/plan.hpp"
-#include "spmd/sim/sim.hpp"
+#include "spmd/backends/sim/sim.hpp"
 
 namespace {
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include <spmd/sim/sim.hpp>
+#include <spmd/backends/sim/sim.hpp>
 #include <spmd/spmd.hpp>
 
 namespace {

@@ -1,4 +1,4 @@
-// tests/sim/collectives.cpp — collectives on local tensors (spmd/sim/collectives.hpp) against
+// tests/sim/collectives.cpp — collectives on local tensors (spmd/backends/sim/collectives.hpp) against
 // an element-by-element reference: the LocalTensor tutorial's example 2, uneven pieces, groups
 // over one mesh dim of a 2x2 mesh, every element type, and the errors.
 #include <cmath>
@@ -12,7 +12,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "spmd/sim/sim.hpp"
+#include "spmd/backends/sim/sim.hpp"
 #include "../common/throws.hpp"
 
 namespace {

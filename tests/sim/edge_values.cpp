@@ -26,10 +26,10 @@
 #include "../common/failures.hpp"
 #include "reference.hpp"
 #include "spmd/plan.hpp"
-#include "spmd/sim/ops/cat.hpp"
-#include "spmd/sim/ops/elementwise.hpp"
-#include "spmd/sim/ops/reduction.hpp"
-#include "spmd/sim/sim.hpp"
+#include "spmd/runtime/ops/cat.hpp"
+#include "spmd/runtime/ops/elementwise.hpp"
+#include "spmd/runtime/ops/reduction.hpp"
+#include "spmd/backends/sim/sim.hpp"
 
 namespace {
 

@@ -11,7 +11,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "spmd/sim/sim.hpp"
+#include "spmd/backends/sim/sim.hpp"
 #include "../common/throws.hpp"
 
 namespace {

@@ -15,7 +15,7 @@
 
 #include "../runtime/reference.hpp"
 #include "spmd/plan.hpp"
-#include "spmd/sim/sim.hpp"
+#include "spmd/backends/sim/sim.hpp"
 
 namespace {
 

@@ -17,7 +17,7 @@
 #include <type_traits>
 #include <vector>
 
-#include <spmd/sim/sim.hpp>
+#include <spmd/backends/sim/sim.hpp>
 #include <spmd/spmd.hpp>
 
 namespace simref {

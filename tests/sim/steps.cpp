@@ -129,7 +129,7 @@ std::vector<candidate> valid_steps(const ivec& mesh, const ivec& global) {
         for (step_kind k : all_kinds)
           for (reduce_op op : all_ops) {
             const spmd::plan_step s{k, mask, op, a, b};
-            if (spmd::sim::build_schedule(s, g).error == spmd::sim::step_error::none)
+            if (spmd::build_schedule(s, g).error == spmd::step_error::none)
               out.push_back({s, global});
           }
   return out;
@@ -228,7 +228,7 @@ TEST_CASE("sampled steps on 3-d meshes match the reference", "[steps]") {
       if (ts.empty()) continue;
       const spmd::plan_step s{all_kinds[rng() % 7], mask, all_ops[rng() % 5], a,
                               ts[rng() % ts.size()]};
-      if (spmd::sim::build_schedule(s, g).error != spmd::sim::step_error::none) continue;
+      if (spmd::build_schedule(s, g).error != spmd::step_error::none) continue;
       ++kept;
       cov.add(s);
       check_step<float>({s, global}, rng, f);
@@ -319,9 +319,9 @@ TEST_CASE("steps that cannot run are refused with the reason", "[steps]") {
   // Different meshes, wrong global rank.
   CHECK(error_of({step_kind::chunk, 1u, reduce_op::sum, RR, spec({4}, {make_shard(0)}, 1)}, {8})
             .find("differ in mesh") != std::string::npos);
-  CHECK(spmd::sim::build_schedule({step_kind::chunk, 1u, reduce_op::sum, RR, S0R},
+  CHECK(spmd::build_schedule({step_kind::chunk, 1u, reduce_op::sum, RR, S0R},
                                   simref::to_shape({8, 2}))
-            .error == spmd::sim::step_error::shape_mismatch);
+            .error == spmd::step_error::shape_mismatch);
 }
 
 TEST_CASE("a plan is checked before any data moves", "[steps]") {
@@ -471,7 +471,7 @@ TEST_CASE("layouts that differ only on mesh dims of size 1 hold the same blocks"
   using spmd::make_partial;
   using spmd::make_replicate;
   using spmd::make_shard;
-  using spmd::sim::same_blocks;
+  using spmd::same_blocks;
   const ivec m{2, 1, 3};
   const auto a = spec(m, {make_shard(0), make_shard(0), make_replicate()}, 2);
   const auto b = spec(m, {make_shard(0), make_replicate(), make_replicate()}, 2);

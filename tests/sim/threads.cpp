@@ -12,10 +12,10 @@
 #include <thread>
 #include <vector>
 
-#include "spmd/sim/ops/elementwise.hpp"
-#include "spmd/sim/ops/matmul.hpp"
-#include "spmd/sim/ops/reduction.hpp"
-#include "spmd/sim/sim.hpp"
+#include "spmd/runtime/ops/elementwise.hpp"
+#include "spmd/runtime/ops/matmul.hpp"
+#include "spmd/runtime/ops/reduction.hpp"
+#include "spmd/backends/sim/sim.hpp"
 
 namespace {
 

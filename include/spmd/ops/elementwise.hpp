@@ -1,6 +1,6 @@
 // spmd/ops/elementwise.hpp — the sharding rules of elementwise operators (einsum factors plus
 // the Partial placements each passes through). Kernels and the dtensor API are in
-// spmd/sim/ops/elementwise.hpp.
+// spmd/runtime/ops/elementwise.hpp.
 //
 //   unary<relu_fn>           x (a, b)            "ab->ab"     P(max)->P(max), P(min)->P(min)
 //   binary<add_fn>           x (a, b) + y (b)    "ab,b->ab"   numpy/torch broadcasting

@@ -1,6 +1,6 @@
 // spmd/ops/nn.hpp — the sharding rules of the neural-network ops: softmax, log_softmax,
 // layer_norm and embedding (einsum factors, ops/rule.hpp). The kernels and the dtensor API
-// are in spmd/sim/ops/nn.hpp.
+// are in spmd/runtime/ops/nn.hpp.
 //
 //   softmax<1>, x (a, b)            "ab->ab",  b fixed      a row needs all of its values
 //   layer_norm<2>, x (a, b, c)      "abc,bc,bc->abc", b c fixed  (weight, bias: (b, c))

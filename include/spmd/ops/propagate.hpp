@@ -100,20 +100,20 @@ constexpr placement_vec unit_dims_replicated(const layout_spec& s) {
   return p;
 }
 
-constexpr bool same_blocks(const layout_spec& a, const layout_spec& b) {
+constexpr bool same_op_blocks(const layout_spec& a, const layout_spec& b) {
   return a.mesh == b.mesh && a.tensor_rank == b.tensor_rank &&
          unit_dims_replicated(a) == unit_dims_replicated(b);
 }
 
 constexpr double plan_cost(const layout_spec& from, const layout_spec& to, double bytes) {
-  if (same_blocks(from, to)) return 0;
+  if (same_op_blocks(from, to)) return 0;
   return make_plan(from, to, bytes).value.cost_us;
 }
 
 /// A lower bound on plan_cost (the planner's A* bound: one collective when a local move
 /// cannot reach the target).
 constexpr double transition_bound(const layout_spec& from, const layout_spec& to) {
-  if (same_blocks(from, to)) return 0;
+  if (same_op_blocks(from, to)) return 0;
   return plan_detail::collective_bound(plan_detail::without_unit_dims(plan_detail::pack(from), from),
                                        plan_detail::without_unit_dims(plan_detail::pack(to), to), from.mesh,
                                        cost_model{});
@@ -228,7 +228,7 @@ constexpr candidate make_candidate(const op_rule& rule, const op_context& c, ind
       }
   if (k.valid()) {
     k.exact = true;
-    for (int i = 0; i < rule.inputs(); ++i) k.exact = k.exact && same_blocks(c.in[i], k.in[i]);
+    for (int i = 0; i < rule.inputs(); ++i) k.exact = k.exact && same_op_blocks(c.in[i], k.in[i]);
   }
   return k;
 }
@@ -296,7 +296,7 @@ constexpr resolution resolve(const op_rule& rule, const op_context& c, const pla
     const candidate k = make_candidate(rule, c, i);
     if (!k.valid()) continue;
     ++r.valid;
-    if (k.exact && (want == nullptr || same_blocks(k.out, *want))) {
+    if (k.exact && (want == nullptr || same_op_blocks(k.out, *want))) {
       r.chosen = k;
       r.index = i;
       return r;

@@ -1,5 +1,5 @@
 // spmd/ops/reduction.hpp — the sharding rules of reductions over a compile-time list of dims:
-// sum, mean, max, min, prod. Kernels and the dtensor API are in spmd/sim/ops/reduction.hpp.
+// sum, mean, max, min, prod. Kernels and the dtensor API are in spmd/runtime/ops/reduction.hpp.
 //
 //   reduction<reduce_kind::sum, false, 1>      x (a, b) -> (a)       "ab->a"
 //   reduction<reduce_kind::max, true, 1>       x (a, b) -> (a, 1)    "ab->a."   (keepdim)

@@ -138,7 +138,7 @@ struct resolved {
   /// The placements input I runs with: its own when it already holds the blocks.
   template <std::size_t I>
   using input_placements = std::conditional_t<
-      propagate_detail::same_blocks(input_t<I>::spec(), result.chosen.in[static_cast<int>(I)]),
+      propagate_detail::same_op_blocks(input_t<I>::spec(), result.chosen.in[static_cast<int>(I)]),
       typename input_t<I>::placements_type, typename typed_detail::placements_of<in_holder<I>>::type>;
   template <std::size_t I>
   using input_layout = layout<mesh_type, input_placements<I>, typename input_t<I>::extents_type>;

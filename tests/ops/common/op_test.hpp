@@ -22,7 +22,7 @@
 #include <boost/mp11/list.hpp>
 #include <catch2/catch.hpp>
 
-#include "spmd/sim/sim.hpp"
+#include "spmd/backends/sim/sim.hpp"
 
 namespace op_test {
 

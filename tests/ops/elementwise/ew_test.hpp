@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "../common/op_test.hpp"
-#include "spmd/sim/ops/elementwise.hpp"
-#include "spmd/sim/sim.hpp"
+#include "spmd/runtime/ops/elementwise.hpp"
+#include "spmd/backends/sim/sim.hpp"
 
 namespace ew_test {
 

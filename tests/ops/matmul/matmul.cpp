@@ -4,7 +4,8 @@
 #include <type_traits>
 
 #include "../common/op_test.hpp"
-#include "spmd/sim/ops/matmul.hpp"
+#include "spmd/backends/sim/sim.hpp"
+#include "spmd/runtime/ops/matmul.hpp"
 
 namespace {
 

@@ -6,7 +6,8 @@
 
 #include "../common/op_test.hpp"
 #include "reference.hpp"
-#include "spmd/sim/ops/nn.hpp"
+#include "spmd/backends/sim/sim.hpp"
+#include "spmd/runtime/ops/nn.hpp"
 
 namespace {
 

@@ -87,7 +87,7 @@ index_t brute_force(const op_rule& rule, const op_context& c, const placement_ve
   for (index_t i = 0; i < n; ++i) {
     const candidate k = make_candidate(rule, c, i);
     if (k.valid() && k.exact &&
-        (forced == nullptr || propagate_detail::same_blocks(k.out, want)))
+        (forced == nullptr || propagate_detail::same_op_blocks(k.out, want)))
       return i;
   }
   index_t best = -1;

@@ -10,7 +10,8 @@
 #include <vector>
 
 #include "../common/op_test.hpp"
-#include "spmd/sim/ops/reduction.hpp"
+#include "spmd/backends/sim/sim.hpp"
+#include "spmd/runtime/ops/reduction.hpp"
 
 namespace {
 

@@ -5,8 +5,9 @@
 
 #include "../common/op_test.hpp"
 #include "spmd/ops/rule.hpp"
-#include "spmd/sim/ops/apply.hpp"
-#include "spmd/sim/ops/local_map.hpp"
+#include "spmd/backends/sim/sim.hpp"
+#include "spmd/runtime/ops/apply.hpp"
+#include "spmd/runtime/ops/local_map.hpp"
 
 namespace {
 

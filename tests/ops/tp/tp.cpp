@@ -4,7 +4,8 @@
 #include <type_traits>
 
 #include "../common/op_test.hpp"
-#include "spmd/sim/ops/tp.hpp"
+#include "spmd/backends/sim/sim.hpp"
+#include "spmd/runtime/ops/tp.hpp"
 
 namespace {
 

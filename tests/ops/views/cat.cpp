@@ -1,7 +1,8 @@
 // tests/ops/views/cat.cpp — cat of 2, 3 and 4 dtensors, over placement pairs on 1-d meshes
 // (mesh<4> even, mesh<3> uneven) and mesh<2, 2>, partial inputs included, against one device.
 #include "view_test.hpp"
-#include "spmd/sim/ops/cat.hpp"
+#include "spmd/backends/sim/sim.hpp"
+#include "spmd/runtime/ops/cat.hpp"
 
 namespace {
 

@@ -5,8 +5,9 @@
 #include <vector>
 
 #include "../common/op_test.hpp"
-#include "spmd/sim/ops/cat.hpp"
-#include "spmd/sim/ops/view.hpp"
+#include "spmd/backends/sim/sim.hpp"
+#include "spmd/runtime/ops/cat.hpp"
+#include "spmd/runtime/ops/view.hpp"
 
 namespace {
 

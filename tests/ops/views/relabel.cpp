@@ -2,7 +2,8 @@
 // unsqueeze, over layouts on 1-d meshes (mesh<4> even, mesh<3> uneven: every placement list
 // with P(sum) and P(max)) and mesh<2, 2> (a representative subset), against one device.
 #include "view_test.hpp"
-#include "spmd/sim/ops/view.hpp"
+#include "spmd/backends/sim/sim.hpp"
+#include "spmd/runtime/ops/view.hpp"
 
 namespace {
 

@@ -4,7 +4,8 @@
 // relabelled shard would give wrong numbers (pytorch #143372): here they are redistributed
 // first, and every result is compared with the one-device reshape.
 #include "view_test.hpp"
-#include "spmd/sim/ops/view.hpp"
+#include "spmd/backends/sim/sim.hpp"
+#include "spmd/runtime/ops/view.hpp"
 
 namespace {
 

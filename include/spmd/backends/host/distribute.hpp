@@ -1,0 +1,338 @@
+// spmd/backends/host/distribute.hpp — from a global tensor to every rank's local, and back.
+//
+// Value-level (a layout_spec and a global shape), so the typed dtensor and the CLI share it.
+//
+//   distribute(global, spec, shape)   every rank's local; Partial placements get values that
+//                                     differ from the global one and reduce to it exactly
+//   generate(spec, shape, f)          every rank's local of f(global row-major index), with
+//                                     what a Replicate -> Partial partition leaves on Partial
+//                                     placements (the factories' rule)
+//   full_tensor(locals, spec, shape)  the global tensor, reducing Partial placements in
+//                                     group order (members row-major over the partial dims)
+//
+// ## How distribute splits a value x over the n ranks of a Partial group
+// j is the rank's position in its group over the partial mesh dims (row-major over them, the
+// order full_tensor and a merged all_reduce reduce in); i is the element's local linear index.
+//
+// | op      | rank j holds                                                       |
+// |---------|--------------------------------------------------------------------|
+// | sum     | x * c_j with c = (2, -1, -2, 2, -2, 2, ...) for even n,            |
+// |         | (4, -2, -1, -2, 2, -2, 2, ...) for odd n: every partial sum in      |
+// |         | group order is x times 4, 2, 1 or -1, so floats sum exactly. x = 0: |
+// |         | (1, -1, 1, -1, ...) or (1, 1, -2, 1, -1, ...).                      |
+// | avg     | the sum split of n * x (avg = sum / n): exact for integers, and for |
+// |         | floats whenever n * x is exact (n a power of two, small integers).  |
+// | max     | rank i mod n holds x; the others hold x - (|x| + 1) k < x, k their  |
+// |         | distance from it (integers: x - k, clamped at lowest)              |
+// | min     | the same upwards: x + (|x| + 1) k > x                              |
+// | product | floats: (2x, 0.5, 1, 1, ...); integers: (-x, -1, 1, 1, ...);         |
+// |         | x = 0: (2, 0, 1, ...).                                              |
+//
+// So no single rank holds the global value (sum, avg: none does; max, min: which one does
+// changes from element to element), and a backend that skips or reorders the reduction is
+// caught. Where the scaled values would overflow (|x| > max / 4 for sum, non-finite x), rank
+// 0 holds x and the others the identity. Integer sums wrap (combine uses unsigned
+// arithmetic), so they are exact in any order; float sums are exact in group order, and in
+// any order when the multiples of x are exact (integer-valued data).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "spmd/core/layout_spec.hpp"
+#include "spmd/core/mesh_groups.hpp"
+#include "spmd/backends/host/element.hpp"
+#include "spmd/backends/host/kernels.hpp"
+#include "spmd/backends/host/local_set.hpp"
+#include "spmd/plan/lower.hpp"
+
+namespace spmd::host {
+
+namespace detail {
+
+/// Mesh dims with a Partial placement, and their op.
+struct partial_info {
+  dim_mask mask = 0;
+  reduce_op op = reduce_op::sum;
+};
+constexpr partial_info partial_of(const layout_spec& spec) {
+  partial_info p{};
+  for (int m = 0; m < spec.placements.size(); ++m)
+    if (spec.placements[m].is_partial()) {
+      p.mask |= 1u << m;
+      p.op = spec.placements[m].op;
+    }
+  return p;
+}
+constexpr dim_mask replicate_mask(const layout_spec& spec) {
+  dim_mask r = 0;
+  for (int m = 0; m < spec.placements.size(); ++m)
+    if (spec.placements[m].is_replicate()) r |= 1u << m;
+  return r;
+}
+
+template <class T>
+constexpr double as_double(T v) {
+  if constexpr (std::is_same_v<T, bfloat16>) return static_cast<double>(float(v));
+  else return static_cast<double>(v);
+}
+
+template <class T>
+constexpr T scaled(T x, int c) {  // x * c, exact when it fits (c = +-1, +-2, 4)
+  if constexpr (std::is_same_v<T, bfloat16>) return bfloat16{float(x) * static_cast<float>(c)};
+  else if constexpr (std::is_integral_v<T>) return static_cast<T>(x * c);
+  else return static_cast<T>(x * static_cast<T>(c));
+}
+
+/// Coefficient of member j of n in the sum split (see the table at the top).
+constexpr int sum_coefficient(index_t j, index_t n) {
+  if (n % 2 == 0) {
+    if (j == 0) return 2;
+    if (j == 1) return -1;
+    return j % 2 == 0 ? -2 : 2;
+  }
+  if (j == 0) return 4;
+  if (j == 1) return -2;
+  if (j == 2) return -1;
+  return j % 2 == 1 ? -2 : 2;
+}
+constexpr int zero_coefficient(index_t j, index_t n) {
+  if (n % 2 == 0) return j % 2 == 0 ? 1 : -1;
+  if (j == 0 || j == 1) return 1;
+  if (j == 2) return -2;
+  return j % 2 == 1 ? 1 : -1;
+}
+
+template <class T>
+constexpr bool fits(T x, double factor) {  // |x * factor| representable, x finite
+  const double d = as_double(x);
+  if (!(d == d) || d == std::numeric_limits<double>::infinity() ||
+      d == -std::numeric_limits<double>::infinity())
+    return false;
+  return (d < 0 ? -d : d) * factor <= as_double(std::numeric_limits<T>::max());
+}
+
+template <class T>
+constexpr T sum_part(T x, index_t j, index_t n) {
+  if (n == 1) return x;
+  // -0 is a sum only of -0s (any other split rounds to +0): every rank holds it.
+  if (x == T(0) && sign_bit(x)) return x;
+  if (x == T(0)) return T(zero_coefficient(j, n));
+  if (!fits(x, 4.0)) return j == 0 ? x : T(0);
+  return scaled(x, sum_coefficient(j, n));
+}
+
+template <class T>
+constexpr T partial_part(reduce_op op, T x, index_t j, index_t n, index_t i) {
+  if (n == 1) return x;
+  switch (op) {
+    case reduce_op::sum: return sum_part(x, j, n);
+    case reduce_op::avg:
+      if (!fits(x, static_cast<double>(n) * 4.0)) return j == 0 ? times(x, n) : T(0);
+      return sum_part(times(x, n), j, n);
+    case reduce_op::max:
+    case reduce_op::min: {
+      const index_t holder = i % n;
+      if (j == holder) return x;
+      const index_t k = (j - holder + n) % n;  // 1 .. n-1
+      const bool up = op == reduce_op::min;
+      if constexpr (std::is_integral_v<T>) {
+        using L = std::numeric_limits<T>;
+        if (up) return x <= L::max() - static_cast<T>(k) ? static_cast<T>(x + k) : L::max();
+        return x >= L::lowest() + static_cast<T>(k) ? static_cast<T>(x - k) : L::lowest();
+      } else {
+        const double d = as_double(x);
+        if (!fits(x, 1.0)) return identity<T>(op);  // +-inf, NaN: the identity is <= / >= x
+        const double step = ((d < 0 ? -d : d) + 1.0) * static_cast<double>(k);
+        return static_cast<T>(up ? d + step : d - step);
+      }
+    }
+    case reduce_op::product:
+      if (x == T(0)) return j == 0 ? T(2) : j == 1 ? x : T(1);  // 2 * ±0 * 1: the sign kept
+      if constexpr (std::is_integral_v<T>) {
+        if (x == std::numeric_limits<T>::lowest()) return j == 0 ? x : T(1);
+        return j == 0 ? static_cast<T>(-x) : j == 1 ? T(-1) : T(1);
+      } else {
+        if (!fits(x, 2.0)) return j == 0 ? x : T(1);
+        return j == 0 ? scaled(x, 2) : j == 1 ? static_cast<T>(0.5) : T(1);
+      }
+  }
+  return x;
+}
+
+template <class T>
+SPMD_SIM_NOINLINE void split_partial(T* p, index_t size, reduce_op op, index_t j, index_t n) {
+  for (index_t i = 0; i < size; ++i) p[i] = partial_part(op, p[i], j, n, i);
+}
+
+inline std::string shape_text(const shape_vec& s) {
+  std::string t = "[";
+  for (int d = 0; d < s.size(); ++d) t += (d ? ", " : "") + std::to_string(s[d]);
+  return t + "]";
+}
+
+}  // namespace detail
+
+namespace detail {
+
+/// What distribute does for each rank, independent of the element type.
+struct rank_slice {
+  shape_vec shape{};
+  run_geom geo{};     // from the global tensor to the local
+  index_t part = 0;   // position in the partial group
+};
+
+SPMD_SIM_NOINLINE inline std::vector<rank_slice> slices(const layout_spec& spec,
+                                                         const shape_vec& global) {
+  const local_box whole{global, shape_vec{{}, global.size()}};
+  const partial_info part = partial_of(spec);
+  std::vector<rank_slice> out;
+  out.reserve(static_cast<std::size_t>(spec.mesh_size()));
+  for (index_t r = 0; r < spec.mesh_size(); ++r) {
+    const local_box b = box_at(spec, global, unravel(spec.mesh, r));
+    out.push_back({b.shape, make_geom(b, whole, b), group_of(spec.mesh, part.mask, r).index});
+  }
+  return out;
+}
+
+}  // namespace detail
+
+/// Every rank's local of a global row-major tensor under `spec` (see the table at the top
+/// for Partial placements). @pre spec came from make_spec; global.size() == tensor rank.
+template <element T>
+local_set<T> distribute(std::span<const T> data, const layout_spec& spec,
+                        const shape_vec& global, held_range held) {
+  const index_t total = shape_elems(global);
+  if (static_cast<index_t>(data.size()) != total)
+    throw std::invalid_argument("spmd::sim::distribute_tensor: the global data has " +
+                                std::to_string(data.size()) + " elements, the shape " +
+                                detail::shape_text(global) + " needs " + std::to_string(total));
+  const detail::partial_info part = detail::partial_of(spec);
+  if (part.mask != 0) check_reduce_op<T>(part.op, "spmd::sim::distribute_tensor");
+  const index_t n = group_size(spec.mesh, part.mask);
+  const std::vector<detail::rank_slice> plan = detail::slices(spec, global);
+  local_set<T> out(spec.mesh_size(), held);
+  for (const index_t r : held.indices()) {
+    const detail::rank_slice& s = plan[static_cast<std::size_t>(r)];
+    out.assign(r, s.shape);
+    detail::copy_region(out.data(r), data.data(), s.geo);
+    if (part.mask != 0 && n > 1) detail::split_partial(out.data(r), out.size(r), part.op, s.part, n);
+  }
+  return out;
+}
+/// Every rank's local (the simulation).
+template <element T>
+local_set<T> distribute(std::span<const T> data, const layout_spec& spec,
+                        const shape_vec& global) {
+  return distribute<T>(data, spec, global, held_range{0, spec.mesh_size()});
+}
+
+/// Fill every rank's local with f(global row-major index) over its box; then apply the
+/// partition rule for Partial placements (sum, product: ranks off the group's first member
+/// hold the identity; avg, max, min: every rank holds the value). The factories' rule.
+template <element T, class F>
+local_set<T> generate(const layout_spec& spec, const shape_vec& global, F&& f,
+                      held_range held) {
+  const index_t n_ranks = spec.mesh_size();
+  const detail::partial_info part = detail::partial_of(spec);
+  if (part.mask != 0) check_reduce_op<T>(part.op, "spmd::sim::generate");
+  local_set<T> out(n_ranks, held);
+  for (const index_t r : held.indices()) {
+    const local_box b = box_at(spec, global, unravel(spec.mesh, r));
+    out.assign(r, b.shape);
+    const index_t size = out.size(r);
+    T* p = out.data(r);
+    const bool identity_rank =
+        part.mask != 0 && (part.op == reduce_op::sum || part.op == reduce_op::product) &&
+        group_of(spec.mesh, part.mask, r).index != 0;
+    if (identity_rank) {
+      std::fill_n(p, size, identity<T>(part.op));
+      continue;
+    }
+    // Walk the box row-major, tracking the global linear index.
+    const int rank = global.size();
+    index_t idx[max_tensor_dims]{}, gstride[max_tensor_dims]{};
+    index_t s = 1, g = 0;
+    for (int d = rank - 1; d >= 0; --d) {
+      gstride[d] = s;
+      g += b.offset[d] * s;
+      s *= global[d];
+    }
+    for (index_t i = 0; i < size; ++i) {
+      p[i] = f(g);
+      for (int d = rank - 1; d >= 0; --d) {
+        g += gstride[d];
+        if (++idx[d] < b.shape[d]) break;
+        g -= gstride[d] * b.shape[d];
+        idx[d] = 0;
+      }
+    }
+  }
+  return out;
+}
+template <element T, class F>
+local_set<T> generate(const layout_spec& spec, const shape_vec& global, F&& f) {
+  return generate<T>(spec, global, std::forward<F>(f), held_range{0, spec.mesh_size()});
+}
+
+namespace detail {
+
+/// One block of the global tensor: the ranks it is reduced from (one, when nothing is
+/// partial) and where it goes.
+struct gather_block {
+  run_geom geo{};                 // from the locals (all the same shape) to the global
+  std::vector<index_t> members;   // mesh indices, group order
+};
+
+SPMD_SIM_NOINLINE inline std::vector<gather_block> gather_blocks(const layout_spec& spec,
+                                                                 const shape_vec& global) {
+  const local_box whole{global, shape_vec{{}, global.size()}};
+  const partial_info part = partial_of(spec);
+  const dim_mask rep = replicate_mask(spec);
+  const index_t n = group_size(spec.mesh, part.mask);
+  std::vector<gather_block> out;
+  for (index_t r = 0; r < spec.mesh_size(); ++r) {
+    const coord_vec c = unravel(spec.mesh, r);
+    bool first = true;
+    for (int m = 0; m < c.size(); ++m)
+      if (in_mask(rep | part.mask, m) && c[m] != 0) first = false;
+    if (!first) continue;
+    const local_box b = box_at(spec, global, c);
+    gather_block g{make_geom(b, b, whole), {}};
+    const index_t grp = group_of(spec.mesh, part.mask, r).group;
+    for (index_t j = 0; j < n; ++j) g.members.push_back(group_member(spec.mesh, part.mask, grp, j));
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
+}  // namespace detail
+
+/// The global tensor: each block from the ranks at coordinate 0 along Replicate dims,
+/// Partial dims reduced over their group in group order.
+template <element T>
+std::vector<T> full_tensor(const local_set<T>& locals, const layout_spec& spec,
+                           const shape_vec& global) {
+  std::vector<T> out(static_cast<std::size_t>(shape_elems(global)));
+  const reduce_op op = detail::partial_of(spec).op;
+  std::vector<const T*> srcs;
+  for (const detail::gather_block& b : detail::gather_blocks(spec, global)) {
+    if (b.members.size() == 1) {
+      detail::copy_region(out.data(), locals.data(b.members[0]), b.geo);
+    } else {
+      srcs.clear();
+      for (index_t m : b.members) srcs.push_back(locals.data(m));
+      detail::reduce_region(op, out.data(), srcs.data(), static_cast<index_t>(srcs.size()), b.geo);
+    }
+  }
+  return out;
+}
+
+}  // namespace spmd::host

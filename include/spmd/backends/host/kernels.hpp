@@ -1,0 +1,383 @@
+// spmd/backends/host/kernels.hpp — the loops that move and reduce elements, run by run.
+//
+// A `run_geom` says where the runs are; these walk them. Contiguous runs are one memcpy
+// each (short ones two fixed-size copies, inlined); reductions read every input of a small
+// block at once and keep the block in registers, so each input streams through once.
+// Element loops work on blocks of constant length, which compilers vectorise even at -O2.
+// The region functions are out of line, one instance per element type; the compile-time
+// path inlines only single runs and loops of runs with constant sizes (execute.hpp).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
+
+#include "spmd/core/config.hpp"
+#include "spmd/backends/host/element.hpp"
+#include "spmd/plan/lower.hpp"
+
+#if defined(__clang__)
+#define SPMD_SIM_UNROLL _Pragma("unroll")
+#elif defined(__GNUC__)
+#define SPMD_SIM_UNROLL _Pragma("GCC unroll 64")
+#else
+#define SPMD_SIM_UNROLL
+#endif
+#if defined(__GNUC__)
+#define SPMD_SIM_INLINE [[gnu::always_inline]] inline
+#define SPMD_SIM_NOINLINE [[gnu::noinline]]
+#define SPMD_SIM_INLINE_LAMBDA __attribute__((always_inline))
+#else
+#define SPMD_SIM_INLINE inline
+#define SPMD_SIM_NOINLINE
+#define SPMD_SIM_INLINE_LAMBDA
+#endif
+
+namespace spmd::host::detail {
+
+/// Bytes per chunk of a reduction: the operands of one chunk stay in L1/L2.
+inline constexpr index_t reduce_chunk_bytes = 16384;
+
+/// Elements per block of the element-wise loops: a block has a constant trip count, so
+/// compilers vectorise it even at -O2 (g++ 12's "very cheap" cost model refuses loops that
+/// need a scalar epilogue).
+template <class T>
+inline constexpr index_t block_elems = 32 / sizeof(T) >= 8 ? 32 / sizeof(T) : 8;
+
+/// f(i) for i in [0, n), in blocks of constant length (vectorised) and a tail.
+template <class T, class F>
+SPMD_SIM_INLINE void blocked(index_t n, F&& f) {
+  constexpr index_t B = block_elems<T>;
+  index_t i = 0;
+  for (; i + B <= n; i += B)
+    for (index_t k = 0; k < B; ++k) f(i + k);
+  for (; i < n; ++i) f(i);
+}
+
+/// Calls f(source offset, destination offset) for every run, in row-major order.
+template <class F>
+SPMD_SIM_INLINE void for_each_run(const run_geom& g, F&& f) {
+  if (g.run == 0) return;
+  if (g.nd == 0) {
+    f(g.soff, g.doff);
+    return;
+  }
+  index_t idx[max_tensor_dims]{};
+  index_t so = g.soff, dof = g.doff;
+  for (;;) {
+    f(so, dof);
+    int d = g.nd - 1;
+    for (; d >= 0; --d) {
+      so += g.sstr[d];
+      dof += g.dstr[d];
+      if (++idx[d] < g.ext[d]) break;
+      so -= g.sstr[d] * g.ext[d];
+      dof -= g.dstr[d] * g.ext[d];
+      idx[d] = 0;
+    }
+    if (d < 0) return;
+  }
+}
+
+// --- streaming stores ------------------------------------------------------
+// Large destinations are written with non-temporal stores (x86): they leave the cache
+// before anyone reads them again, and streaming saves the read for ownership that ordinary
+// stores pay. Every copy of 1 MiB or more goes through them (on the machines measured
+// they beat memcpy by half: bench.cpp), as do the reductions' stores.
+
+inline constexpr std::size_t stream_bytes_min = std::size_t{1} << 20;
+
+/// Copy with non-temporal stores where the target has them (x86 SSE2), else memcpy. With
+/// `next`, the same number of bytes there is prefetched along the way (the next run of a
+/// strided source, which the hardware prefetcher does not see coming).
+inline void stream_copy(void* dst, const void* src, std::size_t bytes,
+                        const void* next = nullptr) {
+#if defined(__SSE2__)
+  char* d = static_cast<char*>(dst);
+  const char* s = static_cast<const char*>(src);
+  const char* pf = static_cast<const char*>(next);
+  std::size_t head = (16 - (reinterpret_cast<std::uintptr_t>(d) & 15)) & 15;
+  if (head > bytes) head = bytes;
+  std::memcpy(d, s, head);
+  d += head;
+  s += head;
+  bytes -= head;
+  const std::size_t lines = bytes / 64;
+  for (std::size_t i = 0; i < lines; ++i) {
+    if (pf) __builtin_prefetch(pf + i * 64, 0, 0);
+    for (std::size_t k = 0; k < 4; ++k)
+      _mm_stream_si128(reinterpret_cast<__m128i*>(d + i * 64) + k,
+                       _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i * 64) + k));
+  }
+  std::size_t done = lines * 64;
+  for (; done + 16 <= bytes; done += 16)
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + done),
+                     _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + done)));
+  std::memcpy(d + done, s + done, bytes - done);
+#else
+  (void)next;
+  std::memcpy(dst, src, bytes);
+#endif
+}
+inline void stream_fence() {
+#if defined(__SSE2__)
+  _mm_sfence();
+#endif
+}
+/// memcpy, streamed from stream_bytes_min on (faster than glibc's memcpy there on the
+/// machines measured; see bench.cpp).
+inline void copy_bytes(void* dst, const void* src, std::size_t bytes) {
+  if (bytes >= stream_bytes_min) {
+    stream_copy(dst, src, bytes);
+    stream_fence();
+  } else {
+    std::memcpy(dst, src, bytes);
+  }
+}
+inline void store(void* dst, const void* src, std::size_t bytes, bool stream) {
+  if (stream)
+    stream_copy(dst, src, bytes);
+  else
+    std::memcpy(dst, src, bytes);
+}
+
+template <std::size_t K>
+SPMD_SIM_INLINE void copy_two(char* d, const char* s, std::size_t bytes) {  // K <= bytes <= 2K
+  std::memcpy(d, s, K);
+  std::memcpy(d + bytes - K, s + bytes - K, K);
+}
+
+/// Copy n elements between distinct buffers. Short runs (<= 64 bytes) are two fixed-size
+/// copies that may overlap each other, inlined: no call per run of a narrow box.
+template <class T>
+SPMD_SIM_INLINE void copy_run(T* dst, const T* src, index_t n) {
+  const std::size_t bytes = static_cast<std::size_t>(n) * sizeof(T);
+  char* d = reinterpret_cast<char*>(dst);
+  const char* s = reinterpret_cast<const char*>(src);
+  if (bytes > 64) std::memcpy(d, s, bytes);
+  else if (bytes >= 32) copy_two<32>(d, s, bytes);
+  else if (bytes >= 16) copy_two<16>(d, s, bytes);
+  else if (bytes >= 8) copy_two<8>(d, s, bytes);
+  else if (bytes >= 4) copy_two<4>(d, s, bytes);
+  else
+    for (std::size_t k = 0; k < bytes; ++k) d[k] = s[k];
+}
+
+template <class T>
+SPMD_SIM_NOINLINE void copy_region(T* dst, const T* src, const run_geom& g) {
+  const index_t run = g.run;
+  const std::size_t run_bytes = static_cast<std::size_t>(run) * sizeof(T);
+  if (g.contiguous() && run_bytes >= 256 &&
+      static_cast<std::size_t>(g.count()) * sizeof(T) >= stream_bytes_min) {
+    const index_t step = g.nd > 0 ? g.sstr[g.nd - 1] : 0;  // to the next run, mostly
+    for_each_run(g, [&](index_t so, index_t dof) SPMD_SIM_INLINE_LAMBDA {
+      stream_copy(dst + dof, src + so, run_bytes, step != 0 ? src + so + step : nullptr);
+    });
+    stream_fence();
+  } else if (g.contiguous()) {
+    for_each_run(g, [&](index_t so, index_t dof) SPMD_SIM_INLINE_LAMBDA {
+      copy_run(dst + dof, src + so, run);
+    });
+  } else {
+    const index_t si = g.s_inner, di = g.d_inner;
+    for_each_run(g, [&](index_t so, index_t dof) SPMD_SIM_INLINE_LAMBDA {
+      for (index_t k = 0; k < run; ++k) dst[dof + k * di] = src[so + k * si];
+    });
+  }
+}
+
+/// True when a bundle of copies (schedule.hpp) is worth running row by row: large, with
+/// runs long enough that each is a streaming copy.
+template <class T>
+constexpr bool bundle_pays(const sched_op& o) {
+  const auto bytes = [](index_t n) { return static_cast<std::size_t>(n) * sizeof(T); };
+  return o.bundle > 1 && bytes(o.geo.run) >= 256 &&
+         bytes(o.geo.count()) * static_cast<std::size_t>(o.bundle) >= stream_bytes_min;
+}
+
+/// The `k` copies of a bundle, row by row: every op reads the same rows of one source (at
+/// its own column offset), so the source is read in order, once, and each destination is
+/// written in order with streaming stores.
+template <class T>
+SPMD_SIM_NOINLINE void copy_bundle(const sched_op* ops, index_t k, const T* const* in,
+                                   T* const* out) {
+  const run_geom& g = ops[0].geo;
+  const T* src = in[ops[0].src];
+  const std::size_t bytes = static_cast<std::size_t>(g.run) * sizeof(T);
+  index_t idx[max_tensor_dims]{};
+  index_t so = 0;  // offset of the current row in the source, common to the bundle
+  for (;;) {
+    for (index_t m = 0; m < k; ++m) {
+      const run_geom& gm = ops[m].geo;
+      index_t dof = gm.doff;
+      for (int d = 0; d < g.nd; ++d) dof += idx[d] * gm.dstr[d];
+      stream_copy(out[ops[m].dst] + dof, src + gm.soff + so, bytes);
+    }
+    int d = g.nd - 1;
+    for (; d >= 0; --d) {
+      so += g.sstr[d];
+      if (++idx[d] < g.ext[d]) break;
+      so -= g.sstr[d] * g.ext[d];
+      idx[d] = 0;
+    }
+    if (d < 0) break;
+  }
+  stream_fence();
+}
+
+/// Like copy_region, for a destination that may be the source itself: the region moves
+/// towards the front (a sub-box compacted in place), so runs go in row-major order.
+template <class T>
+SPMD_SIM_NOINLINE void move_region(T* dst, const T* src, const run_geom& g) {
+  const index_t run = g.run;
+  if (g.contiguous()) {
+    for_each_run(g, [&](index_t so, index_t dof) SPMD_SIM_INLINE_LAMBDA {
+      if (dst + dof != src + so)
+        std::memmove(dst + dof, src + so, static_cast<std::size_t>(run) * sizeof(T));
+    });
+  } else {
+    const index_t si = g.s_inner, di = g.d_inner;
+    for_each_run(g, [&](index_t so, index_t dof) SPMD_SIM_INLINE_LAMBDA {
+      for (index_t k = 0; k < run; ++k) dst[dof + k * di] = src[so + k * si];
+    });
+  }
+}
+
+template <class T>
+SPMD_SIM_NOINLINE void fill_region(T* dst, const run_geom& g, T v) {
+  const index_t run = g.run, di = g.d_inner;
+  for_each_run(g, [&](index_t, index_t dof) SPMD_SIM_INLINE_LAMBDA {
+    if (di == 1) {
+      T* p = dst + dof;
+      blocked<T>(run, [&](index_t k) SPMD_SIM_INLINE_LAMBDA { p[k] = v; });
+    } else {
+      for (index_t k = 0; k < run; ++k) dst[dof + k * di] = v;
+    }
+  });
+}
+
+template <class T>
+SPMD_SIM_NOINLINE void scale_region(T* dst, const T* src, const run_geom& g, index_t n) {
+  const index_t run = g.run, si = g.s_inner, di = g.d_inner;
+  for_each_run(g, [&](index_t so, index_t dof) SPMD_SIM_INLINE_LAMBDA {
+    if (si == 1 && di == 1) {
+      T* d = dst + dof;
+      const T* s = src + so;
+      blocked<T>(run, [&](index_t k) SPMD_SIM_INLINE_LAMBDA { d[k] = times(s[k], n); });
+    } else {
+      for (index_t k = 0; k < run; ++k) dst[dof + k * di] = times(src[so + k * si], n);
+    }
+  });
+}
+
+// --- reductions -------------------------------------------------------------
+//
+// A reduction runs chunk by chunk: the chunk's result is combined in a small scratch array
+// (in cache), always left to right in group order, then written to every destination
+// (streamed when the destination is 1 MiB or more).
+
+template <class T>
+inline constexpr index_t reduce_chunk_elems = reduce_chunk_bytes / static_cast<index_t>(sizeof(T));
+
+/// acc[0, m) = op over k = 0..n-1 of in[k][off, off + m), left to right in k, then / n for
+/// avg. Block by block: each block reads all n inputs (n streams at once, which the memory
+/// system serves in parallel) and stays in registers. One instance per (op, type);
+/// everything around it takes the op as a value.
+template <reduce_op Op, class T>
+SPMD_SIM_NOINLINE void reduce_chunk(T* acc, const T* const* in, index_t n, index_t off,
+                                    index_t m) {
+  constexpr index_t B = block_elems<T>;
+  index_t i = 0;
+  for (; i + B <= m; i += B) {
+    T x[B];  // fully unrolled below, so it lives in registers
+    const T* p0 = in[0] + off + i;
+    SPMD_SIM_UNROLL
+    for (index_t k = 0; k < B; ++k) x[k] = p0[k];
+    for (index_t j = 1; j < n; ++j) {
+      const T* p = in[j] + off + i;
+      SPMD_SIM_UNROLL
+      for (index_t k = 0; k < B; ++k) x[k] = combine<Op>(x[k], p[k]);
+    }
+    if constexpr (Op == reduce_op::avg)
+      for (index_t k = 0; k < B; ++k) x[k] = divide(x[k], n);
+    SPMD_SIM_UNROLL
+    for (index_t k = 0; k < B; ++k) acc[i + k] = x[k];
+  }
+  for (; i < m; ++i) {
+    T x = in[0][off + i];
+    for (index_t j = 1; j < n; ++j) x = combine<Op>(x, in[j][off + i]);
+    if constexpr (Op == reduce_op::avg) x = divide(x, n);
+    acc[i] = x;
+  }
+}
+
+template <class T>
+using chunk_kernel = void (*)(T*, const T* const*, index_t, index_t, index_t);
+
+template <class T>
+constexpr chunk_kernel<T> chunk_kernel_of(reduce_op op) {
+  switch (op) {
+    case reduce_op::sum: return reduce_chunk<reduce_op::sum, T>;
+    case reduce_op::avg: return reduce_chunk<reduce_op::avg, T>;
+    case reduce_op::max: return reduce_chunk<reduce_op::max, T>;
+    case reduce_op::min: return reduce_chunk<reduce_op::min, T>;
+    case reduce_op::product: return reduce_chunk<reduce_op::product, T>;
+  }
+  return nullptr;
+}
+
+/// Every out[o][0, len) (o < n_out) = op over k of in[k][off, off + len). An output may be
+/// its own rank's input (in place): each chunk is reduced into a scratch array, from every
+/// input, before it is stored to any output.
+template <class T>
+SPMD_SIM_NOINLINE void reduce_into(reduce_op op, T* const* out, index_t n_out,
+                                   const T* const* in, index_t n, index_t off, index_t len,
+                                   bool stream) {
+  constexpr index_t chunk = reduce_chunk_elems<T>;
+  const chunk_kernel<T> kernel = chunk_kernel_of<T>(op);
+  alignas(64) T acc[chunk];
+  for (index_t c = 0; c < len; c += chunk) {
+    const index_t m = len - c < chunk ? len - c : chunk;
+    kernel(acc, in, n, off + c, m);
+    for (index_t o = 0; o < n_out; ++o)
+      store(out[o] + c, acc, static_cast<std::size_t>(m) * sizeof(T), stream);
+  }
+}
+
+/// dst[g.d] = op over the n sources' [g.s] (all sources share one shape). Strided runs (a
+/// region one element wide in the innermost dim) reduce one element at a time.
+template <class T>
+SPMD_SIM_NOINLINE void reduce_region(reduce_op op, T* dst, const T* const* in, index_t n,
+                                     const run_geom& g) {
+  const index_t run = g.run;
+  const bool stream = static_cast<std::size_t>(g.count()) * sizeof(T) >= stream_bytes_min;
+  const chunk_kernel<T> kernel = chunk_kernel_of<T>(op);
+  for_each_run(g, [&](index_t so, index_t dof) SPMD_SIM_INLINE_LAMBDA {
+    if (g.contiguous()) {
+      T* out = dst + dof;
+      reduce_into(op, &out, 1, in, n, so, run, stream);
+    } else {
+      for (index_t k = 0; k < run; ++k) {
+        T acc;
+        kernel(&acc, in, n, so + k * g.s_inner, 1);
+        dst[dof + k * g.d_inner] = acc;
+      }
+    }
+  });
+  if (stream) stream_fence();
+}
+
+/// All-reduce of n whole buffers of len elements: out[k] = op over in[.] for every k;
+/// out[k] may be in[k].
+template <class T>
+inline void all_reduce(reduce_op op, T* const* out, const T* const* in, index_t n, index_t len) {
+  const bool stream = static_cast<std::size_t>(len) * sizeof(T) >= stream_bytes_min;
+  reduce_into(op, out, n, in, n, 0, len, stream);
+  if (stream) stream_fence();
+}
+
+}  // namespace spmd::host::detail

@@ -1,0 +1,163 @@
+// spmd/backends/mpi/environment.hpp — MPI's lifetime, the communicator meshes name, and
+// what happens when one rank fails.
+//
+//   int main(int argc, char** argv) {
+//     spmd::mpi::environment env(argc, argv);   // MPI_Init_thread ... MPI_Finalize
+//     auto x = spmd::mpi::distribute_tensor<L>(global);
+//   }
+//
+// A mesh's rank list names ranks of the communicator in use: MPI_COMM_WORLD, or the one a
+// `communicator_scope` installs for the calling thread. A process whose rank the mesh does
+// not name holds an empty local, as in DTensor.
+//
+// Failure on one rank never leaves the others waiting in a collective: the environment
+// installs a terminate handler that prints "spmd::mpi: rank R of N failed: <what>" and calls
+// MPI_Abort, so an exception nobody catches (a bad local shape in from_local, an exception
+// in a kernel, an MPI error, which spmd turns into spmd::mpi::error) ends the whole job.
+// mpirun then reports the exit code (2 for bad input, spmd's convention; 1 otherwise).
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdio>
+#include <exception>
+#include <stdexcept>
+#include <string>
+
+#include "spmd/core/config.hpp"
+
+namespace spmd::mpi {
+
+/// An MPI call failed (its error string, and which call).
+class error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+namespace detail {
+
+inline void check(int rc, const char* call) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  throw error(std::string("spmd::mpi: ") + call + " failed: " + std::string(text, len));
+}
+
+inline MPI_Comm& current_comm() {
+  thread_local MPI_Comm comm = MPI_COMM_WORLD;
+  return comm;
+}
+
+inline int world_rank() {
+  int r = -1, init = 0, fin = 0;
+  MPI_Initialized(&init);
+  MPI_Finalized(&fin);
+  if (init && !fin) MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+
+/// Ends the whole job with a message naming this rank and the error.
+[[noreturn]] inline void abort_job(const char* what, int code) {
+  int size = 0, init = 0, fin = 0;
+  MPI_Initialized(&init);
+  MPI_Finalized(&fin);
+  const int rank = world_rank();
+  if (init && !fin) MPI_Comm_size(MPI_COMM_WORLD, &size);
+  std::fprintf(stderr, "spmd::mpi: rank %d of %d failed: %s\n", rank, size, what);
+  std::fflush(stderr);
+  if (init && !fin) MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);
+}
+
+inline void on_terminate() {
+  if (const std::exception_ptr e = std::current_exception()) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::invalid_argument& x) {  // bad input: spmd's exit code 2
+      abort_job(x.what(), 2);
+    } catch (const std::out_of_range& x) {
+      abort_job(x.what(), 2);
+    } catch (const std::exception& x) {
+      abort_job(x.what(), 1);
+    } catch (...) {
+      abort_job("an exception that is not a std::exception", 1);
+    }
+  }
+  abort_job("std::terminate was called", 1);
+}
+
+}  // namespace detail
+
+/// Initialises MPI (thread level MPI_THREAD_FUNNELED: spmd calls MPI from the thread that
+/// runs the plans) unless it already is, and finalises it if it did. Installs the
+/// terminate handler above and makes MPI errors on MPI_COMM_WORLD return codes, which
+/// spmd turns into exceptions.
+class environment {
+ public:
+  environment(int& argc, char**& argv) {
+    int init = 0;
+    MPI_Initialized(&init);
+    if (!init) {
+      int provided = 0;
+      detail::check(MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided),
+                    "MPI_Init_thread");
+      owns_ = true;
+    }
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    std::set_terminate(detail::on_terminate);
+  }
+  environment() : environment(no_argc(), no_argv()) {}
+  environment(const environment&) = delete;
+  environment& operator=(const environment&) = delete;
+  ~environment() {
+    int fin = 0;
+    MPI_Finalized(&fin);
+    if (owns_ && !fin) MPI_Finalize();
+  }
+
+  /// This process's rank and the size of the communicator in use.
+  static int rank() {
+    int r = 0;
+    MPI_Comm_rank(detail::current_comm(), &r);
+    return r;
+  }
+  static int size() {
+    int s = 0;
+    MPI_Comm_size(detail::current_comm(), &s);
+    return s;
+  }
+
+ private:
+  static int& no_argc() {
+    static int c = 0;
+    return c;
+  }
+  static char**& no_argv() {
+    static char** v = nullptr;
+    return v;
+  }
+  bool owns_ = false;
+};
+
+/// While alive, meshes on this thread name ranks of `comm` instead of MPI_COMM_WORLD.
+class communicator_scope {
+ public:
+  explicit communicator_scope(MPI_Comm comm) : prev_(detail::current_comm()) {
+    if (comm == MPI_COMM_NULL)
+      throw std::invalid_argument("spmd::mpi::communicator_scope: MPI_COMM_NULL");
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    detail::current_comm() = comm;
+  }
+  communicator_scope(const communicator_scope&) = delete;
+  communicator_scope& operator=(const communicator_scope&) = delete;
+  ~communicator_scope() { detail::current_comm() = prev_; }
+
+ private:
+  MPI_Comm prev_;
+};
+
+/// The communicator meshes name ranks of, on this thread.
+inline MPI_Comm communicator() { return detail::current_comm(); }
+
+}  // namespace spmd::mpi

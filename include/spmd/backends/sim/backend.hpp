@@ -1,0 +1,48 @@
+// spmd/backends/sim/backend.hpp — the simulation as a backend: every rank in this process.
+//
+// `spmd::sim::backend` holds every rank's local in one host::local_set and runs a plan's
+// steps with execute.hpp: compile-time plans on static extents (up to static_ranks_limit
+// ranks) through execute_static, whose schedules the compiler builds and unrolls; the
+// others through the schedules built once per thread and shape.
+#pragma once
+
+#include <utility>
+
+#include "spmd/backends/host/local_set.hpp"
+#include "spmd/backends/sim/execute.hpp"
+#include "spmd/backends/sim/names.hpp"
+#include "spmd/plan/lower.hpp"
+
+namespace spmd::sim {
+
+struct backend {
+  static constexpr const char* name = "sim";
+
+  /// Every mesh index.
+  template <class M>
+  static held_range held() {
+    return {0, M::size};
+  }
+
+  template <class T, class Holder, class M, class Ext, class In>
+  static local_set<T> run_plan(const Ext& ext, In&& in) {
+    if constexpr (Ext::is_static() && Holder::value.steps.size() > 0 &&
+                  Holder::value.steps[0].from.mesh_size() <= detail::static_ranks_limit) {
+      return detail::execute_static<T, Holder, Ext>(std::forward<In>(in));
+    } else {  // schedules built at run time, once per shape
+      const shape_vec global = ext.to_vec();
+      return detail::run_schedules<T>(
+          Holder::value, cached_schedules<Holder>(global, "spmd::sim::redistribute"), global,
+          std::forward<In>(in));
+    }
+  }
+
+  /// Every local is already here.
+  template <class T, class M>
+  static const local_set<T>& gather_all(const local_set<T>& locals, const layout_spec&,
+                                        const shape_vec&) {
+    return locals;
+  }
+};
+
+}  // namespace spmd::sim

@@ -1,0 +1,453 @@
+// spmd/runtime/dtensor.hpp — DTensor's API, written once over any backend.
+//
+//   using M = spmd::mesh<2, 4>;
+//   using L = spmd::layout<M, spmd::placements<spmd::shard<0>, spmd::replicate>,
+//                          spmd::extents<10, 5>>;
+//   auto x = spmd::sim::distribute_tensor<L>(global);            // or spmd::mpi::...
+//   auto y = spmd::sim::redistribute<spmd::placements<spmd::replicate, spmd::shard<1>>>(x);
+//   y.local(3);                                                  // rank 3's local, a view
+//   y.full_tensor();                                             // == global
+//   auto z = spmd::sim::redistribute<P>(x, spmd::sim::forward_dtype<spmd::bfloat16>);
+//
+// `dtensor<T, Layout, B>` holds the locals of the ranks backend B keeps in this process (all
+// of them in the simulation, one under MPI: see runtime/backend.hpp for what a backend
+// supplies). `redistribute` runs `spmd::plan_of<Src, Dst, T>::value()`
+// (spmd/plan/typed_plan.hpp) through B: the simulation lowers static extents at compile time
+// and unrolls per rank and op; every backend can take the runtime path (schedules built once
+// per thread and shape). A second template argument replaces the planner: any
+// `template <class Src, class Dst, class T>` whose `value()` is a constexpr spmd::plan.
+//
+// Semantics chosen where DTensor leaves room:
+//   - distribute_tensor with Partial placements splits every value so that no rank holds
+//     the global one and the reduction gives it back exactly (table in distribute.hpp);
+//     every process slices its own ranks' blocks from its copy of the global tensor
+//     (DTensor's src_data_rank=None: no communication, so every process must pass the same);
+//   - factories (zeros, ones, full, arange) give the asked *global* value: Partial
+//     placements get what a Replicate -> Partial partition leaves (sum, product: the first
+//     member of each group holds the value, the others the identity; avg, max, min: all);
+//   - full_tensor reduces Partial placements in group order and reads each block from the
+//     ranks at coordinate 0 of the Replicate dims; it does not change the dtensor; on a
+//     backend with one rank per process every process gets the whole tensor;
+//   - a rank outside the mesh holds an empty local (local(), to_local()).
+#pragma once
+
+#include <cstddef>
+#include <cstring>
+#include <map>
+#include <ranges>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "spmd/core/layout.hpp"
+#include "spmd/plan/plan.hpp"
+#include "spmd/plan/typed_plan.hpp"
+#include "spmd/backends/host/distribute.hpp"
+#include "spmd/backends/host/element.hpp"
+#include "spmd/backends/host/host_tensor.hpp"
+#include "spmd/backends/host/local_set.hpp"
+#include "spmd/backends/host/view.hpp"
+#include "spmd/runtime/backend.hpp"
+
+
+namespace spmd::runtime {
+
+// ---------------------------------------------------------------------------
+// Plans
+// ---------------------------------------------------------------------------
+
+/// The planner redistribute uses unless told otherwise (spmd/plan/typed_plan.hpp).
+template <class Src, class Dst, class T>
+using default_plan_of = spmd::plan_of<Src, Dst, T>;
+
+namespace detail {
+/// Evaluates a provider's plan once per provider type.
+template <class Provider>
+struct plan_holder {
+  static constexpr plan value = Provider::value();
+};
+
+/// The plan leads from Src's blocks to Dst's (its ends may differ from the layouts on mesh
+/// dims of size 1, which hold the same blocks).
+template <class Holder, class Src, class Dst>
+constexpr bool plan_connects() {
+  constexpr const plan& p = Holder::value;
+  if (p.steps.size() == 0) return same_blocks(Src::spec(), Dst::spec());
+  return same_blocks(p.steps[0].from, Src::spec()) &&
+         same_blocks(p.steps[p.steps.size() - 1].to, Dst::spec());
+}
+
+struct internal_t {};
+}  // namespace detail
+
+/// Tag: communicate in element type U (DTensor's forward_dtype).
+template <element U>
+struct forward_dtype_t {};
+template <element U>
+inline constexpr forward_dtype_t<U> forward_dtype{};
+
+template <element T, class Layout, class B>
+class dtensor;
+template <element T, class Mesh, int TpDim, index_t In, index_t Out, class B>
+struct column_parallel_linear;  // runtime/ops/tp.hpp
+template <element T, class Mesh, int TpDim, index_t In, index_t Out, class B>
+struct row_parallel_linear;
+
+template <class NewPlacements, template <class, class, class> class PlanOf = default_plan_of,
+          element T, class L, class B>
+auto redistribute(const dtensor<T, L, B>& x);
+template <class NewPlacements, template <class, class, class> class PlanOf = default_plan_of,
+          element T, class L, class B>
+auto redistribute(dtensor<T, L, B>&& x);
+template <class NewPlacements, template <class, class, class> class PlanOf = default_plan_of,
+          element T, class L, class B, element U>
+auto redistribute(const dtensor<T, L, B>& x, forward_dtype_t<U>);
+
+// ---------------------------------------------------------------------------
+// dtensor
+// ---------------------------------------------------------------------------
+
+/// A tensor sharded by a typed layout; this process holds the locals backend B gives it.
+/// Invariant: every held mesh index i has a local of exactly box_at(spec, global, coord(i)).
+template <element T, class Layout, class B>
+class dtensor {
+  static_assert(!std::is_integral_v<T> || !holds_partial(Layout::spec().placements, reduce_op::avg),
+                "spmd: P(avg) needs a floating-point element type: the average of integers is not "
+                "an integer (torch.mean refuses integer tensors); hold P(sum) and divide.");
+
+ public:
+  using value_type = T;
+  using layout_type = Layout;
+  using backend_type = B;
+  using mesh_type = typename Layout::mesh_type;
+  using placements_type = typename Layout::placements_type;
+  using extents_type = typename Layout::extents_type;
+  static constexpr std::size_t rank = Layout::rank;
+
+  /// (Internal: the locals must match the layout.)
+  dtensor(detail::internal_t, const Layout& layout, local_set<T> locals)
+      : layout_(layout), locals_(std::move(locals)) {}
+
+  const Layout& layout() const { return layout_; }
+  /// The global shape.
+  dims<rank> shape() const { return layout_.global_shape(); }
+
+  /// The local tensor of `mesh_rank` (a rank id); an empty view for a rank outside the mesh.
+  /// On a backend with a process per rank, only this process's rank can be read (another
+  /// throws std::out_of_range naming it).
+  strided_view<T> local(index_t mesh_rank) {
+    const index_t i = held_index(mesh_rank);
+    if (i < 0) return {nullptr, empty_shape()};
+    return locals_.view(i);
+  }
+  strided_view<const T> local(index_t mesh_rank) const {
+    const index_t i = held_index(mesh_rank);
+    if (i < 0) return {nullptr, empty_shape()};
+    return locals_.view(i);
+  }
+  /// This process's local (DTensor's to_local()): for backends with a rank per process;
+  /// empty when this process is outside the mesh.
+  strided_view<T> local() { return local_of_process(*this); }
+  strided_view<const T> local() const { return local_of_process(*this); }
+
+  /// A copy of `mesh_rank`'s local.
+  host_tensor<T> to_local(index_t mesh_rank) const { return copy_of(local(mesh_rank)); }
+  /// A copy of this process's local.
+  host_tensor<T> to_local() const { return copy_of(local()); }
+
+  /// The global tensor, row-major; Partial placements reduced (the dtensor is unchanged).
+  /// Empty in a process outside the mesh (it holds no part of the tensor).
+  std::vector<T> full_tensor() const {
+    if (locals_.held_ranks().count() == 0) return {};
+    const shape_vec global = layout_.extents().to_vec();
+    return host::full_tensor(B::template gather_all<T, mesh_type>(locals_, Layout::spec(), global),
+                             Layout::spec(), global);
+  }
+
+  /// The locals this process holds, by mesh index.
+  const local_set<T>& locals() const& { return locals_; }
+  local_set<T>&& locals() && { return std::move(locals_); }
+
+  template <class NewPlacements, template <class, class, class> class PlanOf = default_plan_of>
+  auto redistribute() const& {
+    return runtime::redistribute<NewPlacements, PlanOf>(*this);
+  }
+  template <class NewPlacements, template <class, class, class> class PlanOf = default_plan_of>
+  auto redistribute() && {
+    return runtime::redistribute<NewPlacements, PlanOf>(std::move(*this));
+  }
+  template <class NewPlacements, template <class, class, class> class PlanOf = default_plan_of,
+            element U>
+  auto redistribute(forward_dtype_t<U> f) const {
+    return runtime::redistribute<NewPlacements, PlanOf>(*this, f);
+  }
+
+ private:
+  static shape_vec empty_shape() { return shape_vec{{}, static_cast<int>(rank)}; }
+  static host_tensor<T> copy_of(strided_view<const T> v) {
+    host_tensor<T> t;
+    t.shape.assign(v.extents().begin(), v.extents().end());
+    t.data.assign(v.data(), v.data() + v.size());
+    return t;
+  }
+  /// Mesh index of mesh_rank, or -1 outside the mesh; throws for a rank held elsewhere.
+  index_t held_index(index_t mesh_rank) const {
+    const index_t i = mesh_type::index_of(mesh_rank);
+    if (i >= 0 && !locals_.holds(i))
+      throw std::out_of_range("spmd::" + std::string(B::name) + ": rank " +
+                              std::to_string(mesh_rank) +
+                              "'s local lives in another process; this one holds " +
+                              held_text());
+    return i;
+  }
+  std::string held_text() const {
+    const held_range h = locals_.held_ranks();
+    if (h.count() == 0) return "none";
+    std::string s;
+    for (const index_t i : h.indices())
+      s += (s.empty() ? "rank " : ", ") + std::to_string(mesh_type::rank_at(i));
+    return s;
+  }
+  template <class Self>
+  static auto local_of_process(Self& self) {
+    const held_range h = self.locals_.held_ranks();
+    if (h.count() > 1)
+      throw std::logic_error("spmd::" + std::string(B::name) +
+                             ": this process holds every rank's local; name the rank "
+                             "(local(rank))");
+    if (h.count() == 0) return decltype(self.locals_.view(0)){nullptr, empty_shape()};
+    return self.locals_.view(h.lo);
+  }
+
+  [[no_unique_address]] Layout layout_;
+  local_set<T> locals_;
+};
+
+// ---------------------------------------------------------------------------
+// Construction, through backend B: runtime::factories<B>, which every backend's namespace
+// exposes as spmd::<backend>::distribute_tensor, empty, full, zeros, ones, arange.
+// ---------------------------------------------------------------------------
+
+namespace detail {
+// The factories' element functions are named types, not lambdas: a lambda in a function
+// template is a new type for every layout, and so would be every instantiation of
+// generate() it reaches. These are one per element type.
+template <class T>
+struct constant_value {
+  T value;
+  T operator()(index_t) const { return value; }
+};
+template <class T>
+struct index_value {
+  T operator()(index_t g) const { return T(g); }
+};
+
+/// Checks a local against the block the layout gives it; throws std::invalid_argument
+/// naming the rank and the dim.
+template <class T>
+void check_local(const host_tensor<T>& t, const shape_vec& want, index_t r, const char* who_fn) {
+  shape_vec got{};
+  for (index_t e : t.shape) {
+    if (got.size() == max_tensor_dims) break;
+    got.push_back(e);
+  }
+  const std::string who = std::string(who_fn) + ": rank " + std::to_string(r);
+  if (static_cast<int>(t.shape.size()) != want.size())
+    throw std::invalid_argument(who + " has a local of " + std::to_string(t.shape.size()) +
+                                " dims, the layout needs " + std::to_string(want.size()) +
+                                " (" + shape_text(want) + ")");
+  if (!(got == want)) {
+    int d = 0;
+    while (got[d] == want[d]) ++d;
+    throw std::invalid_argument(who + " has local shape " + shape_text(got) +
+                                ", the layout needs " + shape_text(want) + " (dim " +
+                                std::to_string(d) + " differs)");
+  }
+  if (static_cast<index_t>(t.data.size()) != shape_elems(want))
+    throw std::invalid_argument(who + "'s local holds " + std::to_string(t.data.size()) +
+                                " elements, its shape " + shape_text(want) + " needs " +
+                                std::to_string(shape_elems(want)));
+}
+}  // namespace detail
+
+template <class B>
+struct factories {
+  template <class Layout>
+  static held_range held() {
+    return B::template held<typename Layout::mesh_type>();
+  }
+
+  /// Shard a global row-major tensor (any contiguous range of elements) by `Layout`: each
+  /// process keeps its ranks' blocks. Partial placements get a split that reduces exactly
+  /// to the global values (distribute.hpp).
+  template <class Layout, class Range>
+    requires std::ranges::contiguous_range<Range> && element<std::ranges::range_value_t<Range>>
+  static auto distribute_tensor(const Range& global, const Layout& layout = Layout{}) {
+    using T = std::ranges::range_value_t<Range>;
+    const std::span<const T> data(std::ranges::data(global), std::ranges::size(global));
+    return dtensor<T, Layout, B>(
+        detail::internal_t{}, layout,
+        distribute<T>(data, Layout::spec(), layout.extents().to_vec(), held<Layout>()));
+  }
+
+  /// A dtensor from the locals of the ranks this process holds: get(i, r) gives the local
+  /// of mesh index i (rank id r), checked against the layout.
+  template <class T, class Layout, class Get>
+  static dtensor<T, Layout, B> from_local(const Layout& layout, Get&& get, const char* who) {
+    using M = typename Layout::mesh_type;
+    const shape_vec global = layout.extents().to_vec();
+    local_set<T> locals(M::size, held<Layout>());
+    for (const index_t i : locals.held()) {
+      const index_t r = M::rank_at(i);
+      const host_tensor<T>& t = get(i, r);
+      const shape_vec want = box_at(Layout::spec(), global, unravel(M::shape_vec(), i)).shape;
+      detail::check_local(t, want, r, who);
+      locals.assign(i, want);
+      if (!t.data.empty()) std::memcpy(locals.data(i), t.data.data(), t.data.size() * sizeof(T));
+    }
+    return dtensor<T, Layout, B>(detail::internal_t{}, layout, std::move(locals));
+  }
+
+  // A Partial layout gets what a Replicate -> Partial partition would leave: for sum and
+  // product the first member of each partial group holds the value and the others the
+  // identity; for avg, max and min every rank holds it. The global value is the one asked.
+
+  /// Locals with uninitialised elements.
+  template <element T, class Layout>
+  static dtensor<T, Layout, B> empty(const Layout& layout = Layout{}) {
+    using M = typename Layout::mesh_type;
+    const shape_vec global = layout.extents().to_vec();
+    local_set<T> locals(M::size, held<Layout>());
+    for (const index_t i : locals.held())
+      locals.assign(i, box_at(Layout::spec(), global, unravel(M::shape_vec(), i)).shape);
+    return dtensor<T, Layout, B>(detail::internal_t{}, layout, std::move(locals));
+  }
+  /// Every element `value`.
+  template <element T, class Layout>
+  static dtensor<T, Layout, B> full(T value, const Layout& layout = Layout{}) {
+    return dtensor<T, Layout, B>(detail::internal_t{}, layout,
+                                 generate<T>(Layout::spec(), layout.extents().to_vec(),
+                                             detail::constant_value<T>{value}, held<Layout>()));
+  }
+  /// Element = its global row-major index (0, 1, 2, ... over the global tensor), sharded.
+  template <element T, class Layout>
+  static dtensor<T, Layout, B> arange(const Layout& layout = Layout{}) {
+    return dtensor<T, Layout, B>(detail::internal_t{}, layout,
+                                 generate<T>(Layout::spec(), layout.extents().to_vec(),
+                                             detail::index_value<T>{}, held<Layout>()));
+  }
+};
+
+/// The factories as functions of a backend's namespace (`spmd::sim::zeros<float, L>()`),
+/// and the backend's dtensor and TP block types:
+/// a backend's header says SPMD_RUNTIME_BACKEND_API(its_backend_type) inside its namespace.
+#define SPMD_RUNTIME_BACKEND_API(B)                                                          \
+  template <::spmd::runtime::element T, class L>                                             \
+  using dtensor = ::spmd::runtime::dtensor<T, L, B>;                                         \
+  template <class Layout, class Range>                                                       \
+    requires std::ranges::contiguous_range<Range> &&                                         \
+             ::spmd::runtime::element<std::ranges::range_value_t<Range>>                     \
+  auto distribute_tensor(const Range& global, const Layout& layout = Layout{}) {             \
+    return ::spmd::runtime::factories<B>::template distribute_tensor<Layout>(global, layout); \
+  }                                                                                          \
+  template <::spmd::runtime::element T, class Layout>                                        \
+  dtensor<T, Layout> empty(const Layout& layout = Layout{}) {                                \
+    return ::spmd::runtime::factories<B>::template empty<T>(layout);                         \
+  }                                                                                          \
+  template <::spmd::runtime::element T, class Layout>                                        \
+  dtensor<T, Layout> full(T value, const Layout& layout = Layout{}) {                        \
+    return ::spmd::runtime::factories<B>::template full<T>(value, layout);                   \
+  }                                                                                          \
+  template <::spmd::runtime::element T, class Layout>                                        \
+  dtensor<T, Layout> zeros(const Layout& layout = Layout{}) {                                \
+    return ::spmd::runtime::factories<B>::template full<T>(T(0), layout);                    \
+  }                                                                                          \
+  template <::spmd::runtime::element T, class Layout>                                        \
+  dtensor<T, Layout> ones(const Layout& layout = Layout{}) {                                 \
+    return ::spmd::runtime::factories<B>::template full<T>(T(1), layout);                    \
+  }                                                                                          \
+  template <::spmd::runtime::element T, class Layout>                                        \
+  dtensor<T, Layout> arange(const Layout& layout = Layout{}) {                               \
+    return ::spmd::runtime::factories<B>::template arange<T>(layout);                        \
+  }                                                                                          \
+  template <::spmd::runtime::element T, class Mesh, int TpDim, index_t In, index_t Out>      \
+  using column_parallel_linear =                                                             \
+      ::spmd::runtime::column_parallel_linear<T, Mesh, TpDim, In, Out, B>;                   \
+  template <::spmd::runtime::element T, class Mesh, int TpDim, index_t In, index_t Out>      \
+  using row_parallel_linear = ::spmd::runtime::row_parallel_linear<T, Mesh, TpDim, In, Out, B>; \
+  static_assert(true, "")
+
+// ---------------------------------------------------------------------------
+// Redistribute
+// ---------------------------------------------------------------------------
+
+namespace detail {
+template <class NewPlacements, class L>
+using target_layout =
+    spmd::layout<typename L::mesh_type, NewPlacements, typename L::extents_type>;
+
+template <class To, class From>
+local_set<To> cast_locals(const local_set<From>& in) {
+  local_set<To> out(in.ranks(), in.held_ranks());
+  for (const index_t r : in.held()) {
+    out.assign(r, in.shape(r));
+    const From* s = in.data(r);
+    To* d = out.data(r);
+    const index_t n = in.size(r);
+    for (index_t i = 0; i < n; ++i) d[i] = convert<To>(s[i]);
+  }
+  return out;
+}
+
+/// Runs PlanOf<L, Dst, W>::value() on locals of element type W (checked at compile time to
+/// lead from L to Dst) through backend B: the one body of the redistribute overloads below.
+template <class Dst, template <class, class, class> class PlanOf, element W, class B, class L,
+          class Locals>
+local_set<W> run_to(const L& layout, Locals&& locals) {
+  using H = plan_holder<PlanOf<L, Dst, W>>;
+  static_assert(plan_connects<H, L, Dst>(),
+                "spmd::redistribute: the plan does not lead from the source layout to the "
+                "target layout.");
+  return B::template run_plan<W, H, typename L::mesh_type>(layout.extents(),
+                                                           std::forward<Locals>(locals));
+}
+}  // namespace detail
+
+/// x in the layout with placements NewPlacements (same mesh and extents), by the plan
+/// PlanOf<Src, Dst, T>::value(). x is unchanged.
+template <class NewPlacements, template <class, class, class> class PlanOf, element T, class L,
+          class B>
+auto redistribute(const dtensor<T, L, B>& x) {
+  using Dst = detail::target_layout<NewPlacements, L>;
+  return dtensor<T, Dst, B>(detail::internal_t{}, Dst{x.layout().extents()},
+                            detail::run_to<Dst, PlanOf, T, B>(x.layout(), x.locals()));
+}
+/// The same, reusing x's buffers.
+template <class NewPlacements, template <class, class, class> class PlanOf, element T, class L,
+          class B>
+auto redistribute(dtensor<T, L, B>&& x) {
+  using Dst = detail::target_layout<NewPlacements, L>;
+  const L layout = x.layout();
+  return dtensor<T, Dst, B>(detail::internal_t{}, Dst{layout.extents()},
+                            detail::run_to<Dst, PlanOf, T, B>(layout, std::move(x).locals()));
+}
+/// The same, communicating in U (DTensor's forward_dtype): every local is cast to U, the
+/// plan PlanOf<Src, Dst, U> runs in U, and the result is cast back to T.
+template <class NewPlacements, template <class, class, class> class PlanOf, element T, class L,
+          class B, element U>
+auto redistribute(const dtensor<T, L, B>& x, forward_dtype_t<U>) {
+  if constexpr (std::is_same_v<T, U>) {
+    return redistribute<NewPlacements, PlanOf>(x);
+  } else {
+    using Dst = detail::target_layout<NewPlacements, L>;
+    const local_set<U> moved =
+        detail::run_to<Dst, PlanOf, U, B>(x.layout(), detail::cast_locals<U>(x.locals()));
+    return dtensor<T, Dst, B>(detail::internal_t{}, Dst{x.layout().extents()},
+                              detail::cast_locals<T>(moved));
+  }
+}
+
+}  // namespace spmd::runtime

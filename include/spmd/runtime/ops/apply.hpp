@@ -1,0 +1,198 @@
+// spmd/runtime/ops/apply.hpp — run an operator on dtensors in the simulation: the compiler has
+// chosen its sharding (spmd/ops/typed_op.hpp); at run time the inputs that must move are
+// redistributed by their compile-time plans, the local kernel runs once per rank on the local
+// shards, and the result is a dtensor whose layout is the chosen one (or the forced one).
+//
+//   auto y = spmd::sim::apply(spmd::ops::matmul{}, x, w);               // chosen placements
+//   auto z = spmd::sim::apply<spmd::placements<spmd::replicate>>(op, x, w); // forced output
+//
+// The local kernel of an op type Op is sim::op_kernel<Op>::run(op, out, info, in...), where
+// `out` is the rank's output (a strided_view<U>, already shaped), `in...` the rank's input
+// locals (strided_view<const T>...), and `info` the rank and the global offsets of its blocks
+// (for ops whose local result depends on where the block sits, like a masked embedding).
+// The primary template calls op.local(out, info, in...): a user's op needs only that member.
+// Nothing here branches on placements at run time: every choice is in the types.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "spmd/ops/typed_op.hpp"
+#include "spmd/runtime/dtensor.hpp"
+#include "spmd/backends/host/local_set.hpp"
+#include "spmd/backends/host/view.hpp"
+
+namespace spmd::runtime {
+
+/// Where a rank's blocks sit: its rank id and the global offsets of its input and output
+/// blocks (in the layouts the op computes in). The offsets are filled only for ops that
+/// declare `static constexpr bool needs_offsets = true;` (see op_needs_offsets); reading them
+/// otherwise throws std::logic_error rather than returning zeros.
+class op_rank_info {
+ public:
+  /// The block offsets of one rank (filled by apply for ops that ask).
+  struct offsets {
+    svec<shape_vec, ops::max_op_inputs> in{};
+    shape_vec out{};
+  };
+
+  index_t rank = 0;
+
+  /// Input i's block offset (one entry per dim of input i).
+  const shape_vec& in_offset(int i) const {
+    check("in_offset");
+    if (i < 0 || i >= off_->in.size())
+      throw std::out_of_range("spmd::sim::op_rank_info::in_offset: input " + std::to_string(i) +
+                              " of " + std::to_string(off_->in.size()));
+    return off_->in[i];
+  }
+  const shape_vec& out_offset() const {
+    check("out_offset");
+    return off_->out;
+  }
+
+  /// (Called by apply; `o` must outlive the kernel call.) Kept out of line so that ops
+  /// which do not ask pay for a rank and a null pointer only.
+  void set_offsets(const offsets* o) { off_ = o; }
+
+ private:
+  void check(const char* what) const {
+    if (off_ == nullptr)
+      throw std::logic_error(std::string("spmd::sim::op_rank_info::") + what +
+                             ": this op did not ask for block offsets; declare `static constexpr "
+                             "bool needs_offsets = true;` in its op type");
+  }
+  const offsets* off_ = nullptr;
+};
+
+/// The local kernel of Op (specialised by the built-in ops; a user's op defines `local`).
+template <class Op>
+struct op_kernel {
+  template <class U, class... In>
+  static void run(const Op& op, strided_view<U> out, const op_rank_info& info, In... in) {
+    op.local(out, info, in...);
+  }
+};
+
+/// True when Op's kernel reads op_rank_info's block offsets (`static constexpr bool
+/// needs_offsets = true;` in the op type); the others skip computing them.
+template <class Op, class = void>
+inline constexpr bool op_needs_offsets = false;
+template <class Op>
+inline constexpr bool op_needs_offsets<Op, std::void_t<decltype(Op::needs_offsets)>> = Op::needs_offsets;
+
+/// The element type of Op's result for inputs of type T (T unless Op says otherwise).
+template <class Op, class T, class = void>
+struct op_result {
+  using type = T;
+};
+template <class Op, class T>
+struct op_result<Op, T, std::void_t<typename Op::template result<T>>> {
+  using type = typename Op::template result<T>;
+};
+
+namespace detail {
+
+template <class D>
+struct is_dtensor : std::false_type {};
+template <class T, class L, class Bk>
+struct is_dtensor<dtensor<T, L, Bk>> : std::true_type {};
+
+/// Input I as the op needs it: a reference when it already is, else redistributed.
+template <class R, std::size_t I, class T, class L, class Bk>
+decltype(auto) prepare_input(const dtensor<T, L, Bk>& x) {
+  if constexpr (R::template input_moves<I>)
+    return runtime::redistribute<typename R::template input_placements<I>>(x);
+  else
+    return (x);  // const dtensor& (decltype(auto) of a parenthesised name)
+}
+
+template <class L>
+shape_vec global_offset_of(const L& layout, index_t rank) {
+  shape_vec s{};
+  for (index_t e : layout.global_offset(rank)) s.push_back(e);
+  return s;
+}
+
+/// The output block's shape at mesh index i: constants when the extents are static (the
+/// per-rank arithmetic then costs nothing at run time), else computed from the layout.
+template <class L>
+decltype(auto) out_local_shape(const L& layout, index_t i) {
+  using M = typename L::mesh_type;
+  if constexpr (L::extents_type::is_static()) {
+    static constexpr auto shapes = [] {
+      std::array<shape_vec, static_cast<std::size_t>(M::size)> a{};
+      for (index_t k = 0; k < M::size; ++k) {
+        for (index_t e : L{}.local_shape(M::rank_at(k))) a[static_cast<std::size_t>(k)].push_back(e);
+      }
+      return a;
+    }();
+    return (shapes[static_cast<std::size_t>(i)]);  // a reference to the constant
+  } else {
+    shape_vec s{};
+    for (index_t e : layout.local_shape(M::rank_at(i))) s.push_back(e);
+    return s;
+  }
+}
+
+template <class Forced, class Op, class... T, class... L, std::size_t... I, class Bk>
+auto apply_impl(const Op& op, std::index_sequence<I...>, const dtensor<T, L, Bk>&... x) {
+  using T0 = std::tuple_element_t<0, std::tuple<T...>>;
+  using U = typename op_result<Op, T0>::type;
+  using R = ops::resolved<Op, T0, Forced, L...>;
+  using Mesh = typename R::mesh_type;
+
+  // Inputs where the op needs them (compile-time plans; references when nothing moves).
+  std::tuple<decltype(prepare_input<R, I>(x))...> ins(prepare_input<R, I>(x)...);
+
+  // The output layout: a constant when every extent is static, else from the run-time
+  // extents (out_shape then also checks the inputs' dynamic extents against each other).
+  const typename R::compute_layout lo = [&] {
+    if constexpr (R::out_extents_type::is_static() && (L::extents_type::is_static() && ...)) {
+      return typename R::compute_layout{};
+    } else {
+      svec<shape_vec, ops::max_op_inputs> in_shapes{};
+      (in_shapes.push_back(x.layout().extents().to_vec()), ...);
+      return typename R::compute_layout(R::out_extents(Op::out_shape(in_shapes)));
+    }
+  }();
+
+  local_set<U> out(Mesh::size, Bk::template held<Mesh>());
+  op_rank_info info{};
+  for (const index_t i : out.held()) {
+    info.rank = Mesh::rank_at(i);
+    out.assign(i, out_local_shape<typename R::compute_layout>(lo, i));
+    if constexpr (op_needs_offsets<Op>) {  // only ops that ask pay for the block offsets
+      op_rank_info::offsets off;
+      (off.in.push_back(global_offset_of(std::get<I>(ins).layout(), info.rank)), ...);
+      off.out = global_offset_of(lo, info.rank);
+      info.set_offsets(&off);
+      op_kernel<Op>::run(op, out.view(i), info, std::get<I>(ins).locals().view(i)...);
+      info.set_offsets(nullptr);
+    } else {
+      op_kernel<Op>::run(op, out.view(i), info, std::get<I>(ins).locals().view(i)...);
+    }
+  }
+  dtensor<U, typename R::compute_layout, Bk> y(internal_t{}, lo, std::move(out));
+  if constexpr (R::output_moves)
+    return runtime::redistribute<typename R::out_placements>(std::move(y));
+  else
+    return y;
+}
+
+}  // namespace detail
+
+/// Op on dtensors (1 to 4, one mesh): the compiler-chosen sharding, or `Forced` output
+/// placements (spmd::placements<...>) when given.
+template <class Forced = void, class Op, class... T, class... L, class Bk>
+auto apply(const Op& op, const dtensor<T, L, Bk>&... x) {
+  return detail::apply_impl<Forced>(op, std::index_sequence_for<L...>{}, x...);
+}
+
+}  // namespace spmd::runtime

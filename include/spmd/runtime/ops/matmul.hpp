@@ -1,0 +1,84 @@
+// spmd/runtime/ops/matmul.hpp — matrix products on dtensors: matmul, bmm, linear.
+//
+//   auto y = spmd::sim::matmul(x, w);       // x S(0) @ w R -> S(0); x S(1) @ w S(0) -> P(sum)
+//   auto z = spmd::sim::linear(x, W, b);    // x · Wᵀ + b (W is (out, in), as torch.nn.Linear)
+//   auto r = spmd::sim::matmul<spmd::placements<spmd::replicate>>(x, w);   // forced output
+//
+// The placements of the result are chosen by the compiler (spmd/ops/propagate.hpp) and are
+// part of its type. Locally every rank runs one gemm (gemm.hpp: BLAS for float and double).
+#pragma once
+
+#include "spmd/ops/matmul.hpp"
+#include "spmd/runtime/ops/apply.hpp"
+#include "spmd/runtime/ops/gemm.hpp"
+
+namespace spmd::runtime {
+
+namespace detail {
+/// Two static extents that must agree (a dynamic one is checked at run time).
+template <class EA, std::size_t DA, class EB, std::size_t DB>
+constexpr bool extents_agree() {
+  constexpr index_t a = EA::static_extent(DA), b = EB::static_extent(DB);
+  return a == dyn || b == dyn || a == b;
+}
+}  // namespace detail
+
+template <>
+struct op_kernel<ops::matmul> {
+  template <class T>
+  static void run(const ops::matmul&, strided_view<T> out, const op_rank_info&,
+                  strided_view<const T> a, strided_view<const T> b) {
+    detail::gemm(out.data(), a.data(), b.data(), a.extent(0), b.extent(1), a.extent(1), false);
+  }
+};
+template <>
+struct op_kernel<ops::matmul_t> {
+  template <class T>
+  static void run(const ops::matmul_t&, strided_view<T> out, const op_rank_info&,
+                  strided_view<const T> a, strided_view<const T> b) {
+    detail::gemm(out.data(), a.data(), b.data(), a.extent(0), b.extent(0), a.extent(1), true);
+  }
+};
+template <>
+struct op_kernel<ops::bmm> {
+  template <class T>
+  static void run(const ops::bmm&, strided_view<T> out, const op_rank_info&,
+                  strided_view<const T> a, strided_view<const T> b) {
+    const index_t nb = a.extent(0), m = a.extent(1), k = a.extent(2), n = b.extent(2);
+    for (index_t i = 0; i < nb; ++i)
+      detail::gemm(out.data() + i * m * n, a.data() + i * m * k, b.data() + i * k * n, m, n, k,
+                   false);
+  }
+};
+
+/// x (m, k) @ w (k, n).
+template <class Forced = void, element T, class LX, class LW, class Bk>
+auto matmul(const dtensor<T, LX, Bk>& x, const dtensor<T, LW, Bk>& w) {
+  static_assert(LX::rank == 2 && LW::rank == 2,
+                "spmd::matmul: both operands must be matrices (use bmm for batches).");
+  static_assert(detail::extents_agree<typename LX::extents_type, 1, typename LW::extents_type, 0>(),
+                "spmd::matmul: the inner dims differ (x's dim 1 and w's dim 0).");
+  return apply<Forced>(ops::matmul{}, x, w);
+}
+
+/// x (m, k) @ w (n, k)ᵀ, without transposing w.
+template <class Forced = void, element T, class LX, class LW, class Bk>
+auto matmul_t(const dtensor<T, LX, Bk>& x, const dtensor<T, LW, Bk>& w) {
+  static_assert(LX::rank == 2 && LW::rank == 2, "spmd::matmul_t: both operands must be matrices.");
+  static_assert(detail::extents_agree<typename LX::extents_type, 1, typename LW::extents_type, 1>(),
+                "spmd::matmul_t: the inner dims differ (x's dim 1 and w's dim 1).");
+  return apply<Forced>(ops::matmul_t{}, x, w);
+}
+
+/// x (b, m, k) @ w (b, k, n).
+template <class Forced = void, element T, class LX, class LW, class Bk>
+auto bmm(const dtensor<T, LX, Bk>& x, const dtensor<T, LW, Bk>& w) {
+  static_assert(LX::rank == 3 && LW::rank == 3, "spmd::bmm: both operands must be 3-d (batch, m, k).");
+  static_assert(detail::extents_agree<typename LX::extents_type, 0, typename LW::extents_type, 0>(),
+                "spmd::bmm: the batch dims differ.");
+  static_assert(detail::extents_agree<typename LX::extents_type, 2, typename LW::extents_type, 1>(),
+                "spmd::bmm: the inner dims differ (x's dim 2 and w's dim 1).");
+  return apply<Forced>(ops::bmm{}, x, w);
+}
+
+}  // namespace spmd::runtime
