@@ -51,9 +51,17 @@ struct backend {
   template <class T, class Holder, class M, class Ext, class In>
   static local_set<T> run_plan(const Ext& ext, In&& in) {
     const shape_vec global = ext.to_vec();
-    return detail::run_schedules<T, M>(
+    return detail::run_schedules<T>(
         Holder::value, cached_schedules<Holder>(global, "spmd::mpi::redistribute"), global,
-        std::forward<In>(in));
+        comm_ranks<M>(), std::forward<In>(in));
+  }
+
+  /// The communicator rank of every mesh index of M.
+  template <class M>
+  static std::vector<int> comm_ranks() {
+    std::vector<int> r;
+    for (index_t i = 0; i < M::size; ++i) r.push_back(static_cast<int>(M::rank_at(i)));
+    return r;
   }
 
   /// Every rank's local, in every process of the mesh (one MPI_Allgatherv).
@@ -89,5 +97,46 @@ struct backend {
     return out;
   }
 };
+
+/// Run plan `p` on a tensor of global shape `global` (the value-level path: the CLI, plans
+/// made at run time). Mesh index i is rank i of the communicator in use; a process whose
+/// rank is outside the plan's mesh holds nothing and takes no part. `in` holds this
+/// process's local (local_set(mesh size, held(mesh size))) in the plan's first state.
+template <class T>
+local_set<T> execute(const plan& p, const shape_vec& global, const local_set<T>& in) {
+  for (int i = 0; i < p.steps.size(); ++i)
+    for (const layout_spec* s : {&p.steps[i].from, &p.steps[i].to})
+      if (holds_partial(s->placements, reduce_op::avg))
+        check_reduce_op<T>(reduce_op::avg, "spmd::mpi::execute");
+  const std::vector<step_schedule> scheds = build_schedules(p, global, "spmd::mpi::execute");
+  std::vector<int> ranks;
+  if (p.steps.size() > 0) {
+    const layout_spec& from = p.steps[0].from;
+    if (in.ranks() != from.mesh_size())
+      throw std::invalid_argument("spmd::mpi::execute: the input has " +
+                                  std::to_string(in.ranks()) + " ranks, the plan's mesh " +
+                                  std::to_string(from.mesh_size()));
+    for (const index_t r : in.held())
+      if (!(box_at(from, global, unravel(from.mesh, r)).shape == in.shape(r)))
+        throw std::invalid_argument("spmd::mpi::execute: the local of mesh index " +
+                                    std::to_string(r) +
+                                    " does not have the shape of the plan's first state");
+    for (index_t i = 0; i < from.mesh_size(); ++i) ranks.push_back(static_cast<int>(i));
+  }
+  return detail::run_schedules<T>(p, scheds, global, std::move(ranks), in);
+}
+
+/// The mesh index this process holds on a mesh of n ranks named 0..n-1 (none outside it);
+/// throws std::invalid_argument on every process when the communicator is smaller.
+inline held_range held_of(index_t n) {
+  int size = 0, rank = 0;
+  MPI_Comm_size(communicator(), &size);
+  MPI_Comm_rank(communicator(), &rank);
+  if (n > size)
+    throw std::invalid_argument("spmd::mpi: the mesh has " + std::to_string(n) +
+                                " ranks but the communicator has " + std::to_string(size) +
+                                " processes; launch with mpirun -np " + std::to_string(n));
+  return rank < n ? held_range{rank, rank + 1} : held_range{0, 0};
+}
 
 }  // namespace spmd::mpi

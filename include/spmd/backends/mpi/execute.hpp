@@ -192,7 +192,8 @@ inline run_geom packed_dest(const run_geom& g) {
 }
 
 /// all_gather / all_to_all: copies between ranks (and the replicate ops, which give a rank
-/// the block its group's first member assembles: it receives the same pieces).
+/// the block its group's first member ends with: the same pieces the first receives, or
+/// the first's whole block when it keeps the one it had).
 template <class T>
 void run_gather(const step_schedule& s, const my_group& g, const place& w, const T* in, T* out) {
   const index_t me = w.me;
@@ -213,6 +214,19 @@ void run_gather(const step_schedule& s, const my_group& g, const place& w, const
   std::vector<buffer<T>> staged;                       // packed pieces (sent or received)
   std::vector<std::pair<T*, run_geom>> unpack;          // received packed: where, how
   const index_t my_first = replica_of[static_cast<std::size_t>(me)];
+  auto keeps = [&](index_t r) {
+    return s.ranks[static_cast<std::size_t>(r)].how == disposition::keep;
+  };
+  // A first member whose block does not change (it already held it: an uneven split left
+  // the others empty) sends it whole to its replicas.
+  if (my_first >= 0 && keeps(my_first))
+    msg.recv(out, s.ranks[static_cast<std::size_t>(me)].elems, t,
+             static_cast<int>(pos_of[my_first]), g.comm);
+  if (has_replicas[static_cast<std::size_t>(me)] && keeps(me))
+    for (index_t r : g.members)
+      if (replica_of[static_cast<std::size_t>(r)] == me)
+        msg.send(in, s.ranks[static_cast<std::size_t>(me)].elems, t,
+                 static_cast<int>(pos_of[r]), g.comm);
   for (const sched_op& o : s.ops) {
     if (o.code != op_code::copy) continue;
     // Receive: pieces of my block, or of my first member's when I replicate it.
@@ -393,10 +407,10 @@ void run_step(const plan_step& step, const step_schedule& s, const place& w, slo
 }
 
 /// Run checked schedules (build_schedules(p, global)) on this process's locals.
-/// M: the mesh (for the communicator ranks of its mesh indices).
-template <class T, class M, class In>
+/// comm_rank: the communicator rank of every mesh index.
+template <class T, class In>
 local_set<T> run_schedules(const plan& p, const std::vector<step_schedule>& scheds,
-                           const shape_vec& global, In&& in) {
+                           const shape_vec& global, std::vector<int> comm_rank, In&& in) {
   const held_range held = in.held_ranks();
   if (held.count() == 0 || scheds.empty()) {  // outside the mesh, or nothing to do
     if constexpr (std::is_const_v<std::remove_reference_t<In>>)
@@ -408,7 +422,7 @@ local_set<T> run_schedules(const plan& p, const std::vector<step_schedule>& sche
   place w;
   w.parent = communicator();
   w.me = held.lo;
-  for (index_t i = 0; i < M::size; ++i) w.comm_rank.push_back(static_cast<int>(M::rank_at(i)));
+  w.comm_rank = std::move(comm_rank);
 
   slot<T> a;
   a.shape = in.shape(w.me);

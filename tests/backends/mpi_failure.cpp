@@ -1,0 +1,42 @@
+// tests/backends/mpi_failure.cpp — one rank fails on purpose; the job must end with a
+// message naming the rank and the error, never hang. Run by check_failure.py under mpirun.
+//   mpi_failure from_local   rank 1 passes a local of the wrong shape
+//   mpi_failure kernel       an operator's local kernel throws on rank 2
+//   mpi_failure world        (run with fewer processes than the mesh) every rank refuses
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "spmd/backends/mpi/mpi.hpp"
+#include "spmd/runtime/ops/local_map.hpp"
+
+int main(int argc, char** argv) {
+  using namespace spmd;
+  mpi::environment env(argc, argv);
+  using M = mesh<2, 2>;
+  using L = layout<M, placements<shard<0>, replicate>, extents<8, 4>>;
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "from_local") {
+    const index_t rows = env.rank() == 1 ? 3 : 4;  // rank 1: wrong
+    host::host_tensor<float> mine{{rows, 4}, std::vector<float>(static_cast<std::size_t>(rows * 4), 1.f)};
+    const auto x = mpi::from_local<L>(mine);
+    const auto y = mpi::redistribute<placements<replicate, replicate>>(x);  // others wait here
+    return y.local().size() == 32 ? 0 : 1;
+  }
+  if (mode == "kernel") {
+    const auto x = mpi::ones<float, L>();
+    auto f = [](index_t rank, host::strided_view<float> out, host::strided_view<const float> in) {
+      if (rank == 2) throw std::runtime_error("the kernel failed on purpose");
+      std::memcpy(out.data(), in.data(), static_cast<std::size_t>(in.size()) * sizeof(float));
+    };
+    const auto y = runtime::local_map<L, runtime::in_placements<placements<shard<0>, replicate>>>(f, x);
+    const auto z = mpi::redistribute<placements<replicate, replicate>>(y);
+    return z.local().size() == 32 ? 0 : 1;
+  }
+  if (mode == "world") {  // a 2x4 mesh on fewer than 8 processes
+    const auto x = mpi::ones<float, layout<mesh<2, 4>, placements<shard<0>, replicate>, extents<8, 4>>>();
+    return x.local().size() > 0 ? 0 : 1;
+  }
+  return 3;
+}

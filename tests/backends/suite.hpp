@@ -1,0 +1,306 @@
+// tests/backends/suite.hpp — the typed suite: the same cases on every backend, each rank's
+// result compared with the simulation's, bit for bit.
+//
+// A runner says what its backend is: `backend` (the runtime's backend type), `held(n)`
+// (the mesh indices this process holds on a mesh of n ranks), `execute(plan, global, in)`
+// (the value-level path), `world()` (how many processes). run_sim.cpp runs it on the
+// simulation itself (every rank in the process), run_mpi.cpp under mpirun.
+//
+// No check stops a case half way (a failed check is counted and printed), so every rank
+// reaches every collective: a stopped rank would leave the others waiting.
+#pragma once
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "spmd/backends/sim/sim.hpp"
+#include "spmd/io/placement_text.hpp"
+#include "spmd/plan.hpp"
+#include "spmd/runtime/ops/cat.hpp"
+#include "spmd/runtime/ops/elementwise.hpp"
+#include "spmd/runtime/ops/local_map.hpp"
+#include "spmd/runtime/ops/matmul.hpp"
+#include "spmd/runtime/ops/nn.hpp"
+#include "spmd/runtime/ops/reduction.hpp"
+#include "spmd/runtime/ops/tp.hpp"
+#include "spmd/runtime/ops/view.hpp"
+
+namespace suite {
+
+using spmd::index_t;
+using spmd::layout_spec;
+using spmd::placement;
+using spmd::placement_vec;
+using spmd::reduce_op;
+using spmd::shape_vec;
+namespace host = spmd::host;
+
+struct report {
+  int rank = 0;  // this process (for messages)
+  long checks = 0;
+  long failures = 0;
+  void check(bool ok, const std::string& what) {
+    ++checks;
+    if (ok) return;
+    if (++failures <= 20) std::fprintf(stderr, "[rank %d] FAILED: %s\n", rank, what.c_str());
+  }
+};
+
+template <class T>
+bool same_bits(spmd::host::strided_view<const T> a, spmd::host::strided_view<const T> b) {
+  if (!(a.extents().size() == b.extents().size())) return false;
+  for (std::size_t d = 0; d < a.extents().size(); ++d)
+    if (a.extents()[d] != b.extents()[d]) return false;
+  return a.size() == 0 || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+
+template <class T>
+std::string type_name() {
+  return spmd::host::element_name<T>();
+}
+
+/// An svec from a list (svec's own braces are {data, size}).
+template <class V = shape_vec>
+V vec(std::initializer_list<index_t> xs) {
+  V v{};
+  for (index_t x : xs) v.push_back(x);
+  return v;
+}
+
+inline std::string spec_text(const layout_spec& s) {
+  std::string t = "[";
+  for (int m = 0; m < s.placements.size(); ++m) {
+    const placement& p = s.placements[m];
+    t += m ? ", " : "";
+    if (p.is_replicate()) t += "R";
+    else if (p.is_shard()) t += "S(" + std::to_string(p.dim) + ")";
+    else t += std::string("P(") + spmd::reduce_op_name(p.op) + ")";
+  }
+  return t + "]";
+}
+
+/// Global values that exercise the bits: signs, -0, and NaN and inf for floating types.
+template <class T>
+std::vector<T> global_values(index_t n) {
+  std::vector<T> g(static_cast<std::size_t>(n));
+  for (index_t i = 0; i < n; ++i) {
+    const long v = (i * 37) % 101 - 50;
+    if constexpr (std::is_integral_v<T>) g[static_cast<std::size_t>(i)] = static_cast<T>(v);
+    else g[static_cast<std::size_t>(i)] = static_cast<T>(static_cast<double>(v) * 0.37);
+  }
+  if constexpr (!std::is_integral_v<T>) {
+    if (n > 3) g[3] = T(-0.0f);
+    if (n > 17) g[17] = static_cast<T>(std::numeric_limits<float>::quiet_NaN());
+    if (n > 23) g[23] = static_cast<T>(std::numeric_limits<float>::infinity());
+  }
+  return g;
+}
+
+// ---------------------------------------------------------------------------
+// Value level: every pair of layouts, plans made at run time
+// ---------------------------------------------------------------------------
+
+/// Every placement vector over R, S(0), S(1), P(op) for the ops given (one op per layout).
+inline std::vector<placement_vec> layouts(int mesh_dims, std::vector<reduce_op> ops) {
+  std::vector<placement> one = {spmd::make_replicate(), spmd::make_shard(0), spmd::make_shard(1)};
+  for (reduce_op op : ops) one.push_back(spmd::make_partial(op));
+  std::vector<placement_vec> out{placement_vec{}};
+  for (int m = 0; m < mesh_dims; ++m) {
+    std::vector<placement_vec> next;
+    for (const placement_vec& v : out)
+      for (const placement& p : one) {
+        bool clash = false;
+        for (const placement& q : v)
+          if (q.is_partial() && p.is_partial() && q.op != p.op) clash = true;
+        if (clash) continue;
+        placement_vec w = v;
+        w.push_back(p);
+        next.push_back(w);
+      }
+    out = next;
+  }
+  return out;
+}
+
+/// Redistribute every pair (src, dst) of `ls` (every `stride`-th pair) on `mesh` for each
+/// global shape: this backend's locals against the simulation's.
+template <class Runner, class T>
+void sweep(report& rep, const spmd::mesh_shape_vec& mesh, const std::vector<placement_vec>& ls,
+           const std::vector<shape_vec>& shapes, long stride = 1) {
+  const index_t n = [&] {
+    index_t k = 1;
+    for (index_t e : mesh) k *= e;
+    return k;
+  }();
+  if (n > Runner::world()) return;
+  long pair = 0;
+  for (const shape_vec& global : shapes) {
+    const std::vector<T> data = global_values<T>(host::shape_elems(global));
+    for (const placement_vec& src : ls) {
+      const auto s = spmd::make_spec(mesh, src, global.size());
+      if (!s.ok()) continue;
+      if (std::is_integral_v<T> && spmd::holds_partial(src, reduce_op::avg)) continue;
+      const host::local_set<T> sim_in = host::distribute<T>(data, s.spec, global);
+      const host::local_set<T> in = host::distribute<T>(data, s.spec, global, Runner::held(n));
+      for (const placement_vec& dst : ls) {
+        if (pair++ % stride != 0) continue;
+        const auto d = spmd::make_spec(mesh, dst, global.size());
+        if (!d.ok()) continue;
+        if (std::is_integral_v<T> && spmd::holds_partial(dst, reduce_op::avg)) continue;
+        const auto p = spmd::make_plan(s.spec, d.spec, 1e6);
+        if (p.error != spmd::plan_error::none) continue;
+        const host::local_set<T> want = spmd::sim::execute(p.value, global, sim_in);
+        const host::local_set<T> got = Runner::execute(p.value, global, in);
+        for (const index_t i : got.held())
+          rep.check(same_bits<T>(got.view(i), want.view(i)),
+                    "redistribute " + type_name<T>() + " " + spec_text(s.spec) + " -> " +
+                        spec_text(d.spec) + " on " + std::to_string(n) + " ranks, global " +
+                        spmd::host::detail::shape_text(global) + ", mesh index " +
+                        std::to_string(i));
+      }
+    }
+  }
+}
+
+template <class Runner>
+void value_level(report& rep) {
+  const std::vector<shape_vec> shapes = {vec({8, 12}), vec({5, 7}), vec({3, 0}),
+                                         vec({1, 3})};
+  const std::vector<reduce_op> ops = {reduce_op::sum, reduce_op::max, reduce_op::avg};
+  // Every element type on 1-d meshes, float and int32 on 2-d, float on 3-d (sampled).
+  for (index_t k : {2, 3, 4, 8}) {
+    const spmd::mesh_shape_vec m = vec<spmd::mesh_shape_vec>({k});
+    const auto ls = layouts(1, ops);
+    sweep<Runner, float>(rep, m, ls, shapes);
+    sweep<Runner, double>(rep, m, ls, shapes);
+    sweep<Runner, spmd::bfloat16>(rep, m, ls, shapes);
+    sweep<Runner, std::int32_t>(rep, m, ls, shapes);
+    sweep<Runner, std::int64_t>(rep, m, ls, shapes);
+  }
+  for (const spmd::mesh_shape_vec& m :
+       {vec<spmd::mesh_shape_vec>({2, 2}), vec<spmd::mesh_shape_vec>({1, 4}), vec<spmd::mesh_shape_vec>({2, 4}),
+        vec<spmd::mesh_shape_vec>({4, 2}), vec<spmd::mesh_shape_vec>({2, 3})}) {
+    const auto ls = layouts(2, ops);
+    sweep<Runner, float>(rep, m, ls, shapes);
+    sweep<Runner, std::int32_t>(rep, m, layouts(2, {reduce_op::sum, reduce_op::max}),
+                                {vec({5, 7})}, 3);
+  }
+  sweep<Runner, float>(rep, vec<spmd::mesh_shape_vec>({2, 2, 2}), layouts(3, {reduce_op::sum}),
+                       {vec({8, 12}), vec({5, 7})}, 7);
+}
+
+// ---------------------------------------------------------------------------
+// Typed level: DTensor's API, operators, TP blocks, local_map
+// ---------------------------------------------------------------------------
+
+/// Every local this process holds of a (backend B) against the simulation's s.
+template <class DB, class DS>
+void same_locals(report& rep, const DB& b, const DS& s, const std::string& what) {
+  using T = typename DB::value_type;
+  static_assert(std::is_same_v<typename DB::layout_type, typename DS::layout_type>);
+  for (const index_t i : b.locals().held())
+    rep.check(same_bits<T>(b.locals().view(i), s.locals().view(i)),
+              what + ", mesh index " + std::to_string(i));
+  if (b.locals().held_ranks().count() > 0) {
+    const std::vector<T> fb = b.full_tensor(), fs = s.full_tensor();
+    rep.check(fb.size() == fs.size() &&
+                  (fb.empty() || std::memcmp(fb.data(), fs.data(), fb.size() * sizeof(T)) == 0),
+              what + ": full_tensor");
+  }
+}
+
+template <class B, class Mesh>
+void typed_cases(report& rep) {
+  using namespace spmd;
+  using F = spmd::runtime::factories<B>;
+  namespace rt = spmd::runtime;
+  using L = layout<Mesh, placements<shard<0>, partial<reduce_op::sum>>, extents<7, 5>>;
+  const std::vector<float> g = global_values<float>(35);
+  const auto xb = F::template distribute_tensor<L>(g);
+  const auto xs = sim::distribute_tensor<L>(g);
+  same_locals(rep, xb, xs, "distribute_tensor S(0),P(sum)");
+  same_locals(rep, rt::redistribute<placements<replicate, shard<1>>>(xb),
+              rt::redistribute<placements<replicate, shard<1>>>(xs), "redistribute -> R,S(1)");
+  same_locals(rep, rt::redistribute<placements<shard<1>, shard<0>>>(xb),
+              rt::redistribute<placements<shard<1>, shard<0>>>(xs), "redistribute -> S(1),S(0)");
+  same_locals(rep, rt::redistribute<placements<replicate, replicate>>(xb, rt::forward_dtype<bfloat16>),
+              rt::redistribute<placements<replicate, replicate>>(xs, rt::forward_dtype<bfloat16>),
+              "redistribute forward_dtype<bf16> -> R,R");
+  {  // moved-from input reuses buffers
+    auto cb = xb;
+    auto cs = xs;
+    same_locals(rep, rt::redistribute<placements<shard<0>, shard<1>>>(std::move(cb)),
+                rt::redistribute<placements<shard<0>, shard<1>>>(std::move(cs)),
+                "redistribute (rvalue) -> S(0),S(1)");
+  }
+  {  // from_local: every held rank passes the simulation's local
+    auto yb = F::template from_local<float>(
+        L{}, [&](index_t, index_t r) { return xs.to_local(r); }, "from_local");
+    same_locals(rep, yb, xs, "from_local");
+  }
+  {  // factories on a P(max) layout (every rank holds the value)
+    using LM = layout<Mesh, placements<partial<reduce_op::max>, shard<1>>, extents<4, 6>>;
+    same_locals(rep, F::template full<double, LM>(2.5), sim::full<double, LM>(2.5), "full P(max)");
+    same_locals(rep, F::template arange<std::int64_t, LM>(), sim::arange<std::int64_t, LM>(),
+                "arange i64 P(max)");
+    using LS = layout<Mesh, placements<partial<reduce_op::sum>, shard<1>>, extents<4, 6>>;
+    same_locals(rep, F::template arange<float, LS>(), sim::arange<float, LS>(), "arange P(sum)");
+  }
+  {  // operators
+    using LX = layout<Mesh, placements<shard<0>, replicate>, extents<6, 8>>;
+    using LW = layout<Mesh, placements<replicate, shard<1>>, extents<8, 4>>;
+    const std::vector<float> gx = global_values<float>(48), gw = global_values<float>(32);
+    const auto x = F::template distribute_tensor<LX>(gx);
+    const auto xS = sim::distribute_tensor<LX>(gx);
+    const auto w = F::template distribute_tensor<LW>(gw);
+    const auto wS = sim::distribute_tensor<LW>(gw);
+    same_locals(rep, rt::relu(x) + x, rt::relu(xS) + xS, "relu(x) + x");
+    same_locals(rep, rt::matmul(x, w), rt::matmul(xS, wS), "matmul");
+    same_locals(rep, rt::sum<1>(rt::matmul(x, w)), rt::sum<1>(rt::matmul(xS, wS)), "sum<1>(x @ w)");
+    same_locals(rep, rt::max<0>(x), rt::max<0>(xS), "max<0>(x)");
+    same_locals(rep, rt::softmax<1>(x), rt::softmax<1>(xS), "softmax<1>");
+    same_locals(rep, rt::transpose<0, 1>(x), rt::transpose<0, 1>(xS), "transpose");
+    same_locals(rep, rt::cat<0>(x, x), rt::cat<0>(xS, xS), "cat<0>");
+    same_locals(rep, rt::maximum(x, 0.5f) * 2.0f, rt::maximum(xS, 0.5f) * 2.0f, "maximum * 2");
+    same_locals(rep, rt::gelu(x) - rt::tanh(x), rt::gelu(xS) - rt::tanh(xS), "gelu - tanh");
+    // Integers: P(max) through neg and relu.
+    using LI = layout<Mesh, placements<partial<reduce_op::max>, shard<0>>, extents<3, 4>>;
+    const std::vector<std::int32_t> gi = global_values<std::int32_t>(12);
+    const auto xi = F::template distribute_tensor<LI>(gi);
+    const auto xiS = sim::distribute_tensor<LI>(gi);
+    same_locals(rep, rt::neg(rt::relu(xi)), rt::neg(rt::relu(xiS)), "neg(relu(int32 P(max)))");
+    // local_map: a kernel that knows its rank.
+    using LO = layout<Mesh, placements<shard<0>, replicate>, extents<6, 8>>;
+    auto scale = [](index_t rank, host::strided_view<float> out, host::strided_view<const float> in) {
+      for (index_t k = 0; k < out.size(); ++k) out.data()[k] = in.data()[k] * float(rank + 1);
+    };
+    same_locals(rep, rt::local_map<LO, rt::in_placements<placements<shard<0>, replicate>>>(scale, x),
+                rt::local_map<LO, rt::in_placements<placements<shard<0>, replicate>>>(scale, xS),
+                "local_map");
+  }
+  {  // TP blocks: column-parallel then row-parallel (Megatron's MLP)
+    constexpr int tp = 1;
+    using Up = rt::column_parallel_linear<double, Mesh, tp, 8, 12, B>;
+    using Down = rt::row_parallel_linear<double, Mesh, tp, 12, 8, B>;
+    using UpS = sim::column_parallel_linear<double, Mesh, tp, 8, 12>;
+    using DownS = sim::row_parallel_linear<double, Mesh, tp, 12, 8>;
+    const std::vector<double> w1 = global_values<double>(96), b1 = global_values<double>(12),
+                              w2 = global_values<double>(96), b2 = global_values<double>(8);
+    const Up up = Up::from_full(w1, b1);
+    const Down down = Down::from_full(w2, b2);
+    const UpS upS = UpS::from_full(w1, b1);
+    const DownS downS = DownS::from_full(w2, b2);
+    using LX = layout<Mesh, placements<shard<0>, replicate>, extents<4, 8>>;
+    const std::vector<double> gx = global_values<double>(32);
+    const auto x = F::template distribute_tensor<LX>(gx);
+    const auto xS = sim::distribute_tensor<LX>(gx);
+    same_locals(rep, down(rt::gelu(up(x))), downS(rt::gelu(upS(xS))), "TP MLP");
+  }
+}
+
+}  // namespace suite
