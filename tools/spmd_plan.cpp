@@ -3,8 +3,10 @@
 //   spmd-plan layout --mesh 2x4 --shape 10,5 --placements 'S(0),S(0)' [--json]
 //   spmd-plan plan   --mesh 2x2x2 --shape 8,8,8 --from 'S(0),S(1),S(2)' --to 'S(2),S(1),S(0)'
 //                    [--dtype f32|f64|i32|i64|bf16] [--json]
-//   spmd-plan run    (the same options; --dtype f32|f64|i32|i64): G[i] = i distributed with
-//                    --from, redistributed to --to in the simulation backend; every rank's data
+//   spmd-plan run    (the same options; --dtype f32|f64|i32|i64; --backend sim|mpi): G[i] = i
+//                    distributed with --from, redistributed to --to in the simulation backend,
+//                    or under `mpirun -np N spmd-plan run --backend mpi` by N processes (the
+//                    first prints); every rank's data
 //   spmd-plan explain --mesh 2x4 --op matmul_t --input 'S(0),R:16,32' --input 'R,S(0):64,32'
 //                    [--out PLACEMENTS] [--einsum TEXT] [--all] [--json]: an operator's sharding
 //                    candidates, their costs and the choice (explain_command.cpp)
@@ -34,6 +36,9 @@
 #include "spmd/plan.hpp"
 #include "spmd/backends/host/distribute.hpp"
 #include "spmd/backends/sim/execute.hpp"
+#ifdef SPMD_PLAN_MPI
+#include "spmd/backends/mpi/mpi.hpp"
+#endif
 #include "spmd/io/visualize.hpp"
 
 #include "explain_command.hpp"
@@ -133,6 +138,7 @@ struct plan_options {
   std::string from;
   std::string to;
   std::string dtype = "f32";
+  std::string backend = "sim";  // run only
   bool json = false;
 };
 
@@ -267,9 +273,13 @@ int run_plan(const plan_options& o) {
 
 CLI::App* add_run_command(CLI::App& app, plan_options& o) {
   CLI::App* cmd = app.add_subcommand(
-      "run", "Redistribute G[i] = i (row-major index) in the simulation backend and print every rank's data");
+      "run", "Redistribute G[i] = i (row-major index) in the simulation backend (or with MPI, "
+             "under mpirun) and print every rank's data");
   add_transition_options(cmd, o);
   cmd->add_option("--dtype", o.dtype, "Element type: f32, f64, i32, i64");
+  cmd->add_option("--backend", o.backend,
+                  "sim (every rank in this process) or mpi (one process per rank: "
+                  "mpirun -np <mesh size> spmd-plan run --backend mpi ...)");
   return cmd;
 }
 
@@ -287,21 +297,10 @@ nlohmann::ordered_json json_number(T v) {
   return v;
 }
 
+/// What run prints: the plan's fields, then every rank's coord, local shape and data.
 template <class T>
-int run_as(const plan_options& o) {
-  const spmd::index_t element_bytes = sizeof(T);
-  const transition t = plan_transition(o, element_bytes);
-  spmd::index_t total = 1;
-  for (spmd::index_t e : t.shape) total *= e;
-  if (total * t.from.mesh_size() > max_run_elements)
-    throw std::invalid_argument("shape '" + o.shape + "' on mesh '" + o.mesh + "' is too large for run (" +
-                                std::to_string(total) + " elements on " + std::to_string(t.from.mesh_size()) +
-                                " ranks; at most " + std::to_string(max_run_elements) + " in all)");
-  std::vector<T> global(static_cast<std::size_t>(total));
-  for (spmd::index_t i = 0; i < total; ++i) global[static_cast<std::size_t>(i)] = static_cast<T>(i);
-  spmd::sim::local_set<T> in = spmd::sim::distribute<T>(std::span<const T>(global), t.from, t.shape);
-  const spmd::sim::local_set<T> out = spmd::sim::execute<T>(t.plan, t.shape, std::move(in));
-
+void print_run(const plan_options& o, const transition& t, spmd::index_t element_bytes,
+               const spmd::host::local_set<T>& out) {
   nlohmann::ordered_json j = plan_json(t, element_bytes);
   auto ranks = nlohmann::ordered_json::array();
   for (spmd::index_t r = 0; r < t.to.mesh_size(); ++r) {
@@ -318,17 +317,72 @@ int run_as(const plan_options& o) {
   j["ranks"] = std::move(ranks);
   if (o.json) {
     std::cout << j.dump() << '\n';
-    return exit_ok;
+    return;
   }
   std::string text = plan_text_report(t, element_bytes) + "\n";
   for (const auto& rank : j["ranks"])
     text += "rank " + rank["rank"].dump() + " " + rank["coord"].dump() + " shape " +
             rank["local_shape"].dump() + ": " + rank["data"].dump() + "\n";
   std::cout << text;
+}
+
+/// run --backend mpi: this process runs its rank (its rank in MPI_COMM_WORLD = its mesh
+/// index); the first process prints what --backend sim prints. Bad input was refused
+/// before MPI starts; a wrong process count exits 2 on every process; a failure after
+/// that ends the whole job (MPI_Abort), never leaving the other processes waiting.
+template <class T>
+int run_mpi(const plan_options& o, const transition& t, const std::vector<T>& global) {
+#ifdef SPMD_PLAN_MPI
+  static spmd::mpi::environment env;  // finalised at exit
+  const spmd::index_t n = t.from.mesh_size();
+  if (env.size() != n) {
+    if (env.rank() == 0)
+      std::cerr << "spmd-plan: run --backend mpi: the mesh " << o.mesh << " has " << n
+                << " ranks but " << env.size() << " processes were started; launch with "
+                << "mpirun -np " << n << '\n';
+    return exit_bad_input;
+  }
+  try {
+    const spmd::host::local_set<T> in =
+        spmd::host::distribute<T>(std::span<const T>(global), t.from, t.shape, spmd::mpi::held_of(n));
+    const spmd::host::local_set<T> out = spmd::mpi::execute<T>(t.plan, t.shape, in);
+    const spmd::host::local_set<T> all = spmd::mpi::gather_locals(out, t.to, t.shape);
+    if (env.rank() == 0) print_run(o, t, static_cast<spmd::index_t>(sizeof(T)), all);
+    std::cout.flush();
+  } catch (const std::exception& e) {
+    spmd::mpi::detail::abort_job(e.what(), exit_internal);
+  }
+  return exit_ok;
+#else
+  (void)t;
+  (void)global;
+  throw std::invalid_argument("backend '" + o.backend + "': this spmd-plan was built without MPI "
+                              "(meson -Dmpi=enabled needs OpenMPI)");
+#endif
+}
+
+template <class T>
+int run_as(const plan_options& o) {
+  const spmd::index_t element_bytes = sizeof(T);
+  const transition t = plan_transition(o, element_bytes);
+  spmd::index_t total = 1;
+  for (spmd::index_t e : t.shape) total *= e;
+  if (total * t.from.mesh_size() > max_run_elements)
+    throw std::invalid_argument("shape '" + o.shape + "' on mesh '" + o.mesh + "' is too large for run (" +
+                                std::to_string(total) + " elements on " + std::to_string(t.from.mesh_size()) +
+                                " ranks; at most " + std::to_string(max_run_elements) + " in all)");
+  std::vector<T> global(static_cast<std::size_t>(total));
+  for (spmd::index_t i = 0; i < total; ++i) global[static_cast<std::size_t>(i)] = static_cast<T>(i);
+  if (o.backend == "mpi") return run_mpi<T>(o, t, global);
+  spmd::sim::local_set<T> in = spmd::sim::distribute<T>(std::span<const T>(global), t.from, t.shape);
+  const spmd::sim::local_set<T> out = spmd::sim::execute<T>(t.plan, t.shape, std::move(in));
+  print_run(o, t, element_bytes, out);
   return exit_ok;
 }
 
 int run_run(const plan_options& o) {
+  if (o.backend != "sim" && o.backend != "mpi")
+    throw std::invalid_argument("bad backend '" + o.backend + "': run takes sim or mpi");
   if (o.dtype == "f32") return run_as<float>(o);
   if (o.dtype == "f64") return run_as<double>(o);
   if (o.dtype == "i32") return run_as<std::int32_t>(o);

@@ -2,7 +2,7 @@
 // processes); each process compares its rank's results with the simulation's, bit for bit.
 // Meshes smaller than the world leave the other processes outside the mesh, holding
 // nothing (checked too). Every process reports; the exit code is the same on all.
-#include <mpi.h>
+#include "spmd/backends/mpi/mpi_c.hpp"
 
 #include <cstdio>
 

@@ -10,6 +10,7 @@
 // reaches every collective: a stopped rank would leave the others waiting.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -53,9 +54,8 @@ struct report {
 
 template <class T>
 bool same_bits(spmd::host::strided_view<const T> a, spmd::host::strided_view<const T> b) {
-  if (!(a.extents().size() == b.extents().size())) return false;
-  for (std::size_t d = 0; d < a.extents().size(); ++d)
-    if (a.extents()[d] != b.extents()[d]) return false;
+  const auto ea = a.extents(), eb = b.extents();
+  if (!std::equal(ea.begin(), ea.end(), eb.begin(), eb.end())) return false;
   return a.size() == 0 || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
 }
 
@@ -228,8 +228,8 @@ void typed_cases(report& rep) {
               rt::redistribute<placements<replicate, shard<1>>>(xs), "redistribute -> R,S(1)");
   same_locals(rep, rt::redistribute<placements<shard<1>, shard<0>>>(xb),
               rt::redistribute<placements<shard<1>, shard<0>>>(xs), "redistribute -> S(1),S(0)");
-  same_locals(rep, rt::redistribute<placements<replicate, replicate>>(xb, rt::forward_dtype<bfloat16>),
-              rt::redistribute<placements<replicate, replicate>>(xs, rt::forward_dtype<bfloat16>),
+  same_locals(rep, rt::redistribute<placements<replicate, replicate>>(xb, spmd::runtime::forward_dtype_t<spmd::bfloat16>{}),
+              rt::redistribute<placements<replicate, replicate>>(xs, spmd::runtime::forward_dtype_t<spmd::bfloat16>{}),
               "redistribute forward_dtype<bf16> -> R,R");
   {  // moved-from input reuses buffers
     auto cb = xb;

@@ -1,5 +1,6 @@
 // expect: the indices must be an int32 or int64 dtensor
 // An embedding looks rows up by integer index: float indices are refused at compile time.
+#include <spmd/backends/sim/sim.hpp>
 #include <spmd/runtime/ops/nn.hpp>
 
 using M = spmd::mesh<2>;

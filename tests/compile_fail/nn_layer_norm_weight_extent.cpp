@@ -1,5 +1,6 @@
 // expect: the weight and the bias must have the extents of x's last NormDims dims
 // layer_norm<1> of (B, S, H) = (4, 6, 8) needs a weight of (8): (6) is refused at compile time.
+#include <spmd/backends/sim/sim.hpp>
 #include <spmd/runtime/ops/nn.hpp>
 
 using M = spmd::mesh<2>;

@@ -1,4 +1,5 @@
 // expect: the inputs of an operator are on different meshes
+#include <spmd/backends/sim/sim.hpp>
 #include <spmd/runtime/ops/matmul.hpp>
 
 using A = spmd::layout<spmd::mesh<4>, spmd::placements<spmd::shard<0>>, spmd::extents<8, 4>>;

@@ -1,4 +1,5 @@
 // expect: the forced output placements need one placement per mesh dim
+#include <spmd/backends/sim/sim.hpp>
 #include <spmd/runtime/ops/matmul.hpp>
 
 using M = spmd::mesh<2, 2>;

@@ -1,4 +1,5 @@
 // expect: the forced output placements are not a valid layout of the output
+#include <spmd/backends/sim/sim.hpp>
 #include <spmd/runtime/ops/matmul.hpp>
 
 using M = spmd::mesh<4>;

@@ -1,4 +1,5 @@
 // expect: the inner dims differ
+#include <spmd/backends/sim/sim.hpp>
 #include <spmd/runtime/ops/matmul.hpp>
 
 using M = spmd::mesh<4>;

@@ -5,7 +5,7 @@
 // every rank's local for full_tensor with one MPI_Allgatherv over the mesh.
 #pragma once
 
-#include <mpi.h>
+#include "spmd/backends/mpi/mpi_c.hpp"
 
 #include <stdexcept>
 #include <string>
@@ -21,6 +21,44 @@
 #include "spmd/plan/lower.hpp"
 
 namespace spmd::mpi {
+
+/// Every rank's local of a tensor laid out by `spec`, in every process of the mesh (one
+/// MPI_Allgatherv over the mesh's communicator). ranks: the communicator rank of each mesh
+/// index (empty: rank i for mesh index i). A process outside the mesh gets nothing.
+template <class T>
+local_set<T> gather_locals(const local_set<T>& in, const layout_spec& spec,
+                           const shape_vec& global, std::vector<int> ranks = {}) {
+  const index_t n = spec.mesh_size();
+  local_set<T> out(n);
+  if (in.held_ranks().count() == 0) return out;
+  if (ranks.empty())
+    for (index_t i = 0; i < n; ++i) ranks.push_back(static_cast<int>(i));
+  std::vector<int> counts, displs;
+  index_t total = 0;
+  for (index_t i = 0; i < n; ++i) {
+    out.assign(i, box_at(spec, global, unravel(spec.mesh, i)).shape);
+    displs.push_back(detail::count_of(total, "full_tensor"));
+    counts.push_back(detail::count_of(out.size(i), "full_tensor"));
+    total += out.size(i);
+  }
+  buffer<T> all(total);
+  const index_t me = in.held_ranks().lo;
+  const MPI_Datatype t = detail::element_type(sizeof(T));
+  if (n == 1) {
+    if (in.size(me) > 0)
+      detail::copy_bytes(all.data(), in.data(me), static_cast<std::size_t>(in.size(me)) * sizeof(T));
+  } else {
+    detail::check(MPI_Allgatherv(in.data(me), counts[static_cast<std::size_t>(me)], t, all.data(),
+                                 counts.data(), displs.data(), t,
+                                 detail::group_comm(communicator(), ranks)),
+                  "MPI_Allgatherv");
+  }
+  for (index_t i = 0; i < n; ++i)
+    if (out.size(i) > 0)
+      detail::copy_bytes(out.data(i), all.data() + displs[static_cast<std::size_t>(i)],
+                         static_cast<std::size_t>(out.size(i)) * sizeof(T));
+  return out;
+}
 
 struct backend {
   static constexpr const char* name = "mpi";
@@ -68,33 +106,7 @@ struct backend {
   template <class T, class M>
   static local_set<T> gather_all(const local_set<T>& in, const layout_spec& spec,
                                  const shape_vec& global) {
-    local_set<T> out(M::size);
-    if (in.held_ranks().count() == 0) return out;  // outside the mesh: no part in it
-    std::vector<int> counts, displs, ranks;
-    index_t total = 0;
-    for (index_t i = 0; i < M::size; ++i) {
-      out.assign(i, box_at(spec, global, unravel(spec.mesh, i)).shape);
-      displs.push_back(detail::count_of(total, "full_tensor"));
-      counts.push_back(detail::count_of(out.size(i), "full_tensor"));
-      total += out.size(i);
-      ranks.push_back(static_cast<int>(M::rank_at(i)));
-    }
-    buffer<T> all(total);
-    const index_t me = in.held_ranks().lo;
-    const MPI_Datatype t = detail::element_type(sizeof(T));
-    if (M::size == 1) {
-      if (in.size(me) > 0) detail::copy_bytes(all.data(), in.data(me), in.size(me) * sizeof(T));
-    } else {
-      detail::check(MPI_Allgatherv(in.data(me), counts[static_cast<std::size_t>(me)], t,
-                                   all.data(), counts.data(), displs.data(), t,
-                                   detail::group_comm(communicator(), ranks)),
-                    "MPI_Allgatherv");
-    }
-    for (index_t i = 0; i < M::size; ++i)
-      if (out.size(i) > 0)
-        detail::copy_bytes(out.data(i), all.data() + displs[static_cast<std::size_t>(i)],
-                   static_cast<std::size_t>(out.size(i)) * sizeof(T));
-    return out;
+    return gather_locals(in, spec, global, comm_ranks<M>());
   }
 };
 

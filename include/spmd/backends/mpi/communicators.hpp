@@ -8,7 +8,7 @@
 // the parent communicator and the members' ranks in it.
 #pragma once
 
-#include <mpi.h>
+#include "spmd/backends/mpi/mpi_c.hpp"
 
 #include <cstdint>
 #include <map>

@@ -17,7 +17,7 @@
 // mpirun then reports the exit code (2 for bad input, spmd's convention; 1 otherwise).
 #pragma once
 
-#include <mpi.h>
+#include "spmd/backends/mpi/mpi_c.hpp"
 
 #include <cstdio>
 #include <exception>

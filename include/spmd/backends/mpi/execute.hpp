@@ -26,7 +26,7 @@
 // simulation's bit for bit, on every element type and op.
 #pragma once
 
-#include <mpi.h>
+#include "spmd/backends/mpi/mpi_c.hpp"
 
 #include <cstddef>
 #include <stdexcept>
