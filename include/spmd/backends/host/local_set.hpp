@@ -9,7 +9,6 @@
 #pragma once
 
 #include <cstring>
-#include <ranges>
 #include <utility>
 #include <vector>
 
@@ -35,13 +34,30 @@ struct rank_local {
   index_t size() const { return shape_elems(shape); }
 };
 
+/// Indices lo, lo + 1, ..., hi - 1, for range-for (std::views::iota, which clang 14 cannot
+/// compile against libstdc++ 12's ranges).
+struct index_range {
+  struct iterator {
+    index_t i;
+    constexpr index_t operator*() const { return i; }
+    constexpr iterator& operator++() {
+      ++i;
+      return *this;
+    }
+    friend constexpr bool operator==(iterator, iterator) = default;
+  };
+  index_t lo = 0, hi = 0;
+  constexpr iterator begin() const { return {lo}; }
+  constexpr iterator end() const { return {hi > lo ? hi : lo}; }
+};
+
 /// The mesh indices [lo, hi) a process holds (one range: all of them, one, or none).
 struct held_range {
   index_t lo = 0;
   index_t hi = 0;
   constexpr bool contains(index_t i) const { return lo <= i && i < hi; }
   constexpr index_t count() const { return hi - lo; }
-  constexpr auto indices() const { return std::views::iota(lo, hi); }
+  constexpr index_range indices() const { return {lo, hi}; }
   friend constexpr bool operator==(const held_range&, const held_range&) = default;
 };
 
