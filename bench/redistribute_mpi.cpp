@@ -100,7 +100,7 @@ int measure(bool quick) {
       const auto p = spmd::make_plan(fs.spec, ts.spec, double(bytes));
       // Inputs: this rank's block (P: a whole tensor of partial values).
       host::local_set<float> in(n, spmd::host::held_range{me, me + 1});
-      in.assign(me, host::box_at(fs.spec, global, spmd::unravel(mesh, me)).shape);
+      in.assign(me, spmd::box_at(fs.spec, global, spmd::unravel(mesh, me)).shape);
       for (index_t k = 0; k < in.size(me); ++k) in.data(me)[k] = float((k * 7 + me) % 13);
       const double spmd_us = time_us([&] { (void)spmd::mpi::execute(p.value, global, in); },
                                      quick ? 0.05 : 0.3);
