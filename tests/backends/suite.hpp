@@ -181,6 +181,8 @@ void value_level(report& rep) {
     sweep<Runner, spmd::bfloat16>(rep, m, ls, shapes);
     sweep<Runner, std::int32_t>(rep, m, ls, shapes);
     sweep<Runner, std::int64_t>(rep, m, ls, shapes);
+    // Pieces large enough to travel as MPI derived datatypes (backends/mpi/execute.hpp).
+    sweep<Runner, float>(rep, m, layouts(1, {reduce_op::sum}), {vec({512, 384}), vec({300, 259})});
   }
   for (const spmd::mesh_shape_vec& m :
        {vec<spmd::mesh_shape_vec>({2, 2}), vec<spmd::mesh_shape_vec>({1, 4}), vec<spmd::mesh_shape_vec>({2, 4}),

@@ -148,6 +148,7 @@ inline my_group group_of_me(const step_schedule& s, const layout_spec& from, con
 /// Posted messages of one step, finished together.
 struct messages {
   std::vector<MPI_Request> reqs;
+  std::vector<MPI_Datatype> types;  // derived datatypes of posted messages, freed by wait()
   void recv(void* p, index_t n, MPI_Datatype t, int peer, MPI_Comm c) {
     reqs.emplace_back();
     check(MPI_Irecv(p, count_of(n, "a message"), t, peer, 0, c, &reqs.back()), "MPI_Irecv");
@@ -161,10 +162,47 @@ struct messages {
       check(MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE),
             "MPI_Waitall");
     reqs.clear();
+    for (MPI_Datatype& t : types) MPI_Type_free(&t);
+    types.clear();
+  }
+  ~messages() {
+    for (MPI_Datatype& t : types) MPI_Type_free(&t);
   }
 };
 
 inline bool one_run(const run_geom& g) { return g.nd == 0 && g.contiguous(); }
+
+/// Pieces of at least this many bytes that are not one run travel as MPI derived datatypes
+/// (the runs where they lie, no packing by spmd); smaller ones are packed, which costs less
+/// than making a datatype (bench/RESULTS.md).
+inline constexpr index_t datatype_min_bytes = 64 * 1024;
+
+/// An MPI datatype for one side of a piece: runs of `run` contiguous elements at the outer
+/// strides of that side, element type `elem`. Freed by the caller after the message.
+inline MPI_Datatype region_type(const run_geom& g, bool source, MPI_Datatype elem,
+                                std::size_t elem_bytes) {
+  MPI_Datatype t;
+  check(MPI_Type_contiguous(count_of(g.run, "a run"), elem, &t), "MPI_Type_contiguous");
+  for (int d = g.nd - 1; d >= 0; --d) {
+    MPI_Datatype outer;
+    const index_t stride = source ? g.sstr[d] : g.dstr[d];
+    check(MPI_Type_create_hvector(count_of(g.ext[d], "a region"), 1,
+                                  static_cast<MPI_Aint>(stride) * static_cast<MPI_Aint>(elem_bytes),
+                                  t, &outer),
+          "MPI_Type_create_hvector");
+    MPI_Type_free(&t);
+    t = outer;
+  }
+  check(MPI_Type_commit(&t), "MPI_Type_commit");
+  return t;
+}
+
+/// True when a piece should travel as derived datatypes.
+template <class T>
+bool as_datatype(const run_geom& g) {
+  return g.contiguous() && g.nd > 0 &&
+         static_cast<std::size_t>(g.count()) * sizeof(T) >= static_cast<std::size_t>(datatype_min_bytes);
+}
 
 /// The source side of a geometry as one packed run (what a packed piece looks like).
 inline run_geom packed_source(const run_geom& g) {
@@ -235,6 +273,9 @@ void run_gather(const step_schedule& s, const my_group& g, const place& w, const
         copy_region(out, in, o.geo);
       } else if (one_run(o.geo)) {
         msg.recv(out + o.geo.doff, o.geo.run, t, static_cast<int>(pos_of[o.src]), g.comm);
+      } else if (as_datatype<T>(o.geo)) {
+        msg.types.push_back(region_type(o.geo, false, t, sizeof(T)));
+        msg.recv(out + o.geo.doff, 1, msg.types.back(), static_cast<int>(pos_of[o.src]), g.comm);
       } else {
         staged.emplace_back(o.geo.count());
         msg.recv(staged.back().data(), o.geo.count(), t, static_cast<int>(pos_of[o.src]),
@@ -248,6 +289,9 @@ void run_gather(const step_schedule& s, const my_group& g, const place& w, const
         if (dst == me) return;
         if (one_run(o.geo)) {
           msg.send(in + o.geo.soff, o.geo.run, t, static_cast<int>(pos_of[dst]), g.comm);
+        } else if (as_datatype<T>(o.geo)) {
+          msg.types.push_back(region_type(o.geo, true, t, sizeof(T)));
+          msg.send(in + o.geo.soff, 1, msg.types.back(), static_cast<int>(pos_of[dst]), g.comm);
         } else {
           staged.emplace_back(o.geo.count());
           copy_region(staged.back().data(), in, packed_dest(o.geo));
