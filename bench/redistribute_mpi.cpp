@@ -15,8 +15,10 @@
 //   P -> S(0)      spmd reduce_scatter  vs MPI_Reduce_scatter_block (MPI_SUM)
 // Columns follow nccl-tests: size, count, type, redop, time (us), algbw, busbw (GB/s), with the
 // busbw factors of nccl-tests (all_gather, reduce_scatter, all_to_all (n-1)/n, all_reduce
-// 2(n-1)/n); then the raw collective's time and the ratio. Time: the slowest rank's mean
-// over the iterations after two warm-up runs.
+// 2(n-1)/n); then the raw collective's time and the ratio. Time: spmd and the raw collective
+// are measured in turns (7 rounds each), a round being the slowest rank's mean over its
+// iterations after two warm-up runs; each column is the median round. Taking turns keeps
+// the drift of a shared, oversubscribed machine out of the ratio.
 #include <malloc.h>
 
 #include <algorithm>
@@ -102,8 +104,7 @@ int measure(bool quick) {
       host::local_set<float> in(n, spmd::host::held_range{me, me + 1});
       in.assign(me, spmd::box_at(fs.spec, global, spmd::unravel(mesh, me)).shape);
       for (index_t k = 0; k < in.size(me); ++k) in.data(me)[k] = float((k * 7 + me) % 13);
-      const double spmd_us = time_us([&] { (void)spmd::mpi::execute(p.value, global, in); },
-                                     quick ? 0.05 : 0.3);
+      auto run_spmd = [&] { (void)spmd::mpi::execute(p.value, global, in); };
       // The raw collective on contiguous buffers of the same sizes.
       const index_t total = rows * cols, block = total / n;
       std::vector<float> src(static_cast<std::size_t>(c.reduce ? total : block), 1.f);
@@ -112,8 +113,7 @@ int measure(bool quick) {
                                                           ? total
                                                           : block));
       const std::string coll = c.coll;
-      const double raw_us = time_us(
-          [&] {
+      auto run_raw = [&] {
             if (coll == "all_gather")
               MPI_Allgather(src.data(), int(block), MPI_FLOAT, dst.data(), int(block), MPI_FLOAT,
                             MPI_COMM_WORLD);
@@ -125,8 +125,17 @@ int measure(bool quick) {
             else
               MPI_Reduce_scatter_block(src.data(), dst.data(), int(block), MPI_FLOAT, MPI_SUM,
                                        MPI_COMM_WORLD);
-          },
-          quick ? 0.05 : 0.3);
+      };
+      constexpr int rounds = 7;
+      const double budget = (quick ? 0.05 : 0.3) / rounds;
+      std::vector<double> a, b;
+      for (int k = 0; k < rounds; ++k) {
+        a.push_back(time_us(run_spmd, budget));
+        b.push_back(time_us(run_raw, budget));
+      }
+      std::sort(a.begin(), a.end());
+      std::sort(b.begin(), b.end());
+      const double spmd_us = a[rounds / 2], raw_us = b[rounds / 2];
       const double ratio = spmd_us / raw_us;
       if (bytes >= (index_t{1} << 20)) worst_ratio = std::max(worst_ratio, ratio);
       const double algbw = double(bytes) / (spmd_us * 1e3);

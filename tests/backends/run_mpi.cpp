@@ -19,6 +19,34 @@ struct mpi_runner {
     return spmd::mpi::execute(p, global, in);
   }
   static spmd::index_t world() { return spmd::mpi::environment::size(); }
+
+  // Collectives on local tensors: MPI's on this process's tensor (the local of mesh index i).
+  template <class M, class T>
+  static spmd::host::host_tensor<T> all_reduce(const spmd::sim::local_tensor<T, M>& x,
+                                               spmd::index_t i, spmd::reduce_op op, spmd::dim_mask g) {
+    return spmd::mpi::all_reduce<M>(x.to_local(M::rank_at(i)), op, g);
+  }
+  template <class M, class T>
+  static spmd::host::host_tensor<T> reduce_scatter(const spmd::sim::local_tensor<T, M>& x,
+                                                   spmd::index_t i, spmd::reduce_op op, int dim,
+                                                   spmd::dim_mask g) {
+    return spmd::mpi::reduce_scatter<M>(x.to_local(M::rank_at(i)), op, dim, g);
+  }
+  template <class M, class T>
+  static spmd::host::host_tensor<T> broadcast(const spmd::sim::local_tensor<T, M>& x,
+                                              spmd::index_t i, spmd::index_t src, spmd::dim_mask g) {
+    return spmd::mpi::broadcast<M>(x.to_local(M::rank_at(i)), src, g);
+  }
+  template <class M, class T>
+  static spmd::host::host_tensor<T> all_gather(const spmd::sim::local_tensor<T, M>& x,
+                                               spmd::index_t i, int dim, spmd::dim_mask g) {
+    return spmd::mpi::all_gather<M>(x.to_local(M::rank_at(i)), dim, g);
+  }
+  template <class M, class T>
+  static spmd::host::host_tensor<T> all_to_all(const spmd::sim::local_tensor<T, M>& x,
+                                               spmd::index_t i, int sd, int cd, spmd::dim_mask g) {
+    return spmd::mpi::all_to_all<M>(x.to_local(M::rank_at(i)), sd, cd, g);
+  }
 };
 
 /// A process outside the mesh holds empty locals and takes no part.
@@ -44,6 +72,8 @@ int main(int argc, char** argv) {
   suite::value_level<mpi_runner>(rep);
   suite::typed_cases<spmd::mpi::backend, spmd::mesh<2, 2>>(rep);
   if (env.size() >= 8) suite::typed_cases<spmd::mpi::backend, spmd::mesh<2, 4>>(rep);
+  suite::collective_cases<mpi_runner, spmd::mesh<2, 2>>(rep);
+  suite::collective_cases<mpi_runner, spmd::mesh<2, 4>>(rep);
   outside(rep);
   long totals[2] = {rep.checks, rep.failures}, sums[2] = {0, 0};
   MPI_Allreduce(totals, sums, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);

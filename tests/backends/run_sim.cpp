@@ -15,6 +15,34 @@ struct sim_runner {
     return spmd::sim::execute(p, global, in);
   }
   static spmd::index_t world() { return 8; }
+
+  // Collectives on local tensors: the simulation's, for mesh index i.
+  template <class M, class T>
+  static spmd::host::host_tensor<T> all_reduce(const spmd::sim::local_tensor<T, M>& x,
+                                               spmd::index_t i, spmd::reduce_op op, spmd::dim_mask g) {
+    return spmd::sim::all_reduce(x, op, g).to_local(M::rank_at(i));
+  }
+  template <class M, class T>
+  static spmd::host::host_tensor<T> reduce_scatter(const spmd::sim::local_tensor<T, M>& x,
+                                                   spmd::index_t i, spmd::reduce_op op, int dim,
+                                                   spmd::dim_mask g) {
+    return spmd::sim::reduce_scatter(x, op, dim, g).to_local(M::rank_at(i));
+  }
+  template <class M, class T>
+  static spmd::host::host_tensor<T> broadcast(const spmd::sim::local_tensor<T, M>& x,
+                                              spmd::index_t i, spmd::index_t src, spmd::dim_mask g) {
+    return spmd::sim::broadcast(x, src, g).to_local(M::rank_at(i));
+  }
+  template <class M, class T>
+  static spmd::host::host_tensor<T> all_gather(const spmd::sim::local_tensor<T, M>& x,
+                                               spmd::index_t i, int dim, spmd::dim_mask g) {
+    return spmd::sim::all_gather(x, dim, g).to_local(M::rank_at(i));
+  }
+  template <class M, class T>
+  static spmd::host::host_tensor<T> all_to_all(const spmd::sim::local_tensor<T, M>& x,
+                                               spmd::index_t i, int sd, int cd, spmd::dim_mask g) {
+    return spmd::sim::all_to_all(x, sd, cd, g).to_local(M::rank_at(i));
+  }
 };
 }  // namespace
 
@@ -23,6 +51,8 @@ int main() {
   suite::value_level<sim_runner>(rep);
   suite::typed_cases<spmd::sim::backend, spmd::mesh<2, 2>>(rep);
   suite::typed_cases<spmd::sim::backend, spmd::mesh<2, 4>>(rep);
+  suite::collective_cases<sim_runner, spmd::mesh<2, 2>>(rep);
+  suite::collective_cases<sim_runner, spmd::mesh<2, 4>>(rep);
   std::printf("backend sim: %ld checks, %ld failed\n", rep.checks, rep.failures);
   return rep.failures == 0 && rep.checks > 0 ? 0 : 1;
 }

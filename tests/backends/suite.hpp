@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -303,6 +304,88 @@ void typed_cases(report& rep) {
     const auto xS = sim::distribute_tensor<LX>(gx);
     same_locals(rep, down(rt::gelu(up(x))), downS(rt::gelu(upS(xS))), "TP MLP");
   }
+}
+
+
+// ---------------------------------------------------------------------------
+// Collectives on local tensors: each rank's result against the simulation's
+// ---------------------------------------------------------------------------
+
+/// Rank r's tensor: shape (rows(r), cols), values that differ per rank.
+template <class T, class M>
+spmd::sim::local_tensor<T, M> per_rank_tensors(index_t (*rows)(index_t), index_t cols) {
+  std::map<index_t, host::host_tensor<T>> m;
+  for (index_t i = 0; i < M::size; ++i) {
+    const index_t r = M::rank_at(i), n = rows(r);
+    std::vector<T> v = global_values<T>(n * cols + 7 * r + 1);
+    v.erase(v.begin(), v.begin() + 7 * r + 1);
+    m[r] = host::host_tensor<T>{{n, cols}, v};
+  }
+  return spmd::sim::local_tensor<T, M>(m);
+}
+
+template <class T>
+bool same_tensor(const host::host_tensor<T>& a, const host::host_tensor<T>& b) {
+  return a.shape == b.shape && a.data.size() == b.data.size() &&
+         (a.data.empty() || std::memcmp(a.data.data(), b.data.data(), a.data.size() * sizeof(T)) == 0);
+}
+
+template <class Runner, class M, class T>
+void collectives_of(report& rep) {
+  using spmd::dim_mask;
+  if (M::size > Runner::world()) return;
+  const spmd::host::held_range held = Runner::held(M::size);
+  const std::string tn = type_name<T>() + " on " + std::to_string(M::size) + " ranks";
+  const auto even = per_rank_tensors<T, M>([](index_t) -> index_t { return 5; }, 6);
+  const auto uneven = per_rank_tensors<T, M>([](index_t r) -> index_t { return r % 3; }, 4);
+  std::vector<reduce_op> ops = {reduce_op::sum, reduce_op::max, reduce_op::min, reduce_op::product};
+  if (!std::is_integral_v<T>) ops.push_back(reduce_op::avg);
+  for (dim_mask g : {dim_mask{1}, dim_mask{2}, dim_mask{3}}) {
+    const std::string gs = ", group " + std::to_string(g);
+    for (reduce_op op : ops) {
+      const auto want = spmd::sim::all_reduce(even, op, g);
+      for (const index_t i : held.indices())
+        rep.check(same_tensor(Runner::template all_reduce<M>(even, i, op, g),
+                              want.to_local(M::rank_at(i))),
+                  "all_reduce " + std::string(spmd::reduce_op_name(op)) + " " + tn + gs);
+      for (int dim : {0, 1}) {
+        const auto rs = spmd::sim::reduce_scatter(even, op, dim, g);
+        for (const index_t i : held.indices())
+          rep.check(same_tensor(Runner::template reduce_scatter<M>(even, i, op, dim, g),
+                                rs.to_local(M::rank_at(i))),
+                    "reduce_scatter " + std::string(spmd::reduce_op_name(op)) + " dim " +
+                        std::to_string(dim) + " " + tn + gs);
+      }
+    }
+    for (index_t src : {index_t{0}, M::rank_at(M::size - 1)}) {
+      const auto want = spmd::sim::broadcast(uneven, src, g);
+      for (const index_t i : held.indices())
+        rep.check(same_tensor(Runner::template broadcast<M>(uneven, i, src, g),
+                              want.to_local(M::rank_at(i))),
+                  "broadcast from " + std::to_string(src) + " " + tn + gs);
+    }
+    const auto ag = spmd::sim::all_gather(uneven, 0, g);
+    for (const index_t i : held.indices())
+      rep.check(same_tensor(Runner::template all_gather<M>(uneven, i, 0, g), ag.to_local(M::rank_at(i))),
+                "all_gather dim 0 (uneven) " + tn + gs);
+    const auto ag1 = spmd::sim::all_gather(even, 1, g);
+    for (const index_t i : held.indices())
+      rep.check(same_tensor(Runner::template all_gather<M>(even, i, 1, g), ag1.to_local(M::rank_at(i))),
+                "all_gather dim 1 " + tn + gs);
+    const auto a2a = spmd::sim::all_to_all(even, 1, 0, g);
+    for (const index_t i : held.indices())
+      rep.check(same_tensor(Runner::template all_to_all<M>(even, i, 1, 0, g), a2a.to_local(M::rank_at(i))),
+                "all_to_all split 1 concat 0 " + tn + gs);
+  }
+}
+
+template <class Runner, class M>
+void collective_cases(report& rep) {
+  collectives_of<Runner, M, float>(rep);
+  collectives_of<Runner, M, double>(rep);
+  collectives_of<Runner, M, spmd::bfloat16>(rep);
+  collectives_of<Runner, M, std::int32_t>(rep);
+  collectives_of<Runner, M, std::int64_t>(rep);
 }
 
 }  // namespace suite

@@ -170,7 +170,19 @@ struct messages {
   }
 };
 
-inline bool one_run(const run_geom& g) { return g.nd == 0 && g.contiguous(); }
+
+/// True when the region is contiguous on one side (the source's or the destination's): a
+/// message carries the region's elements in row-major order, so that side can send or
+/// receive it in place whatever the other side's layout.
+inline bool side_contiguous(const run_geom& g, bool source) {
+  if ((source ? g.s_inner : g.d_inner) != 1) return false;
+  index_t span = g.run;
+  for (int d = g.nd - 1; d >= 0; --d) {
+    if ((source ? g.sstr[d] : g.dstr[d]) != span) return false;
+    span *= g.ext[d];
+  }
+  return true;
+}
 
 /// Pieces of at least this many bytes that are not one run travel as MPI derived datatypes
 /// (the runs where they lie, no packing by spmd); smaller ones are packed, which costs less
@@ -271,8 +283,8 @@ void run_gather(const step_schedule& s, const my_group& g, const place& w, const
     if (o.dst == me || (my_first >= 0 && o.dst == my_first)) {
       if (o.src == me) {
         copy_region(out, in, o.geo);
-      } else if (one_run(o.geo)) {
-        msg.recv(out + o.geo.doff, o.geo.run, t, static_cast<int>(pos_of[o.src]), g.comm);
+      } else if (side_contiguous(o.geo, false)) {
+        msg.recv(out + o.geo.doff, o.geo.count(), t, static_cast<int>(pos_of[o.src]), g.comm);
       } else if (as_datatype<T>(o.geo)) {
         msg.types.push_back(region_type(o.geo, false, t, sizeof(T)));
         msg.recv(out + o.geo.doff, 1, msg.types.back(), static_cast<int>(pos_of[o.src]), g.comm);
@@ -287,8 +299,8 @@ void run_gather(const step_schedule& s, const my_group& g, const place& w, const
     if (o.src == me) {
       auto send_to = [&](index_t dst) {
         if (dst == me) return;
-        if (one_run(o.geo)) {
-          msg.send(in + o.geo.soff, o.geo.run, t, static_cast<int>(pos_of[dst]), g.comm);
+        if (side_contiguous(o.geo, true)) {
+          msg.send(in + o.geo.soff, o.geo.count(), t, static_cast<int>(pos_of[dst]), g.comm);
         } else if (as_datatype<T>(o.geo)) {
           msg.types.push_back(region_type(o.geo, true, t, sizeof(T)));
           msg.send(in + o.geo.soff, 1, msg.types.back(), static_cast<int>(pos_of[dst]), g.comm);
@@ -332,7 +344,7 @@ void run_reduce_scatter(const step_schedule& s, const my_group& g, const place& 
       my_count = k;
       for (index_t j = 0; j < n; ++j) {
         if (j == g.pos) {
-          if (one_run(o.geo)) {
+          if (side_contiguous(o.geo, true)) {
             srcs[static_cast<std::size_t>(j)] = in + o.geo.soff;
           } else {
             staged.emplace_back(k);
@@ -346,7 +358,7 @@ void run_reduce_scatter(const step_schedule& s, const my_group& g, const place& 
         }
       }
     } else if (k > 0) {  // send mine to dst
-      if (one_run(o.geo)) {
+      if (side_contiguous(o.geo, true)) {
         msg.send(in + o.geo.soff, k, t, static_cast<int>(dpos), g.comm);
       } else {
         staged.emplace_back(k);
@@ -359,14 +371,15 @@ void run_reduce_scatter(const step_schedule& s, const my_group& g, const place& 
   if (my_count > 0) reduce_region(s.op, out, srcs.data(), n, whole_geom(my_count));
 }
 
-/// all_reduce of this rank's whole block over its group.
+/// out = op over the group (n members, this one at `pos`) of every member's `in`, len elements
+/// each, in group order; out may be in.
 template <class T>
-void run_all_reduce(const step_schedule& s, const my_group& g, const T* in, T* out, index_t len) {
+void all_reduce_chunks(reduce_op op, index_t n, index_t pos, MPI_Comm comm, const T* in, T* out,
+                       index_t len) {
   const MPI_Datatype t = element_type(sizeof(T));
-  const index_t n = s.group_size;
-  if (order_free<T>(s.op)) {
+  if (order_free<T>(op)) {
     check(MPI_Allreduce(in == out ? MPI_IN_PLACE : in, out, count_of(len, "an all_reduce"), t,
-                        mpi_op<T>(s.op), g.comm),
+                        mpi_op<T>(op), comm),
           "MPI_Allreduce");
     return;
   }
@@ -377,26 +390,26 @@ void run_all_reduce(const step_schedule& s, const my_group& g, const T* in, T* o
     displs[static_cast<std::size_t>(j)] = count_of(lo, "an all_reduce");
     counts[static_cast<std::size_t>(j)] = count_of(hi - lo, "an all_reduce");
   }
-  const index_t mine = counts[static_cast<std::size_t>(g.pos)];
-  const index_t off = displs[static_cast<std::size_t>(g.pos)];
+  const index_t mine = counts[static_cast<std::size_t>(pos)];
+  const index_t off = displs[static_cast<std::size_t>(pos)];
   buffer<T> staged(mine * (n - 1));
   std::vector<const T*> srcs(static_cast<std::size_t>(n));
   messages msg;
   index_t slot_k = 0;
   for (index_t j = 0; j < n; ++j) {
-    if (j == g.pos) {
+    if (j == pos) {
       srcs[static_cast<std::size_t>(j)] = in + off;
       continue;
     }
     T* p = staged.data() + slot_k++ * mine;
     srcs[static_cast<std::size_t>(j)] = p;
-    if (mine > 0) msg.recv(p, mine, t, static_cast<int>(j), g.comm);
+    if (mine > 0) msg.recv(p, mine, t, static_cast<int>(j), comm);
     const int c = counts[static_cast<std::size_t>(j)];
-    if (c > 0) msg.send(in + displs[static_cast<std::size_t>(j)], c, t, static_cast<int>(j), g.comm);
+    if (c > 0) msg.send(in + displs[static_cast<std::size_t>(j)], c, t, static_cast<int>(j), comm);
   }
   msg.wait();
-  if (mine > 0) reduce_region(s.op, out + off, srcs.data(), n, whole_geom(mine));
-  check(MPI_Allgatherv(MPI_IN_PLACE, 0, t, out, counts.data(), displs.data(), t, g.comm),
+  if (mine > 0) reduce_region(op, out + off, srcs.data(), n, whole_geom(mine));
+  check(MPI_Allgatherv(MPI_IN_PLACE, 0, t, out, counts.data(), displs.data(), t, comm),
         "MPI_Allgatherv");
 }
 
@@ -444,7 +457,7 @@ void run_step(const plan_step& step, const step_schedule& s, const place& w, slo
     case step_kind::all_reduce: {
       if (s.group_size == 1 || p.elems == 0) break;  // kept
       const my_group g = group_of_me(s, step.from, w);
-      run_all_reduce(s, g, in, out, p.elems);
+      all_reduce_chunks(s.op, s.group_size, g.pos, g.comm, in, out, p.elems);
       break;
     }
   }

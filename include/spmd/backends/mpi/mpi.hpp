@@ -12,6 +12,7 @@
 #include "spmd/backends/host/host_tensor.hpp"
 #include "spmd/backends/mpi/api.hpp"
 #include "spmd/backends/mpi/backend.hpp"
+#include "spmd/backends/mpi/collectives.hpp"
 #include "spmd/backends/mpi/environment.hpp"
 #include "spmd/runtime/comm_counter.hpp"
 #include "spmd/runtime/dtensor.hpp"
