@@ -72,7 +72,7 @@ spmd::placement_vec one(spmd::placement p) {
   return v;
 }
 
-int measure(bool quick) {
+int measure(bool quick, const std::string& only) {
   const int n = spmd::mpi::environment::size(), me = spmd::mpi::environment::rank();
   const bench_case cases[] = {{"S(0)->R", "all_gather", false},
                               {"S(0)->S(1)", "all_to_all", false},
@@ -88,6 +88,7 @@ int measure(bool quick) {
     std::printf("# %d processes\n# %10s %12s %5s %5s %-11s %10s %8s %8s %10s %6s\n", n, "size",
                 "count", "type", "redop", "case", "time(us)", "algbw", "busbw", "raw(us)", "ratio");
   for (const bench_case& c : cases) {
+    if (!only.empty() && only != c.name) continue;
     for (index_t bytes = 4096; bytes <= max_bytes; bytes *= 4) {
       const index_t cols = 256, rows = bytes / 4 / cols;
       if (rows % n != 0 || (std::string(c.coll) == "all_to_all" && cols % n != 0)) continue;
@@ -182,11 +183,13 @@ int main(int argc, char** argv) {
   mallopt(M_MMAP_THRESHOLD, 1 << 30);  // keep freed blocks: no page faults per iteration
   mallopt(M_TRIM_THRESHOLD, -1);
   bool quick = false, measure_only = false;
+  std::string only;  // --case NAME: one case only (e.g. 'S(0)->S(1)'), under mpirun
   for (int i = 1; i < argc; ++i) {
     quick |= std::strcmp(argv[i], "--quick") == 0;
     measure_only |= std::strcmp(argv[i], "--measure") == 0;
+    if (std::strcmp(argv[i], "--case") == 0 && i + 1 < argc) only = argv[++i];
   }
   if (!measure_only && std::getenv("OMPI_COMM_WORLD_SIZE") == nullptr) return launch(argv[0], quick);
   spmd::mpi::environment env(argc, argv);
-  return measure(quick);
+  return measure(quick, only);
 }

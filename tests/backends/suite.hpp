@@ -271,6 +271,51 @@ void typed_cases(report& rep) {
     same_locals(rep, rt::cat<0>(x, x), rt::cat<0>(xS, xS), "cat<0>");
     same_locals(rep, rt::maximum(x, 0.5f) * 2.0f, rt::maximum(xS, 0.5f) * 2.0f, "maximum * 2");
     same_locals(rep, rt::gelu(x) - rt::tanh(x), rt::gelu(xS) - rt::tanh(xS), "gelu - tanh");
+    same_locals(rep, rt::exp(x) / (rt::sqrt(rt::abs(x)) + 1.0f),
+                rt::exp(xS) / (rt::sqrt(rt::abs(xS)) + 1.0f), "exp / (sqrt(abs) + 1)");
+    same_locals(rep, rt::log(rt::abs(x) + 1.0f) - rt::sigmoid(x),
+                rt::log(rt::abs(xS) + 1.0f) - rt::sigmoid(xS), "log(abs + 1) - sigmoid");
+    same_locals(rep, rt::minimum(x, rt::neg(x)), rt::minimum(xS, rt::neg(xS)), "minimum(x, -x)");
+    same_locals(rep, rt::mean<1>(x), rt::mean<1>(xS), "mean<1>");
+    same_locals(rep, rt::min<0>(x), rt::min<0>(xS), "min<0>");
+    same_locals(rep, rt::prod<1>(x), rt::prod<1>(xS), "prod<1>");
+    same_locals(rep, rt::log_softmax<1>(x), rt::log_softmax<1>(xS), "log_softmax<1>");
+    same_locals(rep, rt::layer_norm<1>(x), rt::layer_norm<1>(xS), "layer_norm<1>");
+    {
+      using LG = layout<Mesh, placements<replicate, replicate>, extents<8>>;
+      const std::vector<float> gg = global_values<float>(8);
+      same_locals(rep,
+                  rt::layer_norm<1>(x, F::template distribute_tensor<LG>(gg),
+                                    F::template distribute_tensor<LG>(gg)),
+                  rt::layer_norm<1>(xS, sim::distribute_tensor<LG>(gg), sim::distribute_tensor<LG>(gg)),
+                  "layer_norm<1> with weight and bias");
+    }
+    same_locals(rep, rt::matmul_t(x, rt::transpose<0, 1>(w)), rt::matmul_t(xS, rt::transpose<0, 1>(wS)),
+                "matmul_t");
+    same_locals(rep, rt::permute<1, 0>(x), rt::permute<1, 0>(xS), "permute");
+    same_locals(rep, rt::squeeze<0>(rt::unsqueeze<0>(x)), rt::squeeze<0>(rt::unsqueeze<0>(xS)),
+                "squeeze(unsqueeze)");
+    same_locals(rep, rt::reshape<3, 16>(x), rt::reshape<3, 16>(xS), "reshape<3, 16>");
+    same_locals(rep, rt::view<6, 2, 4>(x), rt::view<6, 2, 4>(xS), "view<6, 2, 4>");
+    same_locals(rep, rt::flatten<0, 1>(x), rt::flatten<0, 1>(xS), "flatten");
+    {  // bmm: (b, m, k) x (b, k, n), batch split
+      using LA = layout<Mesh, placements<shard<0>, replicate>, extents<4, 3, 5>>;
+      using LB = layout<Mesh, placements<shard<0>, shard<2>>, extents<4, 5, 6>>;
+      const std::vector<double> ga = global_values<double>(60), gb = global_values<double>(120);
+      same_locals(rep,
+                  rt::bmm(F::template distribute_tensor<LA>(ga), F::template distribute_tensor<LB>(gb)),
+                  rt::bmm(sim::distribute_tensor<LA>(ga), sim::distribute_tensor<LB>(gb)), "bmm");
+    }
+    {  // embedding: indices (5) S(0), table (10, 4) sharded by rows over mesh dim 1
+      using LI = layout<Mesh, placements<shard<0>, replicate>, extents<5>>;
+      using LT = layout<Mesh, placements<replicate, shard<0>>, extents<10, 4>>;
+      const std::vector<std::int64_t> idx = {3, 9, 0, 4, 7};
+      const std::vector<float> table = global_values<float>(40);
+      same_locals(rep,
+                  rt::embedding(F::template distribute_tensor<LI>(idx), F::template distribute_tensor<LT>(table)),
+                  rt::embedding(sim::distribute_tensor<LI>(idx), sim::distribute_tensor<LT>(table)),
+                  "embedding (row-sharded table)");
+    }
     // Integers: P(max) through neg and relu.
     using LI = layout<Mesh, placements<partial<reduce_op::max>, shard<0>>, extents<3, 4>>;
     const std::vector<std::int32_t> gi = global_values<std::int32_t>(12);

@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "spmd/backends/host/distribute.hpp"
 #include "spmd/backends/host/host_tensor.hpp"
 #include "spmd/backends/host/kernels.hpp"
 #include "spmd/backends/mpi/backend.hpp"

@@ -187,7 +187,10 @@ inline bool side_contiguous(const run_geom& g, bool source) {
 /// Pieces of at least this many bytes that are not one run travel as MPI derived datatypes
 /// (the runs where they lie, no packing by spmd); smaller ones are packed, which costs less
 /// than making a datatype (bench/RESULTS.md).
-inline constexpr index_t datatype_min_bytes = 64 * 1024;
+#ifndef SPMD_MPI_DATATYPE_MIN_BYTES
+#define SPMD_MPI_DATATYPE_MIN_BYTES (64 * 1024)
+#endif
+inline constexpr index_t datatype_min_bytes = SPMD_MPI_DATATYPE_MIN_BYTES;
 
 /// An MPI datatype for one side of a piece: runs of `run` contiguous elements at the outer
 /// strides of that side, element type `elem`. Freed by the caller after the message.
