@@ -39,6 +39,7 @@
 #include "spmd/backends/host/element.hpp"
 #include "spmd/backends/host/kernels.hpp"
 #include "spmd/backends/host/local_set.hpp"
+#include "spmd/backends/host/slot.hpp"
 #include "spmd/backends/mpi/communicators.hpp"
 #include "spmd/backends/mpi/environment.hpp"
 #include "spmd/backends/mpi/names.hpp"
@@ -48,28 +49,6 @@
 #include "spmd/runtime/comm_counter.hpp"
 
 namespace spmd::mpi::detail {
-
-/// This process's local while a plan runs (borrowed from a const input while `own` is
-/// empty; never written then).
-template <class T>
-struct slot {
-  T* data = nullptr;
-  buffer<T> own;
-  shape_vec shape{};
-};
-
-template <class T>
-void dispose(const rank_plan& p, slot<T>& in, slot<T>& out) {
-  if (p.how == disposition::keep ||
-      (p.how == disposition::modify && in.own && in.own.capacity() >= p.elems)) {
-    out.data = in.data;
-    out.own = std::move(in.own);
-  } else {
-    out.own = buffer<T>(p.elems);
-    out.data = out.own.data();
-  }
-  out.shape = p.shape;
-}
 
 // --- reductions MPI may run in any order --------------------------------------------------
 
@@ -219,26 +198,15 @@ bool as_datatype(const run_geom& g) {
          static_cast<std::size_t>(g.count()) * sizeof(T) >= static_cast<std::size_t>(datatype_min_bytes);
 }
 
-/// The source side of a geometry as one packed run (what a packed piece looks like).
-inline run_geom packed_source(const run_geom& g) {
+/// The geometry with one side (the source's, or the destination's) replaced by the packed
+/// region: its runs back to back in row-major order, as a message carries them.
+inline run_geom packed(const run_geom& g, bool source_side) {
   run_geom p = g;
-  p.soff = 0;
-  p.s_inner = 1;
+  (source_side ? p.soff : p.doff) = 0;
+  (source_side ? p.s_inner : p.d_inner) = 1;
   index_t stride = g.run;
   for (int d = g.nd - 1; d >= 0; --d) {
-    p.sstr[d] = stride;
-    stride *= g.ext[d];
-  }
-  return p;
-}
-/// The destination side as one packed run.
-inline run_geom packed_dest(const run_geom& g) {
-  run_geom p = g;
-  p.doff = 0;
-  p.d_inner = 1;
-  index_t stride = g.run;
-  for (int d = g.nd - 1; d >= 0; --d) {
-    p.dstr[d] = stride;
+    (source_side ? p.sstr[d] : p.dstr[d]) = stride;
     stride *= g.ext[d];
   }
   return p;
@@ -309,7 +277,7 @@ void run_gather(const step_schedule& s, const my_group& g, const place& w, const
           msg.send(in + o.geo.soff, 1, msg.types.back(), static_cast<int>(pos_of[dst]), g.comm);
         } else {
           staged.emplace_back(o.geo.count());
-          copy_region(staged.back().data(), in, packed_dest(o.geo));
+          copy_region(staged.back().data(), in, packed(o.geo, false));
           msg.send(staged.back().data(), o.geo.count(), t, static_cast<int>(pos_of[dst]),
                    g.comm);
         }
@@ -321,7 +289,7 @@ void run_gather(const step_schedule& s, const my_group& g, const place& w, const
     }
   }
   msg.wait();
-  for (const auto& [p, geo] : unpack) copy_region(out, static_cast<const T*>(p), packed_source(geo));
+  for (const auto& [p, geo] : unpack) copy_region(out, static_cast<const T*>(p), packed(geo, true));
 }
 
 /// reduce_scatter: out[box_B(me)] = op over the group, in group order, of in_m[box_B(me)].
@@ -351,7 +319,7 @@ void run_reduce_scatter(const step_schedule& s, const my_group& g, const place& 
             srcs[static_cast<std::size_t>(j)] = in + o.geo.soff;
           } else {
             staged.emplace_back(k);
-            copy_region(staged.back().data(), in, packed_dest(o.geo));
+            copy_region(staged.back().data(), in, packed(o.geo, false));
             srcs[static_cast<std::size_t>(j)] = staged.back().data();
           }
         } else {
@@ -365,7 +333,7 @@ void run_reduce_scatter(const step_schedule& s, const my_group& g, const place& 
         msg.send(in + o.geo.soff, k, t, static_cast<int>(dpos), g.comm);
       } else {
         staged.emplace_back(k);
-        copy_region(staged.back().data(), in, packed_dest(o.geo));
+        copy_region(staged.back().data(), in, packed(o.geo, false));
         msg.send(staged.back().data(), k, t, static_cast<int>(dpos), g.comm);
       }
     }

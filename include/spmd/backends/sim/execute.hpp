@@ -33,43 +33,13 @@
 #include "spmd/backends/host/element.hpp"
 #include "spmd/backends/host/kernels.hpp"
 #include "spmd/backends/host/local_set.hpp"
+#include "spmd/backends/host/slot.hpp"
 #include "spmd/plan/lower.hpp"
 #include "spmd/backends/sim/names.hpp"
 
 namespace spmd::sim {
 
 namespace detail {
-
-/// A rank's local while a plan runs: `data` is read (and written when `own` holds it);
-/// an empty `own` means the data is borrowed from the caller's input.
-template <class T>
-struct slot {
-  T* data = nullptr;
-  buffer<T> own;
-  shape_vec shape{};
-};
-
-template <class T>
-SPMD_SIM_INLINE void dispose(const rank_plan& p, slot<T>& in, slot<T>& out) {
-  switch (p.how) {
-    case disposition::keep:
-      out.data = in.data;
-      out.own = std::move(in.own);
-      break;
-    case disposition::modify:
-      if (in.own && in.own.capacity() >= p.elems) {
-        out.data = in.data;
-        out.own = std::move(in.own);
-        break;
-      }
-      [[fallthrough]];
-    case disposition::fresh:
-      out.own = buffer<T>(p.elems);
-      out.data = out.own.data();
-      break;
-  }
-  out.shape = p.shape;
-}
 
 /// One op. `srcs`/`dsts` are scratch arrays of at least group_size pointers.
 template <class T>
