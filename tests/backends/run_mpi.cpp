@@ -63,6 +63,32 @@ void outside(suite::report& rep) {
     rep.check(y.local().size() == 36, "a process in the mesh holds its local");
   }
 }
+/// A mesh naming ranks of a communicator the user passes: the world split in two halves, each
+/// running its own mesh<2> (the other ranks of a half are outside it).
+void scoped(suite::report& rep) {
+  using namespace spmd;
+  const int world = mpi::environment::size(), me = mpi::environment::rank();
+  MPI_Comm half = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, me < world / 2 ? 0 : 1, me, &half);
+  {
+    mpi::communicator_scope scope(half);
+    using L = layout<mesh<2>, placements<shard<1>>, extents<3, 5>>;
+    const std::vector<double> g = suite::global_values<double>(15);
+    const auto x = mpi::distribute_tensor<L>(g);
+    const auto y = mpi::redistribute<placements<partial<reduce_op::max>>>(
+        mpi::redistribute<placements<shard<0>>>(x));
+    const auto ys = sim::redistribute<placements<partial<reduce_op::max>>>(
+        sim::redistribute<placements<shard<0>>>(sim::distribute_tensor<L>(g)));
+    const int mine = mpi::environment::rank();  // rank in the half
+    if (mine < 2)
+      rep.check(suite::same_bits<double>(y.local(), ys.local(mine)),
+                "a mesh over a user's communicator (half " + std::to_string(me < world / 2) + ")");
+    else
+      rep.check(y.locals().held_ranks().count() == 0, "outside a mesh over a user's communicator");
+  }
+  MPI_Comm_free(&half);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -75,6 +101,8 @@ int main(int argc, char** argv) {
   suite::collective_cases<mpi_runner, spmd::mesh<2, 2>>(rep);
   suite::collective_cases<mpi_runner, spmd::mesh<2, 4>>(rep);
   outside(rep);
+  scoped(rep);
+  scoped(rep);  // again: a new split may get the freed handle; it must not find the old groups
   long totals[2] = {rep.checks, rep.failures}, sums[2] = {0, 0};
   MPI_Allreduce(totals, sums, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
   if (env.rank() == 0)

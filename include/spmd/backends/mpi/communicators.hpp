@@ -5,7 +5,8 @@
 // member in group order, so that "rank j" means the same in a schedule and in MPI. They are
 // made with MPI_Comm_create_group, collective over the group's members only (a process
 // outside the mesh never has to take part), and kept for the life of the process, keyed by
-// the parent communicator and the members' ranks in it.
+// the parent communicator and the members' ranks in it; freeing a parent (MPI_Comm_free) frees
+// its groups' communicators too (an MPI attribute's delete callback).
 #pragma once
 
 #include "spmd/backends/mpi/mpi_c.hpp"
@@ -22,15 +23,57 @@
 
 namespace spmd::mpi::detail {
 
+using comm_key = std::pair<MPI_Comm, std::vector<int>>;
+
+inline std::recursive_mutex& comm_cache_mutex() {
+  static std::recursive_mutex mu;
+  return mu;
+}
+inline std::map<comm_key, MPI_Comm>& comm_cache() {
+  static auto* cache = new std::map<comm_key, MPI_Comm>();  // outlives static destruction
+  return *cache;
+}
+
+/// Called by MPI when a parent communicator is freed: its groups' communicators go with it
+/// (a later communicator may get the same handle; it must not find them).
+inline int forget_parent(MPI_Comm parent, int, void*, void*) {
+  std::lock_guard<std::recursive_mutex> lock(comm_cache_mutex());
+  auto& cache = comm_cache();
+  for (auto it = cache.begin(); it != cache.end();) {
+    if (it->first.first == parent) {
+      MPI_Comm c = it->second;
+      MPI_Comm_free(&c);
+      it = cache.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return MPI_SUCCESS;
+}
+
+/// The attribute key that ties a parent's cache entries to its lifetime.
+inline int parent_keyval() {
+  static const int key = [] {
+    int k = MPI_KEYVAL_INVALID;
+    check(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, &forget_parent, &k, nullptr),
+          "MPI_Comm_create_keyval");
+    return k;
+  }();
+  return key;
+}
+
 /// The communicator of `members` (ranks of `parent`, in group order; this process must be
 /// one of them), from the cache or made now.
 inline MPI_Comm group_comm(MPI_Comm parent, const std::vector<int>& members) {
-  using key_t = std::pair<MPI_Comm, std::vector<int>>;
-  static std::mutex mu;
-  static std::map<key_t, MPI_Comm>* cache = new std::map<key_t, MPI_Comm>();  // outlives exit
-  std::lock_guard<std::mutex> lock(mu);
-  key_t key{parent, members};
-  if (auto it = cache->find(key); it != cache->end()) return it->second;
+  std::lock_guard<std::recursive_mutex> lock(comm_cache_mutex());
+  auto& cache = comm_cache();
+  comm_key key{parent, members};
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  void* attr = nullptr;
+  int has = 0;
+  check(MPI_Comm_get_attr(parent, parent_keyval(), &attr, &has), "MPI_Comm_get_attr");
+  if (!has && parent != MPI_COMM_WORLD && parent != MPI_COMM_SELF)
+    check(MPI_Comm_set_attr(parent, parent_keyval(), nullptr), "MPI_Comm_set_attr");
   MPI_Group whole, part;
   check(MPI_Comm_group(parent, &whole), "MPI_Comm_group");
   check(MPI_Group_incl(whole, static_cast<int>(members.size()), members.data(), &part),
@@ -44,7 +87,7 @@ inline MPI_Comm group_comm(MPI_Comm parent, const std::vector<int>& members) {
   MPI_Group_free(&part);
   MPI_Group_free(&whole);
   MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
-  cache->emplace(std::move(key), comm);
+  cache.emplace(std::move(key), comm);
   return comm;
 }
 
