@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """tests/backends/check_failure.py MPIRUN_ARGS... -- EXE: a rank that fails must end the job.
 
-Runs EXE under mpirun in three modes and checks each ends (no hang: a 120 s limit) with a
+Runs EXE under mpirun in four modes and checks each ends (no hang: a 120 s limit) with a
 non-zero exit and a message naming the failing rank and its error."""
 import subprocess
 import sys
@@ -12,6 +12,7 @@ cases = [
     ("from_local", 4, ["spmd::mpi: rank 1 of 4 failed", "spmd::mpi::from_local: rank 1 has local shape [3, 4]"]),
     ("kernel", 4, ["spmd::mpi: rank 2 of 4 failed", "the kernel failed on purpose"]),
     ("world", 4, ["failed", "the mesh has 8 ranks (rank ids up to 7) but the communicator has 4 processes"]),
+    ("collective", 4, ["failed", "spmd::mpi::all_reduce: rank 1's tensor [3, 2] differs from rank 0's [2, 2] in their group"]),
 ]
 bad = 0
 for mode, n, wants in cases:

@@ -3,6 +3,8 @@
 //   mpi_failure from_local   rank 1 passes a local of the wrong shape
 //   mpi_failure kernel       an operator's local kernel throws on rank 2
 //   mpi_failure world        (run with fewer processes than the mesh) every rank refuses
+//   mpi_failure collective   rank 1 passes all_reduce a tensor of another shape: every rank
+//                            refuses before data moves
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -37,6 +39,12 @@ int main(int argc, char** argv) {
   if (mode == "world") {  // a 2x4 mesh on fewer than 8 processes
     const auto x = mpi::ones<float, layout<mesh<2, 4>, placements<shard<0>, replicate>, extents<8, 4>>>();
     return x.local().size() > 0 ? 0 : 1;
+  }
+  if (mode == "collective") {
+    const index_t rows = env.rank() == 1 ? 3 : 2;
+    host::host_tensor<float> mine{{rows, 2}, std::vector<float>(static_cast<std::size_t>(rows * 2), 1.f)};
+    const auto y = mpi::all_reduce<M>(mine, reduce_op::sum);
+    return y.data.size() == 4 ? 0 : 1;
   }
   return 3;
 }

@@ -104,6 +104,17 @@ inline std::string who_text(const char* fn, const mesh_group& g, index_t j) {
   return std::string("spmd::mpi::") + fn + ": rank " + std::to_string(g.ranks[static_cast<std::size_t>(j)]);
 }
 
+/// Every member's shape must equal the first member's (the same check on every member).
+inline void require_equal_shapes(const mesh_group& g, const std::vector<shape_vec>& shapes,
+                                 const char* fn) {
+  for (index_t j = 1; j < g.n; ++j)
+    if (!(shapes[static_cast<std::size_t>(j)] == shapes[0]))
+      throw std::invalid_argument(who_text(fn, g, j) + "'s tensor " +
+                                  shape_text(shapes[static_cast<std::size_t>(j)]) +
+                                  " differs from rank " + std::to_string(g.ranks[0]) + "'s " +
+                                  shape_text(shapes[0]) + " in their group");
+}
+
 inline int dim_of(int d, int n, const char* who, const char* what) {
   if (d < -n || d >= n)
     throw std::out_of_range(std::string("spmd::mpi::") + who + ": " + what + " " +
@@ -152,12 +163,7 @@ host_tensor<T> all_reduce(const host_tensor<T>& x, reduce_op op,
   const detail::mesh_group g = detail::group_for<Mesh>(group, "all_reduce");
   if (!g.member) return x;
   const std::vector<shape_vec> shapes = detail::shapes_of(g, x.shape);
-  for (index_t j = 1; j < g.n; ++j)
-    if (!(shapes[static_cast<std::size_t>(j)] == shapes[0]))
-      throw std::invalid_argument(detail::who_text("all_reduce", g, j) + "'s tensor " +
-                                  detail::shape_text(shapes[static_cast<std::size_t>(j)]) + " differs from rank " +
-                                  std::to_string(g.ranks[0]) + "'s " + detail::shape_text(shapes[0]) +
-                                  " in their group");
+  detail::require_equal_shapes(g, shapes, "all_reduce");
   host_tensor<T> out = x;
   const index_t len = static_cast<index_t>(x.data.size());
   if (g.n > 1 && len > 0)
@@ -248,12 +254,7 @@ host_tensor<T> reduce_scatter(const host_tensor<T>& x, reduce_op op, int dim,
   if (!g.member) return x;
   const int d = detail::dim_of(dim, static_cast<int>(x.shape.size()), "reduce_scatter", "dim");
   const std::vector<shape_vec> shapes = detail::shapes_of(g, x.shape);
-  for (index_t j = 1; j < g.n; ++j)
-    if (!(shapes[static_cast<std::size_t>(j)] == shapes[0]))
-      throw std::invalid_argument(detail::who_text("reduce_scatter", g, j) + "'s tensor " +
-                                  detail::shape_text(shapes[static_cast<std::size_t>(j)]) + " differs from rank " +
-                                  std::to_string(g.ranks[0]) + "'s " + detail::shape_text(shapes[0]) +
-                                  " in their group");
+  detail::require_equal_shapes(g, shapes, "reduce_scatter");
   const shape_vec S = shapes[0];
   auto piece = [&](index_t j, shape_vec& ext, shape_vec& at) {
     const chunk_piece p = chunk(S[d], g.n, j);
