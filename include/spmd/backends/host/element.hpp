@@ -40,7 +40,7 @@ constexpr const char* element_name() {
 /// so a round trip through P(sum) keeps every bit; +0 would turn a -0 into +0), 0 for
 /// integers and avg, 1 for product, -inf (lowest for integers) for max, +inf (max) for min.
 template <element T>
-constexpr T identity(reduce_op op) {
+SPMD_HD constexpr T identity(reduce_op op) {
   using L = std::numeric_limits<T>;
   switch (op) {
     case reduce_op::sum:
@@ -63,7 +63,7 @@ constexpr T reduction_start(reduce_op op) {
 /// max and min propagate NaN and order signed zeros (core/numerics.hpp), so the result is
 /// the same bits whatever order the ranks come in.
 template <reduce_op Op, element T>
-constexpr T combine(T a, T b) {
+SPMD_HD constexpr T combine(T a, T b) {
   if constexpr (Op == reduce_op::sum || Op == reduce_op::avg) {
     if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) return spmd::wrap_add(a, b);
     else return static_cast<T>(a + b);
@@ -89,14 +89,14 @@ void check_reduce_op(reduce_op op, const char* where) {
 
 /// a / n, the last step of avg (integers truncate).
 template <element T>
-constexpr T divide(T a, index_t n) {
+SPMD_HD constexpr T divide(T a, index_t n) {
   if constexpr (std::is_same_v<T, bfloat16>) return bfloat16{float(a) / static_cast<float>(n)};
   else return static_cast<T>(a / static_cast<T>(n));
 }
 
 /// a * n, what fill stores for avg so that the average is a.
 template <element T>
-constexpr T times(T a, index_t n) {
+SPMD_HD constexpr T times(T a, index_t n) {
   if constexpr (std::is_same_v<T, bfloat16>) return bfloat16{float(a) * static_cast<float>(n)};
   else if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) return spmd::wrap_mul(a, static_cast<T>(n));
   else return static_cast<T>(a * static_cast<T>(n));

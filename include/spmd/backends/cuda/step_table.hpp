@@ -1,0 +1,152 @@
+// spmd/backends/cuda/step_table.hpp — a plan step as a table of box operations that one kernel
+// launch runs for every rank at once (issue 11's device side; built and tested on the host).
+//
+// The simulation runs a step's ops one after another, and some of them depend on order: a
+// fill step fills a rank's whole new block and then copies the old block into part of it, and
+// a replicate op copies what the group's first member assembled in the same step. A launch
+// runs every element of every op at once, so the table is built so that each output element
+// is written by exactly one work item and nothing reads what the step writes:
+//   - fill + copy/scale of a fill step: the fill covers only the complement of the copied box
+//     (at most two slabs per dim);
+//   - replicate: the member receives the same pieces as its first member (or the first's whole
+//     block, when the first keeps it), read from the step's inputs;
+//   - move (a chunk step in place): a copy; the backend gives the rank a fresh output buffer.
+// Work items are numbered over the ops (`begin` of op k is the number of items before it): a
+// reduce or reduce_bcast item computes one output element from the group's inputs in group
+// order, as the simulation's kernels do, so the bits are the same.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "spmd/core/config.hpp"
+#include "spmd/plan/lower.hpp"
+
+namespace spmd::cuda {
+
+/// One box operation of a step, on the device.
+struct dev_op {
+  op_code code = op_code::copy;  // copy, fill, scale, reduce or reduce_bcast (no move/replicate)
+  index_t src = 0;               // mesh index in the step's inputs, or the group (reduce*)
+  index_t dst = 0;               // mesh index in the step's outputs
+  run_geom geo{};
+  index_t begin = 0;             // the first work item of this op
+};
+
+/// A step as the device reads it (pointers into device or host memory, as the caller built it).
+struct step_view {
+  reduce_op op = reduce_op::sum;
+  index_t group_size = 1;
+  const index_t* members = nullptr;  // members[g * group_size + j]: mesh index, group order
+  const dev_op* ops = nullptr;
+  index_t n_ops = 0;
+  index_t items = 0;                 // work items in all
+};
+
+/// The host-side table of one step (vectors; copy them to the device to launch).
+struct step_table {
+  reduce_op op = reduce_op::sum;
+  index_t group_size = 1;
+  std::vector<index_t> members;
+  std::vector<dev_op> ops;
+  index_t items = 0;
+  step_view view() const {
+    return {op, group_size, members.data(), ops.data(), static_cast<index_t>(ops.size()), items};
+  }
+};
+
+namespace detail {
+
+/// The parts of box `outer` outside box `inner` (inner inside outer, or empty): slabs below and
+/// above inner along each dim, the earlier dims restricted to inner's range.
+inline std::vector<local_box> complement(const local_box& outer, const local_box& inner) {
+  std::vector<local_box> out;
+  if (box_volume(inner) == 0) {
+    out.push_back(outer);
+    return out;
+  }
+  local_box rest = outer;
+  for (int d = 0; d < outer.shape.size(); ++d) {
+    const index_t lo = inner.offset[d], hi = inner.offset[d] + inner.shape[d];
+    const index_t rlo = rest.offset[d], rhi = rest.offset[d] + rest.shape[d];
+    if (lo > rlo) {
+      local_box below = rest;
+      below.shape[d] = lo - rlo;
+      out.push_back(below);
+    }
+    if (hi < rhi) {
+      local_box above = rest;
+      above.offset[d] = hi;
+      above.shape[d] = rhi - hi;
+      out.push_back(above);
+    }
+    rest.offset[d] = lo;
+    rest.shape[d] = hi - lo;
+  }
+  return out;
+}
+
+/// Items an op takes: one per output element (reduce_bcast: one per element of the block,
+/// written to every member).
+inline index_t items_of(const dev_op& o) { return o.geo.count(); }
+
+}  // namespace detail
+
+/// The table of step s (lowered by build_schedule for global shape `global`; @pre no error).
+inline step_table build_step_table(const plan_step& step, const step_schedule& s,
+                                   const shape_vec& global) {
+  step_table t;
+  t.op = s.op;
+  t.group_size = s.group_size;
+  t.members = s.members;
+  auto add = [&t](op_code code, index_t src, index_t dst, const run_geom& geo) {
+    if (geo.count() == 0) return;
+    dev_op o{code, src, dst, geo, t.items};
+    t.items += detail::items_of(o);
+    t.ops.push_back(o);
+  };
+  const mesh_shape_vec& mesh = step.from.mesh;
+  auto box_a = [&](index_t r) { return box_at(step.from, global, unravel(mesh, r)); };
+  auto box_b = [&](index_t r) { return box_at(step.to, global, unravel(mesh, r)); };
+
+  // Replicas: rank -> the first member whose block it copies.
+  std::vector<index_t> first_of(s.ranks.size(), -1);
+  for (const sched_op& o : s.ops)
+    if (o.code == op_code::replicate) first_of[static_cast<std::size_t>(o.dst)] = o.src;
+
+  for (const sched_op& o : s.ops) {
+    switch (o.code) {
+      case op_code::copy:
+      case op_code::move:
+        add(op_code::copy, o.src, o.dst, o.geo);
+        if (o.code == op_code::copy)  // the same piece for every replica of o.dst
+          for (std::size_t r = 0; r < first_of.size(); ++r)
+            if (first_of[r] == o.dst) add(op_code::copy, o.src, static_cast<index_t>(r), o.geo);
+        break;
+      case op_code::fill: {
+        // A fill step's fill is followed by this rank's copy/scale of its old block: fill only
+        // around it. A partition's fill covers the whole block.
+        const local_box b = box_b(o.dst), a = box_a(o.dst);
+        const bool around = step.kind == step_kind::fill && !same_box(a, b);
+        if (!around) {
+          add(op_code::fill, o.src, o.dst, o.geo);
+        } else {
+          for (const local_box& part : detail::complement(b, a))
+            add(op_code::fill, o.src, o.dst, make_geom(part, b, b));
+        }
+        break;
+      }
+      case op_code::scale:
+      case op_code::reduce:
+      case op_code::reduce_bcast: add(o.code, o.src, o.dst, o.geo); break;
+      case op_code::replicate:
+        // A first member that keeps its block received no pieces: copy its block whole.
+        if (s.ranks[static_cast<std::size_t>(o.src)].how == disposition::keep)
+          add(op_code::copy, o.src, o.dst, o.geo);
+        break;
+    }
+  }
+  return t;
+}
+
+}  // namespace spmd::cuda
