@@ -32,9 +32,9 @@ namespace detail {
 using namespace spmd::host::detail;
 }
 
-/// A backend type (checked where a dtensor is made with it).
+/// A backend type (dtensor checks its third argument with it).
 template <class B>
-concept backend = requires {
+concept backend_type = requires {
   { B::name } -> std::convertible_to<const char*>;
   { B::template held<spmd::mesh<1>>() } -> std::same_as<held_range>;
 };

@@ -114,6 +114,9 @@ auto redistribute(const dtensor<T, L, B>& x, forward_dtype_t<U>);
 /// Invariant: every held mesh index i has a local of exactly box_at(spec, global, coord(i)).
 template <element T, class Layout, class B>
 class dtensor {
+  static_assert(backend_type<B>,
+                "spmd::runtime::dtensor: the third argument is not a backend type (it needs a "
+                "`name` and `held<Mesh>()`; runtime/backend.hpp lists what a backend supplies).");
   static_assert(!std::is_integral_v<T> || !holds_partial(Layout::spec().placements, reduce_op::avg),
                 "spmd: P(avg) needs a floating-point element type: the average of integers is not "
                 "an integer (torch.mean refuses integer tensors); hold P(sum) and divide.");

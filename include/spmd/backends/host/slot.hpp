@@ -4,12 +4,19 @@
 // points at the data a rank holds and owns it, or borrows it from a const input (never
 // written then). `dispose` applies a step's disposition (plan/lower.hpp): keep the buffer,
 // modify it in place when it is owned and large enough, or take a fresh one from the pool.
+// `checked_schedules` is the value-level entry both share: the plan and its input checked,
+// the schedules built.
 #pragma once
 
+#include <stdexcept>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "spmd/backends/host/buffer.hpp"
+#include "spmd/backends/host/element.hpp"
 #include "spmd/backends/host/kernels.hpp"
+#include "spmd/backends/host/local_set.hpp"
 #include "spmd/core/config.hpp"
 #include "spmd/plan/lower.hpp"
 
@@ -44,6 +51,31 @@ SPMD_SIM_INLINE void dispose(const rank_plan& p, slot<T>& in, slot<T>& out) {
       break;
   }
   out.shape = p.shape;
+}
+
+/// The schedules of plan `p` for `global`, after checking what a value-level execute is given:
+/// no integer P(avg), an input over the plan's mesh whose held locals have the shapes of the
+/// plan's first state. Throws std::invalid_argument naming `who` and what is wrong.
+template <class T>
+std::vector<step_schedule> checked_schedules(const plan& p, const shape_vec& global,
+                                             const local_set<T>& in, const char* who) {
+  for (int i = 0; i < p.steps.size(); ++i)  // every reduction's op is held by a state
+    for (const layout_spec* s : {&p.steps[i].from, &p.steps[i].to})
+      if (holds_partial(s->placements, reduce_op::avg)) check_reduce_op<T>(reduce_op::avg, who);
+  std::vector<step_schedule> scheds = build_schedules(p, global, who);
+  if (p.steps.size() > 0) {
+    const layout_spec& from = p.steps[0].from;
+    if (in.ranks() != from.mesh_size())
+      throw std::invalid_argument(std::string(who) + ": the input has " +
+                                  std::to_string(in.ranks()) + " ranks, the plan's mesh " +
+                                  std::to_string(from.mesh_size()));
+    for (const index_t r : in.held())
+      if (!(box_at(from, global, unravel(from.mesh, r)).shape == in.shape(r)))
+        throw std::invalid_argument(std::string(who) + ": the local of mesh index " +
+                                    std::to_string(r) +
+                                    " does not have the shape of the plan's first state");
+  }
+  return scheds;
 }
 
 }  // namespace spmd::host::detail

@@ -116,25 +116,10 @@ struct backend {
 /// process's local (local_set(mesh size, held(mesh size))) in the plan's first state.
 template <class T>
 local_set<T> execute(const plan& p, const shape_vec& global, const local_set<T>& in) {
-  for (int i = 0; i < p.steps.size(); ++i)
-    for (const layout_spec* s : {&p.steps[i].from, &p.steps[i].to})
-      if (holds_partial(s->placements, reduce_op::avg))
-        check_reduce_op<T>(reduce_op::avg, "spmd::mpi::execute");
-  const std::vector<step_schedule> scheds = build_schedules(p, global, "spmd::mpi::execute");
-  std::vector<int> ranks;
-  if (p.steps.size() > 0) {
-    const layout_spec& from = p.steps[0].from;
-    if (in.ranks() != from.mesh_size())
-      throw std::invalid_argument("spmd::mpi::execute: the input has " +
-                                  std::to_string(in.ranks()) + " ranks, the plan's mesh " +
-                                  std::to_string(from.mesh_size()));
-    for (const index_t r : in.held())
-      if (!(box_at(from, global, unravel(from.mesh, r)).shape == in.shape(r)))
-        throw std::invalid_argument("spmd::mpi::execute: the local of mesh index " +
-                                    std::to_string(r) +
-                                    " does not have the shape of the plan's first state");
-    for (index_t i = 0; i < from.mesh_size(); ++i) ranks.push_back(static_cast<int>(i));
-  }
+  const std::vector<step_schedule> scheds =
+      detail::checked_schedules(p, global, in, "spmd::mpi::execute");
+  std::vector<int> ranks;  // mesh index i is rank i
+  for (index_t i = 0; i < in.ranks(); ++i) ranks.push_back(static_cast<int>(i));
   return detail::run_schedules<T>(p, scheds, global, std::move(ranks), in);
 }
 

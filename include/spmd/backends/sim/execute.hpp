@@ -156,22 +156,7 @@ local_set<T> run_schedules(const plan& p, const std::vector<step_schedule>& sche
 
 template <class T, class In>
 local_set<T> execute_runtime(const plan& p, const shape_vec& global, In&& in) {
-  for (int i = 0; i < p.steps.size(); ++i)  // every reduction's op is held by a state
-    for (const layout_spec* s : {&p.steps[i].from, &p.steps[i].to})
-      if (holds_partial(s->placements, reduce_op::avg)) check_reduce_op<T>(reduce_op::avg, "spmd::sim::execute");
-  const std::vector<step_schedule> scheds = build_schedules(p, global, "spmd::sim::execute");
-  if (p.steps.size() > 0) {
-    const layout_spec& from = p.steps[0].from;
-    if (in.ranks() != from.mesh_size())
-      throw std::invalid_argument("spmd::sim::execute: the input has " +
-                                  std::to_string(in.ranks()) + " ranks, the plan's mesh " +
-                                  std::to_string(from.mesh_size()));
-    for (index_t r = 0; r < in.ranks(); ++r)
-      if (!(box_at(from, global, unravel(from.mesh, r)).shape == in.shape(r)))
-        throw std::invalid_argument("spmd::sim::execute: the local of mesh index " +
-                                    std::to_string(r) +
-                                    " does not have the shape of the plan's first state");
-  }
+  const std::vector<step_schedule> scheds = checked_schedules(p, global, in, "spmd::sim::execute");
   return run_schedules<T>(p, scheds, global, std::forward<In>(in));
 }
 
