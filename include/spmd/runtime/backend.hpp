@@ -16,11 +16,21 @@
 //   static <local_set<T> or const&> gather_all(const local_set<T>&);  // every rank's local
 //                                                             // here (full_tensor)
 //
+// A backend whose locals live in device memory adds (backends/cuda/backend.hpp):
+//
+//   template <class T> using storage = ...;                 // its locals (else local_set<T>)
+//   static storage<T> from_host(local_set<T>&&);            // host locals moved to it
+//   static host_tensor<T> to_host(const storage<T>&, i);    // one local copied back
+//   template <class U> static storage<U> cast(const storage<T>&);   // element type U
+//   template <class Op> static void run_op(op, storage<U>& out, offsets, const storage<T>&...);
+//                                                            // the op's local kernel, every rank
+//
 // Nothing else: the plan and its lowering to box operations (spmd/plan/lower.hpp), the
 // propagation rules and the operators are shared. See docs/backends.md.
 #pragma once
 
 #include <concepts>
+#include <type_traits>
 
 #include "spmd/backends/host/local_set.hpp"
 #include "spmd/core/mesh.hpp"
@@ -31,6 +41,22 @@ using namespace spmd::host;
 namespace detail {
 using namespace spmd::host::detail;
 }
+
+/// Where backend B keeps the locals of element type T: B::storage<T>, or host memory.
+template <class B, class T, class = void>
+struct storage_of {
+  using type = local_set<T>;
+};
+template <class B, class T>
+struct storage_of<B, T, std::void_t<typename B::template storage<T>>> {
+  using type = typename B::template storage<T>;
+};
+template <class B, class T>
+using storage_t = typename storage_of<B, T>::type;
+
+/// True when B's locals are host memory that the host kernels can read (sim, MPI).
+template <class B>
+inline constexpr bool host_memory = std::is_same_v<storage_t<B, float>, local_set<float>>;
 
 /// A backend type (dtensor checks its third argument with it).
 template <class B>

@@ -130,8 +130,11 @@ class dtensor {
   using extents_type = typename Layout::extents_type;
   static constexpr std::size_t rank = Layout::rank;
 
+  /// Where B keeps the locals: host::local_set<T> for host backends.
+  using storage_type = storage_t<B, T>;
+
   /// (Internal: the locals must match the layout.)
-  dtensor(detail::internal_t, const Layout& layout, local_set<T> locals)
+  dtensor(detail::internal_t, const Layout& layout, storage_type locals)
       : layout_(layout), locals_(std::move(locals)) {}
 
   const Layout& layout() const { return layout_; }
@@ -141,25 +144,38 @@ class dtensor {
   /// The local tensor of `mesh_rank` (a rank id); an empty view for a rank outside the mesh.
   /// On a backend with a process per rank, only this process's rank can be read (another
   /// throws std::out_of_range naming it).
-  strided_view<T> local(index_t mesh_rank) {
+  /// On a device backend the view is of device memory (a device_view).
+  auto local(index_t mesh_rank) {
     const index_t i = held_index(mesh_rank);
-    if (i < 0) return {nullptr, empty_shape()};
+    if (i < 0) return decltype(locals_.view(0)){nullptr, empty_shape()};
     return locals_.view(i);
   }
-  strided_view<const T> local(index_t mesh_rank) const {
+  auto local(index_t mesh_rank) const {
     const index_t i = held_index(mesh_rank);
-    if (i < 0) return {nullptr, empty_shape()};
+    if (i < 0) return decltype(locals_.view(0)){nullptr, empty_shape()};
     return locals_.view(i);
   }
   /// This process's local (DTensor's to_local()): for backends with a rank per process;
   /// empty when this process is outside the mesh.
-  strided_view<T> local() { return local_of_process(*this); }
-  strided_view<const T> local() const { return local_of_process(*this); }
+  auto local() { return local_of_process(*this); }
+  auto local() const { return local_of_process(*this); }
 
-  /// A copy of `mesh_rank`'s local.
-  host_tensor<T> to_local(index_t mesh_rank) const { return copy_of(local(mesh_rank)); }
-  /// A copy of this process's local.
-  host_tensor<T> to_local() const { return copy_of(local()); }
+  /// A host copy of `mesh_rank`'s local.
+  host_tensor<T> to_local(index_t mesh_rank) const {
+    if constexpr (host_memory<B>) {
+      return copy_of(local(mesh_rank));
+    } else {
+      const index_t i = held_index(mesh_rank);
+      if (i < 0) return host_tensor<T>{std::vector<index_t>(rank, 0), {}};
+      return B::to_host(locals_, i);
+    }
+  }
+  /// A host copy of this process's local.
+  host_tensor<T> to_local() const {
+    const held_range h = locals_.held_ranks();
+    if (h.count() != 1) return copy_of(local());  // throws, or empty outside the mesh
+    return to_local(mesh_type::rank_at(h.lo));
+  }
 
   /// The global tensor, row-major; Partial placements reduced (the dtensor is unchanged).
   /// Empty in a process outside the mesh (it holds no part of the tensor).
@@ -171,8 +187,8 @@ class dtensor {
   }
 
   /// The locals this process holds, by mesh index.
-  const local_set<T>& locals() const& { return locals_; }
-  local_set<T>&& locals() && { return std::move(locals_); }
+  const storage_type& locals() const& { return locals_; }
+  storage_type&& locals() && { return std::move(locals_); }
 
   template <class NewPlacements, template <class, class, class> class PlanOf = default_plan_of>
   auto redistribute() const& {
@@ -226,7 +242,7 @@ class dtensor {
   }
 
   [[no_unique_address]] Layout layout_;
-  local_set<T> locals_;
+  storage_type locals_;
 };
 
 // ---------------------------------------------------------------------------
@@ -276,6 +292,13 @@ void check_local(const host_tensor<T>& t, const shape_vec& want, index_t r, cons
 }
 }  // namespace detail
 
+/// Host locals as backend B keeps them (moved to device memory on a device backend).
+template <class B, class T>
+storage_t<B, T> to_storage(local_set<T>&& host) {
+  if constexpr (host_memory<B>) return std::move(host);
+  else return B::from_host(std::move(host));
+}
+
 template <class B>
 struct factories {
   template <class Layout>
@@ -293,7 +316,7 @@ struct factories {
     const std::span<const T> data(std::ranges::data(global), std::ranges::size(global));
     return dtensor<T, Layout, B>(
         detail::internal_t{}, layout,
-        distribute<T>(data, Layout::spec(), layout.extents().to_vec(), held<Layout>()));
+        to_storage<B>(distribute<T>(data, Layout::spec(), layout.extents().to_vec(), held<Layout>())));
   }
 
   /// A dtensor from the locals of the ranks this process holds: get(i, r) gives the local
@@ -311,7 +334,7 @@ struct factories {
       locals.assign(i, want);
       if (!t.data.empty()) std::memcpy(locals.data(i), t.data.data(), t.data.size() * sizeof(T));
     }
-    return dtensor<T, Layout, B>(detail::internal_t{}, layout, std::move(locals));
+    return dtensor<T, Layout, B>(detail::internal_t{}, layout, to_storage<B>(std::move(locals)));
   }
 
   // A Partial layout gets what a Replicate -> Partial partition would leave: for sum and
@@ -323,7 +346,7 @@ struct factories {
   static dtensor<T, Layout, B> empty(const Layout& layout = Layout{}) {
     using M = typename Layout::mesh_type;
     const shape_vec global = layout.extents().to_vec();
-    local_set<T> locals(M::size, held<Layout>());
+    storage_t<B, T> locals(M::size, held<Layout>());
     for (const index_t i : locals.held())
       locals.assign(i, box_at(Layout::spec(), global, unravel(M::shape_vec(), i)).shape);
     return dtensor<T, Layout, B>(detail::internal_t{}, layout, std::move(locals));
@@ -332,15 +355,17 @@ struct factories {
   template <element T, class Layout>
   static dtensor<T, Layout, B> full(T value, const Layout& layout = Layout{}) {
     return dtensor<T, Layout, B>(detail::internal_t{}, layout,
-                                 generate<T>(Layout::spec(), layout.extents().to_vec(),
-                                             detail::constant_value<T>{value}, held<Layout>()));
+                                 to_storage<B>(generate<T>(Layout::spec(), layout.extents().to_vec(),
+                                                           detail::constant_value<T>{value},
+                                                           held<Layout>())));
   }
   /// Element = its global row-major index (0, 1, 2, ... over the global tensor), sharded.
   template <element T, class Layout>
   static dtensor<T, Layout, B> arange(const Layout& layout = Layout{}) {
     return dtensor<T, Layout, B>(detail::internal_t{}, layout,
-                                 generate<T>(Layout::spec(), layout.extents().to_vec(),
-                                             detail::index_value<T>{}, held<Layout>()));
+                                 to_storage<B>(generate<T>(Layout::spec(), layout.extents().to_vec(),
+                                                           detail::index_value<T>{},
+                                                           held<Layout>())));
   }
 };
 
@@ -393,7 +418,7 @@ using target_layout =
     spmd::layout<typename L::mesh_type, NewPlacements, typename L::extents_type>;
 
 template <class To, class From>
-local_set<To> cast_locals(const local_set<From>& in) {
+local_set<To> cast_host(const local_set<From>& in) {
   local_set<To> out(in.ranks(), in.held_ranks());
   for (const index_t r : in.held()) {
     out.assign(r, in.shape(r));
@@ -405,11 +430,18 @@ local_set<To> cast_locals(const local_set<From>& in) {
   return out;
 }
 
+/// The locals in element type To, where backend B keeps them.
+template <class To, class B, class From>
+storage_t<B, To> cast_locals(const storage_t<B, From>& in) {
+  if constexpr (host_memory<B>) return cast_host<To>(in);
+  else return B::template cast<To>(in);
+}
+
 /// Runs PlanOf<L, Dst, W>::value() on locals of element type W (checked at compile time to
 /// lead from L to Dst) through backend B: the one body of the redistribute overloads below.
 template <class Dst, template <class, class, class> class PlanOf, element W, class B, class L,
           class Locals>
-local_set<W> run_to(const L& layout, Locals&& locals) {
+storage_t<B, W> run_to(const L& layout, Locals&& locals) {
   using H = plan_holder<PlanOf<L, Dst, W>>;
   static_assert(plan_connects<H, L, Dst>(),
                 "spmd::redistribute: the plan does not lead from the source layout to the "
@@ -446,10 +478,10 @@ auto redistribute(const dtensor<T, L, B>& x, forward_dtype_t<U>) {
     return redistribute<NewPlacements, PlanOf>(x);
   } else {
     using Dst = detail::target_layout<NewPlacements, L>;
-    const local_set<U> moved =
-        detail::run_to<Dst, PlanOf, U, B>(x.layout(), detail::cast_locals<U>(x.locals()));
+    const storage_t<B, U> moved =
+        detail::run_to<Dst, PlanOf, U, B>(x.layout(), detail::cast_locals<U, B, T>(x.locals()));
     return dtensor<T, Dst, B>(detail::internal_t{}, Dst{x.layout().extents()},
-                              detail::cast_locals<T>(moved));
+                              detail::cast_locals<T, B, U>(moved));
   }
 }
 

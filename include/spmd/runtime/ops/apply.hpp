@@ -163,21 +163,35 @@ auto apply_impl(const Op& op, std::index_sequence<I...>, const dtensor<T, L, Bk>
     }
   }();
 
-  local_set<U> out(Mesh::size, Bk::template held<Mesh>());
-  op_rank_info info{};
-  for (const index_t i : out.held()) {
-    info.rank = Mesh::rank_at(i);
+  storage_t<Bk, U> out(Mesh::size, Bk::template held<Mesh>());
+  for (const index_t i : out.held())
     out.assign(i, out_local_shape<typename R::compute_layout>(lo, i));
-    if constexpr (op_needs_offsets<Op>) {  // only ops that ask pay for the block offsets
-      op_rank_info::offsets off;
-      (off.in.push_back(global_offset_of(std::get<I>(ins).layout(), info.rank)), ...);
-      off.out = global_offset_of(lo, info.rank);
-      info.set_offsets(&off);
-      op_kernel<Op>::run(op, out.view(i), info, std::get<I>(ins).locals().view(i)...);
-      info.set_offsets(nullptr);
-    } else {
-      op_kernel<Op>::run(op, out.view(i), info, std::get<I>(ins).locals().view(i)...);
+  if constexpr (host_memory<Bk>) {  // the host kernel, rank by rank
+    op_rank_info info{};
+    for (const index_t i : out.held()) {
+      info.rank = Mesh::rank_at(i);
+      if constexpr (op_needs_offsets<Op>) {  // only ops that ask pay for the block offsets
+        op_rank_info::offsets off;
+        (off.in.push_back(global_offset_of(std::get<I>(ins).layout(), info.rank)), ...);
+        off.out = global_offset_of(lo, info.rank);
+        info.set_offsets(&off);
+        op_kernel<Op>::run(op, out.view(i), info, std::get<I>(ins).locals().view(i)...);
+        info.set_offsets(nullptr);
+      } else {
+        op_kernel<Op>::run(op, out.view(i), info, std::get<I>(ins).locals().view(i)...);
+      }
     }
+  } else {  // the device backend's kernel, every rank it holds at once
+    auto offsets_of = [&](index_t i) {
+      op_rank_info::offsets off;
+      if constexpr (op_needs_offsets<Op>) {
+        const index_t r = Mesh::rank_at(i);
+        (off.in.push_back(global_offset_of(std::get<I>(ins).layout(), r)), ...);
+        off.out = global_offset_of(lo, r);
+      }
+      return off;
+    };
+    Bk::template run_op<Op>(op, out, offsets_of, std::get<I>(ins).locals()...);
   }
   dtensor<U, typename R::compute_layout, Bk> y(internal_t{}, lo, std::move(out));
   if constexpr (R::output_moves)

@@ -10,7 +10,9 @@
 // moves when it already is there). Then f runs once per rank as f(out, in...) — or
 // f(rank, out, in...) when it takes the rank first — where `out` is the rank's block of
 // `OutLayout` (a strided_view<U>, already shaped) and `in...` the rank's input blocks
-// (strided_view<const T>). The caller promises that the blocks f writes, read through
+// (strided_view<const T>). On a device backend the views are of device memory
+// (cuda::device_view) and f launches its own kernels on the backend's current stream.
+// The caller promises that the blocks f writes, read through
 // OutLayout's placements, are the intended global tensor: local_map checks shapes, not math.
 #pragma once
 
@@ -47,14 +49,14 @@ auto local_map_impl(F& f, in_placements<P...>, std::index_sequence<I...>,
                 "spmd::sim::local_map: every input must be on the output layout's mesh.");
   std::tuple<decltype(to_placements<P>(x))...> ins(to_placements<P>(x)...);
   const OutLayout out_layout{};
-  local_set<U> out(Mesh::size, Bk::template held<Mesh>());
+  storage_t<Bk, U> out(Mesh::size, Bk::template held<Mesh>());
   for (const index_t i : out.held()) {
     const index_t rank = Mesh::rank_at(i);
     shape_vec s{};
     for (index_t e : out_layout.local_shape(rank)) s.push_back(e);
     out.assign(i, s);
-    if constexpr (std::is_invocable_v<F&, index_t, strided_view<U>,
-                                      strided_view<const T>...>)
+    if constexpr (std::is_invocable_v<F&, index_t, decltype(out.view(i)),
+                                      decltype(std::get<I>(ins).locals().view(i))...>)
       f(rank, out.view(i), std::get<I>(ins).locals().view(i)...);
     else
       f(out.view(i), std::get<I>(ins).locals().view(i)...);
