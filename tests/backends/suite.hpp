@@ -201,14 +201,21 @@ void value_level(report& rep) {
 // Typed level: DTensor's API, operators, TP blocks, local_map
 // ---------------------------------------------------------------------------
 
-/// Every local this process holds of a (backend B) against the simulation's s.
+/// Every local this process holds of a (backend B) against the simulation's s (read through
+/// to_local, so that device memory comes back to the host first).
 template <class DB, class DS>
 void same_locals(report& rep, const DB& b, const DS& s, const std::string& what) {
   using T = typename DB::value_type;
+  using M = typename DB::mesh_type;
   static_assert(std::is_same_v<typename DB::layout_type, typename DS::layout_type>);
-  for (const index_t i : b.locals().held())
-    rep.check(same_bits<T>(b.locals().view(i), s.locals().view(i)),
+  for (const index_t i : b.locals().held()) {
+    const host::host_tensor<T> got = b.to_local(M::rank_at(i));
+    const shape_vec& want = s.locals().shape(i);
+    rep.check(std::equal(got.shape.begin(), got.shape.end(), want.begin(), want.end()) &&
+                  static_cast<index_t>(got.data.size()) == s.locals().size(i) &&
+                  same_bits<T>(host::strided_view<const T>(got.data.data(), want), s.locals().view(i)),
               what + ", mesh index " + std::to_string(i));
+  }
   if (b.locals().held_ranks().count() > 0) {
     const std::vector<T> fb = b.full_tensor(), fs = s.full_tensor();
     rep.check(fb.size() == fs.size() &&
@@ -254,6 +261,14 @@ void typed_cases(report& rep) {
     using LS = layout<Mesh, placements<partial<reduce_op::sum>, shard<1>>, extents<4, 6>>;
     same_locals(rep, F::template arange<float, LS>(), sim::arange<float, LS>(), "arange P(sum)");
   }
+}
+
+/// The operators, the TP blocks and local_map against the simulation.
+template <class B, class Mesh>
+void typed_op_cases(report& rep) {
+  using namespace spmd;
+  using F = spmd::runtime::factories<B>;
+  namespace rt = spmd::runtime;
   {  // operators
     using LX = layout<Mesh, placements<shard<0>, replicate>, extents<6, 8>>;
     using LW = layout<Mesh, placements<replicate, shard<1>>, extents<8, 4>>;

@@ -56,9 +56,10 @@ SPMD_SIM_INLINE void dispose(const rank_plan& p, slot<T>& in, slot<T>& out) {
 /// The schedules of plan `p` for `global`, after checking what a value-level execute is given:
 /// no integer P(avg), an input over the plan's mesh whose held locals have the shapes of the
 /// plan's first state. Throws std::invalid_argument naming `who` and what is wrong.
-template <class T>
+/// (`Set`: a local_set<T>, or a device backend's set with the same shape interface.)
+template <class T, class Set>
 std::vector<step_schedule> checked_schedules(const plan& p, const shape_vec& global,
-                                             const local_set<T>& in, const char* who) {
+                                             const Set& in, const char* who) {
   for (int i = 0; i < p.steps.size(); ++i)  // every reduction's op is held by a state
     for (const layout_spec* s : {&p.steps[i].from, &p.steps[i].to})
       if (holds_partial(s->placements, reduce_op::avg)) check_reduce_op<T>(reduce_op::avg, who);

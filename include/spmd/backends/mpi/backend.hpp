@@ -117,7 +117,7 @@ struct backend {
 template <class T>
 local_set<T> execute(const plan& p, const shape_vec& global, const local_set<T>& in) {
   const std::vector<step_schedule> scheds =
-      detail::checked_schedules(p, global, in, "spmd::mpi::execute");
+      detail::checked_schedules<T>(p, global, in, "spmd::mpi::execute");
   std::vector<int> ranks;  // mesh index i is rank i
   for (index_t i = 0; i < in.ranks(); ++i) ranks.push_back(static_cast<int>(i));
   return detail::run_schedules<T>(p, scheds, global, std::move(ranks), in);

@@ -156,7 +156,7 @@ local_set<T> run_schedules(const plan& p, const std::vector<step_schedule>& sche
 
 template <class T, class In>
 local_set<T> execute_runtime(const plan& p, const shape_vec& global, In&& in) {
-  const std::vector<step_schedule> scheds = checked_schedules(p, global, in, "spmd::sim::execute");
+  const std::vector<step_schedule> scheds = checked_schedules<T>(p, global, in, "spmd::sim::execute");
   return run_schedules<T>(p, scheds, global, std::forward<In>(in));
 }
 

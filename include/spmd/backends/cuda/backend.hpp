@@ -1,0 +1,137 @@
+// spmd/backends/cuda/backend.hpp — every rank's local in one GPU's memory, as a backend.
+//
+// `spmd::cuda::backend` holds every mesh index (like the simulation) in device memory
+// (device_set), runs a plan's steps as one launch each (execute.hpp, tables cached per plan
+// type, device and shape), and the operators through their device kernels (ops/, one launch
+// or one cuBLAS call for all ranks). Factories and distribute_tensor build the locals on the
+// host and copy them up; to_local and full_tensor copy back and wait for the stream.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "spmd/backends/cuda/device.hpp"
+#include "spmd/backends/cuda/device_set.hpp"
+#include "spmd/backends/cuda/execute.hpp"
+#include "spmd/backends/cuda/launch.hpp"
+#include "spmd/backends/cuda/names.hpp"
+#include "spmd/backends/host/host_tensor.hpp"
+#include "spmd/plan/lower.hpp"
+
+namespace spmd::cuda {
+
+/// The device kernel of an operator (specialised in backends/cuda/ops/): run(op, out, offsets,
+/// in...) fills `out` (shaped) from `in` for every rank at once.
+template <class Op>
+struct device_op;
+
+template <class Op, class = void>
+inline constexpr bool has_device_op = false;
+template <class Op>
+inline constexpr bool has_device_op<Op, std::void_t<decltype(sizeof(device_op<Op>))>> = true;
+
+namespace detail {
+
+/// The device plan of Holder::value for `global` on the current device: made on first use,
+/// then kept for the life of the process (a static plan's tables are its constants).
+template <class Holder>
+const device_plan& cached_device_plan(const shape_vec& global, const char* who) {
+  struct key {
+    int device;
+    shape_vec shape;
+    bool operator<(const key& o) const {
+      if (device != o.device) return device < o.device;
+      return std::lexicographical_compare(shape.begin(), shape.end(), o.shape.begin(), o.shape.end()) ||
+             (!std::lexicographical_compare(o.shape.begin(), o.shape.end(), shape.begin(), shape.end()) &&
+              shape.size() < o.shape.size());
+    }
+  };
+  // Never destroyed: the CUDA runtime may be gone by the time static destructors run.
+  static auto* cache = new std::map<key, device_plan>();
+  static auto* mutex = new std::mutex();
+  int dev = 0;
+  check(cudaGetDevice(&dev), "cudaGetDevice");
+  const std::lock_guard<std::mutex> lock(*mutex);
+  const key k{dev, global};
+  if (auto it = cache->find(k); it != cache->end()) return it->second;
+  const std::vector<step_schedule>& scheds = cached_schedules<Holder>(global, who);
+  return cache->emplace(k, make_device_plan(Holder::value, scheds, global, who)).first->second;
+}
+
+}  // namespace detail
+
+struct backend {
+  static constexpr const char* name = "cuda";
+
+  template <class T>
+  using storage = device_set<T>;
+
+  /// Every mesh index.
+  template <class M>
+  static held_range held() {
+    return {0, M::size};
+  }
+
+  template <class T, class Holder, class M, class Ext, class In>
+  static device_set<T> run_plan(const Ext& ext, In&& in) {
+    if constexpr (Holder::value.steps.size() == 0) {
+      return device_set<T>(std::forward<In>(in));
+    } else {
+      const shape_vec global = ext.to_vec();
+      return run_device_plan<T>(detail::cached_device_plan<Holder>(global, "spmd::cuda::redistribute"),
+                                std::forward<In>(in));
+    }
+  }
+
+  /// Every local, copied to the host (waits for the stream).
+  template <class T, class M>
+  static host::local_set<T> gather_all(const device_set<T>& locals, const layout_spec&, const shape_vec&) {
+    return download(locals);
+  }
+
+  template <class T>
+  static device_set<T> from_host(host::local_set<T>&& h) {
+    require_device("spmd::cuda");
+    return upload(h);
+  }
+
+  template <class T>
+  static host::host_tensor<T> to_host(const device_set<T>& d, index_t i) {
+    host::host_tensor<T> t;
+    t.shape.assign(d.shape(i).begin(), d.shape(i).end());
+    t.data.resize(static_cast<std::size_t>(d.size(i)));
+    if (!t.data.empty()) {
+      check(cudaMemcpyAsync(t.data.data(), d.data(i), t.data.size() * sizeof(T), cudaMemcpyDeviceToHost,
+                            current_stream()),
+            "cudaMemcpyAsync (device to host)");
+      synchronize();
+    }
+    return t;
+  }
+
+  template <class U, class T>
+  static device_set<U> cast(const device_set<T>& in) {
+    device_set<U> out(in.ranks(), in.held_ranks());
+    for (const index_t r : in.held()) {
+      out.assign(r, in.shape(r));
+      kernels::cast<U, T>(out.data(r), in.data(r), in.size(r), current_stream());
+    }
+    return out;
+  }
+
+  template <class Op, class U, class Offsets, class... T>
+  static void run_op(const Op& op, device_set<U>& out, Offsets&& offsets, const device_set<T>&... in) {
+    static_assert(has_device_op<Op>,
+                  "spmd::cuda: this operator has no device kernel: a user's op (with a host "
+                  "`local` member) runs on the host backends; on the GPU, wrap a CUDA kernel "
+                  "in local_map.");
+    device_op<Op>::run(op, out, offsets, in...);
+  }
+};
+
+}  // namespace spmd::cuda

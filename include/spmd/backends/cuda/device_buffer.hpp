@@ -1,0 +1,65 @@
+// spmd/backends/cuda/device_buffer.hpp — n elements of device memory, owned.
+//
+// Allocated with cudaMallocAsync on the current stream and freed with cudaFreeAsync on the
+// stream that allocated it: the free is ordered after the work queued there, so a buffer a
+// kernel still reads is never reused early, and both can be captured in a CUDA graph. The
+// pool behind cudaMallocAsync keeps freed memory for the next allocation, so a redistribute's
+// fresh buffers cost no cudaMalloc after the first call.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <utility>
+
+#include "spmd/backends/cuda/device.hpp"
+#include "spmd/backends/cuda/error.hpp"
+#include "spmd/core/config.hpp"
+
+namespace spmd::cuda {
+
+template <class T>
+class device_buffer {
+ public:
+  device_buffer() = default;
+  /// n uninitialised elements (none for n == 0).
+  explicit device_buffer(index_t n) : n_(n), stream_(current_stream()) {
+    if (n > 0) {
+      void* p = nullptr;
+      check(cudaMallocAsync(&p, static_cast<std::size_t>(n) * sizeof(T), stream_), "cudaMallocAsync");
+      p_ = static_cast<T*>(p);
+    }
+  }
+  device_buffer(device_buffer&& o) noexcept
+      : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)), stream_(o.stream_) {}
+  device_buffer& operator=(device_buffer&& o) noexcept {
+    if (this != &o) {
+      release();
+      p_ = std::exchange(o.p_, nullptr);
+      n_ = std::exchange(o.n_, 0);
+      stream_ = o.stream_;
+    }
+    return *this;
+  }
+  device_buffer(const device_buffer&) = delete;
+  device_buffer& operator=(const device_buffer&) = delete;
+  ~device_buffer() { release(); }
+
+  T* data() const noexcept { return p_; }
+  index_t capacity() const noexcept { return n_; }
+  explicit operator bool() const noexcept { return p_ != nullptr; }
+  void reset() noexcept { release(); }
+
+ private:
+  void release() noexcept {
+    // A destructor cannot throw: an error here is sticky or reported by the next call.
+    if (p_ != nullptr) (void)cudaFreeAsync(p_, stream_);
+    p_ = nullptr;
+    n_ = 0;
+  }
+  T* p_ = nullptr;
+  index_t n_ = 0;
+  cudaStream_t stream_ = cudaStreamPerThread;
+};
+
+}  // namespace spmd::cuda

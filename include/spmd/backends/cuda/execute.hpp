@@ -1,0 +1,185 @@
+// spmd/backends/cuda/execute.hpp — a plan's steps on the GPU: one kernel launch per step.
+//
+// A plan and a global shape give, once, a device_plan: every step's table (step_table.hpp)
+// in one block of device memory, and on the host what each rank's buffer does in the step
+// (keep it, or take a fresh one). Running it is then, per step, a fresh buffer per rank from
+// the stream-ordered pool, one launch with the ranks' pointers as parameters, and the old
+// buffers freed on the stream. Nothing waits for the GPU, nothing is copied to it, so a
+// warmed-up redistribute can be captured in a CUDA graph.
+//
+// The tables of a compile-time plan are cached per plan type, device and global shape
+// (run_plan); a value-level execute() builds them for the call.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "spmd/backends/cuda/device.hpp"
+#include "spmd/backends/cuda/device_buffer.hpp"
+#include "spmd/backends/cuda/device_set.hpp"
+#include "spmd/backends/cuda/error.hpp"
+#include "spmd/backends/cuda/launch.hpp"
+#include "spmd/backends/cuda/step_table.hpp"
+#include "spmd/backends/host/slot.hpp"
+#include "spmd/plan/plan.hpp"
+#include "spmd/plan/traffic.hpp"
+#include "spmd/runtime/comm_counter.hpp"
+
+namespace spmd::cuda {
+
+/// One step as the executor runs it.
+struct device_step {
+  step_view table{};                  // members and ops in device memory
+  std::vector<rank_plan> ranks;       // per mesh index: keep, or a fresh buffer of shape
+  step_kind kind = step_kind::chunk;
+  dim_mask mask = 0;
+  std::int64_t comm_bytes_per_elem = 0;  // the step's traffic for 1-byte elements
+};
+
+/// A plan's steps for one global shape, their tables uploaded (device memory kept until the
+/// device_plan goes).
+struct device_plan {
+  std::vector<device_step> steps;
+  index_t ranks = 0;
+  std::unique_ptr<void, void (*)(void*)> memory{nullptr, [](void* p) { (void)cudaFree(p); }};
+};
+
+namespace detail {
+
+inline std::size_t align_up(std::size_t n) { return (n + 255) / 256 * 256; }
+
+/// Throws where a table upload would break a stream capture.
+inline void refuse_in_capture(const char* who) {
+  cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+  check(cudaStreamIsCapturing(current_stream(), &st), "cudaStreamIsCapturing");
+  if (st != cudaStreamCaptureStatusNone)
+    throw std::logic_error(std::string(who) +
+                           ": this plan and shape have not run before, and their step tables "
+                           "cannot be uploaded during a stream capture; run it once before "
+                           "capturing it in a CUDA graph");
+}
+
+}  // namespace detail
+
+/// The device plan of `p` on `global` (schedules from build_schedules; checked by the caller).
+inline device_plan make_device_plan(const plan& p, const std::vector<step_schedule>& scheds,
+                                    const shape_vec& global, const char* who) {
+  device_plan dp;
+  dp.ranks = p.steps.size() > 0 ? p.steps[0].from.mesh_size() : 0;
+  if (dp.ranks > max_launch_ranks)
+    throw std::invalid_argument(std::string(who) + ": the mesh has " + std::to_string(dp.ranks) +
+                                " ranks; a step launch takes at most " +
+                                std::to_string(max_launch_ranks));
+  std::vector<step_table> tables;
+  std::size_t bytes = 0;
+  for (int i = 0; i < p.steps.size(); ++i) {
+    tables.push_back(build_step_table(p.steps[i], scheds[static_cast<std::size_t>(i)], global));
+    bytes += detail::align_up(tables.back().members.size() * sizeof(index_t)) +
+             detail::align_up(tables.back().ops.size() * sizeof(dev_op));
+  }
+  std::vector<unsigned char> staged(bytes);
+  if (bytes > 0) {
+    detail::refuse_in_capture(who);
+    void* mem = nullptr;
+    check(cudaMalloc(&mem, bytes), "cudaMalloc (step tables)");
+    dp.memory.reset(mem);
+  }
+  auto* base = static_cast<unsigned char*>(dp.memory.get());
+  std::size_t at = 0;
+  for (int i = 0; i < p.steps.size(); ++i) {
+    const step_table& t = tables[static_cast<std::size_t>(i)];
+    const step_schedule& s = scheds[static_cast<std::size_t>(i)];
+    device_step ds;
+    ds.table = t.view();
+    const std::size_t mb = t.members.size() * sizeof(index_t), ob = t.ops.size() * sizeof(dev_op);
+    if (mb > 0) std::memcpy(staged.data() + at, t.members.data(), mb);
+    ds.table.members = reinterpret_cast<const index_t*>(base + at);
+    at += detail::align_up(mb);
+    if (ob > 0) std::memcpy(staged.data() + at, t.ops.data(), ob);
+    ds.table.ops = reinterpret_cast<const dev_op*>(base + at);
+    at += detail::align_up(ob);
+    ds.ranks = s.ranks;
+    ds.kind = s.kind;
+    ds.mask = s.mask;
+    ds.comm_bytes_per_elem = traffic(p.steps[i], global, 1).total_bytes;
+    dp.steps.push_back(std::move(ds));
+  }
+  if (bytes > 0) check(cudaMemcpy(base, staged.data(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy (step tables)");
+  return dp;
+}
+
+/// Runs `dp` on `in` (every mesh index held; reused when an rvalue) on the current stream.
+template <class T, class In>
+device_set<T> run_device_plan(const device_plan& dp, In&& in) {
+  constexpr bool owned = !std::is_const_v<std::remove_reference_t<In>>;
+  const index_t n = in.ranks();
+  if (dp.steps.empty()) return device_set<T>(std::forward<In>(in));
+  std::vector<device_buffer<T>> own(static_cast<std::size_t>(n)), next(static_cast<std::size_t>(n));
+  std::vector<T*> cur(static_cast<std::size_t>(n));
+  for (index_t r = 0; r < n; ++r) {
+    if constexpr (owned) {
+      own[static_cast<std::size_t>(r)] = in.release(r);
+      cur[static_cast<std::size_t>(r)] = own[static_cast<std::size_t>(r)].data();
+    } else {  // borrowed: read, never written (a kept buffer is not written either)
+      cur[static_cast<std::size_t>(r)] = const_cast<T*>(in.data(r));
+    }
+  }
+  const cudaStream_t stream = current_stream();
+  rank_ptrs<T> ptrs{};
+  for (const device_step& s : dp.steps) {
+    for (index_t r = 0; r < n; ++r) {
+      const auto k = static_cast<std::size_t>(r);
+      ptrs.in[k] = cur[k];
+      if (s.ranks[k].how == disposition::keep) {
+        next[k] = std::move(own[k]);
+      } else {  // the table writes a fresh buffer (modify too: items run in any order)
+        next[k] = device_buffer<T>(s.ranks[k].elems);
+        cur[k] = next[k].data();
+      }
+      ptrs.out[k] = cur[k];
+    }
+    kernels::step<T>(s.table, ptrs, stream);
+    for (auto& b : own) b.reset();  // freed on the stream, after the launch
+    std::swap(own, next);
+    if (is_collective(s.kind) && runtime::detail::comm_counter_top() != nullptr)
+      runtime::detail::record_collective(s.kind, s.mask,
+                                         s.comm_bytes_per_elem * static_cast<std::int64_t>(sizeof(T)));
+  }
+  device_set<T> out(n);
+  const std::vector<rank_plan>& last = dp.steps.back().ranks;
+  for (index_t r = 0; r < n; ++r) {
+    const auto k = static_cast<std::size_t>(r);
+    if (own[k] || last[k].elems == 0) {
+      out.adopt(r, std::move(own[k]), last[k].shape);
+    } else {  // kept through every step from a borrowed input: copy it
+      out.assign(r, last[k].shape);
+      check(cudaMemcpyAsync(out.data(r), cur[k], static_cast<std::size_t>(last[k].elems) * sizeof(T),
+                            cudaMemcpyDeviceToDevice, stream),
+            "cudaMemcpyAsync (device to device)");
+    }
+  }
+  return out;
+}
+
+/// Run plan `p` on a tensor of global shape `global` whose locals are on the GPU (the
+/// value-level path). Checks the plan and the input first (std::invalid_argument).
+template <class T>
+device_set<T> execute(const plan& p, const shape_vec& global, const device_set<T>& in) {
+  require_device("spmd::cuda::execute");
+  const std::vector<step_schedule> scheds =
+      host::detail::checked_schedules<T>(p, global, in, "spmd::cuda::execute");
+  if (!in.holds_all())
+    throw std::invalid_argument("spmd::cuda::execute: the input must hold every rank's local");
+  return run_device_plan<T>(make_device_plan(p, scheds, global, "spmd::cuda::execute"), in);
+}
+
+}  // namespace spmd::cuda

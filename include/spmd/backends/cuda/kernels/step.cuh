@@ -1,0 +1,67 @@
+// spmd/backends/cuda/kernels/step.cuh — the step kernel (nvcc only).
+//
+// One launch per plan step: a grid-stride loop over the step table's work items, each
+// thread running step_item (step_body.hpp, the function the CPU tests run through the grid
+// emulation). Rank pointers come as a kernel parameter; the table is in device memory,
+// uploaded once per plan and shape.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+#include "spmd/backends/cuda/error.hpp"
+#include "spmd/backends/cuda/launch.hpp"
+#include "spmd/backends/cuda/step_body.hpp"
+#include "spmd/backends/host/element.hpp"
+
+namespace spmd::cuda::kernels {
+
+namespace detail {
+
+inline constexpr int step_threads = 256;
+
+template <class T>
+__global__ void __launch_bounds__(step_threads)
+    step_kernel(step_view t, rank_ptrs<T> p) {
+  step_thread<T>(t, blockIdx.x, threadIdx.x, gridDim.x, blockDim.x, p.in, p.out);
+}
+
+/// Blocks for n items: one item per thread up to a few waves of the device, then the
+/// grid-stride loop takes the rest.
+inline unsigned blocks_for(index_t n) {
+  static const int cap = [] {
+    int dev = 0, sms = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+      sms = 132;
+    return sms * 16;
+  }();
+  const index_t b = (n + step_threads - 1) / step_threads;
+  return static_cast<unsigned>(std::min<index_t>(b, cap));
+}
+
+}  // namespace detail
+
+template <class T>
+void step(const step_view& table, const rank_ptrs<T>& ptrs, cudaStream_t stream) {
+  if (table.items == 0) return;
+  detail::step_kernel<T><<<detail::blocks_for(table.items), detail::step_threads, 0, stream>>>(table, ptrs);
+  check(cudaGetLastError(), "the step kernel's launch");
+}
+
+template <class To, class From>
+__global__ void cast_kernel(To* out, const From* in, index_t n) {
+  for (index_t i = blockIdx.x * static_cast<index_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<index_t>(gridDim.x) * blockDim.x)
+    out[i] = host::convert<To>(in[i]);  // the host executors' conversion
+}
+
+template <class To, class From>
+void cast(To* out, const From* in, index_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  cast_kernel<To, From><<<detail::blocks_for(n), detail::step_threads, 0, stream>>>(out, in, n);
+  check(cudaGetLastError(), "the cast kernel's launch");
+}
+
+}  // namespace spmd::cuda::kernels
