@@ -3,10 +3,10 @@
 //   spmd-plan layout --mesh 2x4 --shape 10,5 --placements 'S(0),S(0)' [--json]
 //   spmd-plan plan   --mesh 2x2x2 --shape 8,8,8 --from 'S(0),S(1),S(2)' --to 'S(2),S(1),S(0)'
 //                    [--dtype f32|f64|i32|i64|bf16] [--json]
-//   spmd-plan run    (the same options; --dtype f32|f64|i32|i64; --backend sim|mpi): G[i] = i
+//   spmd-plan run    (the same options; --dtype f32|f64|i32|i64; --backend sim|mpi|cuda): G[i] = i
 //                    distributed with --from, redistributed to --to in the simulation backend,
-//                    or under `mpirun -np N spmd-plan run --backend mpi` by N processes (the
-//                    first prints); every rank's data
+//                    under `mpirun -np N spmd-plan run --backend mpi` by N processes (the
+//                    first prints), or with every rank on this machine's GPU; every rank's data
 //   spmd-plan explain --mesh 2x4 --op matmul_t --input 'S(0),R:16,32' --input 'R,S(0):64,32'
 //                    [--out PLACEMENTS] [--einsum TEXT] [--all] [--json]: an operator's sharding
 //                    candidates, their costs and the choice (explain_command.cpp)
@@ -36,6 +36,9 @@
 #include "spmd/plan.hpp"
 #include "spmd/backends/host/distribute.hpp"
 #include "spmd/backends/sim/execute.hpp"
+#ifdef SPMD_PLAN_CUDA
+#include "spmd/backends/cuda/cuda.hpp"
+#endif
 #ifdef SPMD_PLAN_MPI
 #include "spmd/backends/mpi/mpi.hpp"
 #endif
@@ -278,8 +281,9 @@ CLI::App* add_run_command(CLI::App& app, plan_options& o) {
   add_transition_options(cmd, o);
   cmd->add_option("--dtype", o.dtype, "Element type: f32, f64, i32, i64");
   cmd->add_option("--backend", o.backend,
-                  "sim (every rank in this process) or mpi (one process per rank: "
-                  "mpirun -np <mesh size> spmd-plan run --backend mpi ...)");
+                  "sim (every rank in this process), mpi (one process per rank: "
+                  "mpirun -np <mesh size> spmd-plan run --backend mpi ...) or cuda (every rank "
+                  "on this machine's GPU)");
   return cmd;
 }
 
@@ -361,6 +365,31 @@ int run_mpi(const plan_options& o, const transition& t, const std::vector<T>& gl
 #endif
 }
 
+/// run --backend cuda: every rank on this process's GPU; prints what --backend sim prints.
+/// No GPU is bad input for this command (exit 2, saying so).
+template <class T>
+int run_cuda(const plan_options& o, const transition& t, const std::vector<T>& global) {
+#ifdef SPMD_PLAN_CUDA
+  try {
+    spmd::cuda::require_device("spmd-plan: run --backend cuda");
+  } catch (const spmd::cuda::no_device& e) {
+    std::cerr << e.what() << '\n';
+    return exit_bad_input;
+  }
+  const spmd::host::local_set<T> in =
+      spmd::host::distribute<T>(std::span<const T>(global), t.from, t.shape);
+  const spmd::host::local_set<T> out =
+      spmd::cuda::download(spmd::cuda::execute<T>(t.plan, t.shape, spmd::cuda::upload(in)));
+  print_run(o, t, static_cast<spmd::index_t>(sizeof(T)), out);
+  return exit_ok;
+#else
+  (void)t;
+  (void)global;
+  throw std::invalid_argument("backend '" + o.backend + "': this spmd-plan was built without CUDA "
+                              "(meson -Dcuda=enabled needs nvcc)");
+#endif
+}
+
 template <class T>
 int run_as(const plan_options& o) {
   const spmd::index_t element_bytes = sizeof(T);
@@ -374,6 +403,7 @@ int run_as(const plan_options& o) {
   std::vector<T> global(static_cast<std::size_t>(total));
   for (spmd::index_t i = 0; i < total; ++i) global[static_cast<std::size_t>(i)] = static_cast<T>(i);
   if (o.backend == "mpi") return run_mpi<T>(o, t, global);
+  if (o.backend == "cuda") return run_cuda<T>(o, t, global);
   spmd::sim::local_set<T> in = spmd::sim::distribute<T>(std::span<const T>(global), t.from, t.shape);
   const spmd::sim::local_set<T> out = spmd::sim::execute<T>(t.plan, t.shape, std::move(in));
   print_run(o, t, element_bytes, out);
@@ -381,8 +411,8 @@ int run_as(const plan_options& o) {
 }
 
 int run_run(const plan_options& o) {
-  if (o.backend != "sim" && o.backend != "mpi")
-    throw std::invalid_argument("bad backend '" + o.backend + "': run takes sim or mpi");
+  if (o.backend != "sim" && o.backend != "mpi" && o.backend != "cuda")
+    throw std::invalid_argument("bad backend '" + o.backend + "': run takes sim, mpi or cuda");
   if (o.dtype == "f32") return run_as<float>(o);
   if (o.dtype == "f64") return run_as<double>(o);
   if (o.dtype == "i32") return run_as<std::int32_t>(o);
