@@ -18,6 +18,7 @@
 #include <string>
 #include <type_traits>
 
+#include "spmd/core/element_math.hpp"
 #include "spmd/core/extents.hpp"
 #include "spmd/core/placement.hpp"
 #include "spmd/ops/propagate.hpp"
@@ -46,24 +47,24 @@ struct partial_traits {
 };
 
 // neg is linear and decreasing (both, so every Partial but product passes).
-struct neg_fn { static constexpr const char* name = "neg"; static constexpr partial_traits traits{true, false, true, false}; };
-struct abs_fn { static constexpr const char* name = "abs"; static constexpr partial_traits traits{}; };
-struct exp_fn { static constexpr const char* name = "exp"; static constexpr partial_traits traits{false, true, false, true}; };
-struct log_fn { static constexpr const char* name = "log"; static constexpr partial_traits traits{false, true, false, true, true}; };
-struct sqrt_fn { static constexpr const char* name = "sqrt"; static constexpr partial_traits traits{false, true, false, true, true}; };
-struct relu_fn { static constexpr const char* name = "relu"; static constexpr partial_traits traits{false, true, false, false}; };
+struct neg_fn { static constexpr const char* name = "neg"; static constexpr unary_fn id = unary_fn::neg; static constexpr partial_traits traits{true, false, true, false}; };
+struct abs_fn { static constexpr const char* name = "abs"; static constexpr unary_fn id = unary_fn::abs; static constexpr partial_traits traits{}; };
+struct exp_fn { static constexpr const char* name = "exp"; static constexpr unary_fn id = unary_fn::exp; static constexpr partial_traits traits{false, true, false, true}; };
+struct log_fn { static constexpr const char* name = "log"; static constexpr unary_fn id = unary_fn::log; static constexpr partial_traits traits{false, true, false, true, true}; };
+struct sqrt_fn { static constexpr const char* name = "sqrt"; static constexpr unary_fn id = unary_fn::sqrt; static constexpr partial_traits traits{false, true, false, true, true}; };
+struct relu_fn { static constexpr const char* name = "relu"; static constexpr unary_fn id = unary_fn::relu; static constexpr partial_traits traits{false, true, false, false}; };
 // gelu is not monotone (it dips below 0 near x = -0.75): no Partial passes.
-struct gelu_fn { static constexpr const char* name = "gelu"; static constexpr partial_traits traits{false, false, false, true}; };
-struct tanh_fn { static constexpr const char* name = "tanh"; static constexpr partial_traits traits{false, true, false, true}; };
-struct sigmoid_fn { static constexpr const char* name = "sigmoid"; static constexpr partial_traits traits{false, true, false, true}; };
+struct gelu_fn { static constexpr const char* name = "gelu"; static constexpr unary_fn id = unary_fn::gelu; static constexpr partial_traits traits{false, false, false, true}; };
+struct tanh_fn { static constexpr const char* name = "tanh"; static constexpr unary_fn id = unary_fn::tanh; static constexpr partial_traits traits{false, true, false, true}; };
+struct sigmoid_fn { static constexpr const char* name = "sigmoid"; static constexpr unary_fn id = unary_fn::sigmoid; static constexpr partial_traits traits{false, true, false, true}; };
 
 // Binary functions (two dtensors, or a dtensor and a scalar).
-struct add_fn { static constexpr const char* name = "add"; };
-struct sub_fn { static constexpr const char* name = "sub"; };
-struct mul_fn { static constexpr const char* name = "mul"; };
-struct div_fn { static constexpr const char* name = "div"; };
-struct maximum_fn { static constexpr const char* name = "maximum"; };
-struct minimum_fn { static constexpr const char* name = "minimum"; };
+struct add_fn { static constexpr const char* name = "add"; static constexpr binary_fn id = binary_fn::add; };
+struct sub_fn { static constexpr const char* name = "sub"; static constexpr binary_fn id = binary_fn::sub; };
+struct mul_fn { static constexpr const char* name = "mul"; static constexpr binary_fn id = binary_fn::mul; };
+struct div_fn { static constexpr const char* name = "div"; static constexpr binary_fn id = binary_fn::div; };
+struct maximum_fn { static constexpr const char* name = "maximum"; static constexpr binary_fn id = binary_fn::maximum; };
+struct minimum_fn { static constexpr const char* name = "minimum"; static constexpr binary_fn id = binary_fn::minimum; };
 
 namespace elementwise_detail {
 

@@ -29,70 +29,17 @@ namespace spmd::runtime {
 
 namespace ew_detail {
 
-/// Where the arithmetic happens: bfloat16 in float (rounded once at the end), others as is.
 template <class T>
-using calc_t = std::conditional_t<std::is_same_v<T, bfloat16>, float, T>;
+using calc_t = element_math::calc_t<T>;
 
-template <class T>
-inline constexpr bool is_signed_int = std::is_integral_v<T> && std::is_signed_v<T>;
-
-/// f(x) for a unary function tag, in the calculation type C.
-template <class Fn, class C>
-constexpr C unary_value(C x) {
-  if constexpr (std::is_same_v<Fn, ops::neg_fn>) {
-    if constexpr (is_signed_int<C>) return spmd::wrap_sub(C(0), x);
-    else return -x;
-  } else if constexpr (std::is_same_v<Fn, ops::abs_fn>) {
-    if constexpr (is_signed_int<C>) return x < 0 ? spmd::wrap_sub(C(0), x) : x;
-    else return std::fabs(x);
-  } else if constexpr (std::is_same_v<Fn, ops::relu_fn>) {
-    return x < C(0) ? C(0) : x;  // NaN stays NaN (x < 0 is false)
-  } else if constexpr (std::is_same_v<Fn, ops::exp_fn>) {
-    return std::exp(x);
-  } else if constexpr (std::is_same_v<Fn, ops::log_fn>) {
-    return std::log(x);
-  } else if constexpr (std::is_same_v<Fn, ops::sqrt_fn>) {
-    return std::sqrt(x);
-  } else if constexpr (std::is_same_v<Fn, ops::tanh_fn>) {
-    return std::tanh(x);
-  } else if constexpr (std::is_same_v<Fn, ops::sigmoid_fn>) {
-    return C(1) / (C(1) + std::exp(-x));
-  } else {
-    static_assert(std::is_same_v<Fn, ops::gelu_fn>);
-    // x Φ(x), Φ the normal CDF through erf (torch's approximate='none').
-    return C(0.5) * x * (C(1) + std::erf(x * C(0.70710678118654752440)));
-  }
-}
-
-/// a ∘ b for a binary function tag, in the calculation type C.
-template <class Fn, class C>
-constexpr C binary_value(C a, C b) {
-  if constexpr (std::is_same_v<Fn, ops::add_fn>) {
-    if constexpr (is_signed_int<C>) return spmd::wrap_add(a, b);
-    else return a + b;
-  } else if constexpr (std::is_same_v<Fn, ops::sub_fn>) {
-    if constexpr (is_signed_int<C>) return spmd::wrap_sub(a, b);
-    else return a - b;
-  } else if constexpr (std::is_same_v<Fn, ops::mul_fn>) {
-    if constexpr (is_signed_int<C>) return spmd::wrap_mul(a, b);
-    else return a * b;
-  } else if constexpr (std::is_same_v<Fn, ops::div_fn>) {
-    return a / b;
-  } else if constexpr (std::is_same_v<Fn, ops::maximum_fn>) {
-    return spmd::maximum(a, b);  // torch.maximum: NaN propagates (core/numerics.hpp)
-  } else {
-    static_assert(std::is_same_v<Fn, ops::minimum_fn>);
-    return spmd::minimum(a, b);
-  }
-}
-
+/// The arithmetic is core/element_math.hpp's, shared with the device kernels.
 template <class Fn, class T>
 constexpr T unary_elem(T x) {
-  return static_cast<T>(unary_value<Fn, calc_t<T>>(static_cast<calc_t<T>>(x)));
+  return element_math::unary_elem<Fn::id>(x);
 }
 template <class Fn, class T>
 constexpr T binary_elem(T a, T b) {
-  return static_cast<T>(binary_value<Fn, calc_t<T>>(static_cast<calc_t<T>>(a), static_cast<calc_t<T>>(b)));
+  return element_math::binary_elem<Fn::id>(a, b);
 }
 
 /// The strides to read `in` at the output's indices: right-aligned, 0 on a dim the input
