@@ -28,6 +28,8 @@ int main() {
   suite::value_level<cuda_runner>(rep);
   suite::typed_cases<spmd::cuda::backend, spmd::mesh<2, 2>>(rep);
   suite::typed_cases<spmd::cuda::backend, spmd::mesh<2, 4>>(rep);
+  suite::typed_op_cases<spmd::cuda::backend, spmd::mesh<2, 2>>(rep);
+  suite::typed_op_cases<spmd::cuda::backend, spmd::mesh<2, 4>>(rep);
   spmd::cuda::synchronize();
   std::printf("backend cuda: %ld checks, %ld failed\n", rep.checks, rep.failures);
   return rep.failures == 0 && rep.checks > 0 ? 0 : 1;

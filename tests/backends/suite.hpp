@@ -224,6 +224,32 @@ void same_locals(report& rep, const DB& b, const DS& s, const std::string& what)
   }
 }
 
+/// Where a backend's math library may round differently (a device's exp, tanh, erf, cuBLAS's
+/// order of sums): every local within a relative tolerance of the simulation's — 1e-5 for
+/// float, 1e-12 for double, 1e-2 (two bfloat16 steps) for bfloat16 — NaN where it has NaN.
+/// Host backends run the same code as the simulation: bit for bit, as same_locals.
+template <class DB, class DS>
+void close_locals(report& rep, const DB& b, const DS& s, const std::string& what) {
+  using T = typename DB::value_type;
+  using M = typename DB::mesh_type;
+  if constexpr (spmd::runtime::host_memory<typename DB::backend_type>) {
+    same_locals(rep, b, s, what);
+  } else {
+    const double tol = std::is_same_v<T, float> ? 1e-5 : std::is_same_v<T, double> ? 1e-12 : 1e-2;
+    for (const index_t i : b.locals().held()) {
+      const host::host_tensor<T> got = b.to_local(M::rank_at(i));
+      const auto want = s.locals().view(i);
+      bool ok = static_cast<index_t>(got.data.size()) == want.size();
+      for (index_t k = 0; ok && k < want.size(); ++k) {
+        const double g = static_cast<double>(got.data[static_cast<std::size_t>(k)]),
+                     w = static_cast<double>(want.data()[k]);
+        ok = (std::isnan(g) && std::isnan(w)) || std::fabs(g - w) <= tol * std::max(1.0, std::fabs(w));
+      }
+      rep.check(ok, what + " (within " + std::to_string(tol) + "), mesh index " + std::to_string(i));
+    }
+  }
+}
+
 template <class B, class Mesh>
 void typed_cases(report& rep) {
   using namespace spmd;
@@ -278,23 +304,23 @@ void typed_op_cases(report& rep) {
     const auto w = F::template distribute_tensor<LW>(gw);
     const auto wS = sim::distribute_tensor<LW>(gw);
     same_locals(rep, rt::relu(x) + x, rt::relu(xS) + xS, "relu(x) + x");
-    same_locals(rep, rt::matmul(x, w), rt::matmul(xS, wS), "matmul");
-    same_locals(rep, rt::sum<1>(rt::matmul(x, w)), rt::sum<1>(rt::matmul(xS, wS)), "sum<1>(x @ w)");
+    close_locals(rep, rt::matmul(x, w), rt::matmul(xS, wS), "matmul");
+    close_locals(rep, rt::sum<1>(rt::matmul(x, w)), rt::sum<1>(rt::matmul(xS, wS)), "sum<1>(x @ w)");
     same_locals(rep, rt::max<0>(x), rt::max<0>(xS), "max<0>(x)");
-    same_locals(rep, rt::softmax<1>(x), rt::softmax<1>(xS), "softmax<1>");
+    close_locals(rep, rt::softmax<1>(x), rt::softmax<1>(xS), "softmax<1>");
     same_locals(rep, rt::transpose<0, 1>(x), rt::transpose<0, 1>(xS), "transpose");
     same_locals(rep, rt::cat<0>(x, x), rt::cat<0>(xS, xS), "cat<0>");
     same_locals(rep, rt::maximum(x, 0.5f) * 2.0f, rt::maximum(xS, 0.5f) * 2.0f, "maximum * 2");
-    same_locals(rep, rt::gelu(x) - rt::tanh(x), rt::gelu(xS) - rt::tanh(xS), "gelu - tanh");
-    same_locals(rep, rt::exp(x) / (rt::sqrt(rt::abs(x)) + 1.0f),
+    close_locals(rep, rt::gelu(x) - rt::tanh(x), rt::gelu(xS) - rt::tanh(xS), "gelu - tanh");
+    close_locals(rep, rt::exp(x) / (rt::sqrt(rt::abs(x)) + 1.0f),
                 rt::exp(xS) / (rt::sqrt(rt::abs(xS)) + 1.0f), "exp / (sqrt(abs) + 1)");
-    same_locals(rep, rt::log(rt::abs(x) + 1.0f) - rt::sigmoid(x),
+    close_locals(rep, rt::log(rt::abs(x) + 1.0f) - rt::sigmoid(x),
                 rt::log(rt::abs(xS) + 1.0f) - rt::sigmoid(xS), "log(abs + 1) - sigmoid");
     same_locals(rep, rt::minimum(x, rt::neg(x)), rt::minimum(xS, rt::neg(xS)), "minimum(x, -x)");
     same_locals(rep, rt::mean<1>(x), rt::mean<1>(xS), "mean<1>");
     same_locals(rep, rt::min<0>(x), rt::min<0>(xS), "min<0>");
     same_locals(rep, rt::prod<1>(x), rt::prod<1>(xS), "prod<1>");
-    same_locals(rep, rt::log_softmax<1>(x), rt::log_softmax<1>(xS), "log_softmax<1>");
+    close_locals(rep, rt::log_softmax<1>(x), rt::log_softmax<1>(xS), "log_softmax<1>");
     same_locals(rep, rt::layer_norm<1>(x), rt::layer_norm<1>(xS), "layer_norm<1>");
     {
       using LG = layout<Mesh, placements<replicate, replicate>, extents<8>>;
@@ -305,7 +331,7 @@ void typed_op_cases(report& rep) {
                   rt::layer_norm<1>(xS, sim::distribute_tensor<LG>(gg), sim::distribute_tensor<LG>(gg)),
                   "layer_norm<1> with weight and bias");
     }
-    same_locals(rep, rt::matmul_t(x, rt::transpose<0, 1>(w)), rt::matmul_t(xS, rt::transpose<0, 1>(wS)),
+    close_locals(rep, rt::matmul_t(x, rt::transpose<0, 1>(w)), rt::matmul_t(xS, rt::transpose<0, 1>(wS)),
                 "matmul_t");
     same_locals(rep, rt::permute<1, 0>(x), rt::permute<1, 0>(xS), "permute");
     same_locals(rep, rt::squeeze<0>(rt::unsqueeze<0>(x)), rt::squeeze<0>(rt::unsqueeze<0>(xS)),
@@ -317,7 +343,7 @@ void typed_op_cases(report& rep) {
       using LA = layout<Mesh, placements<shard<0>, replicate>, extents<4, 3, 5>>;
       using LB = layout<Mesh, placements<shard<0>, shard<2>>, extents<4, 5, 6>>;
       const std::vector<double> ga = global_values<double>(60), gb = global_values<double>(120);
-      same_locals(rep,
+      close_locals(rep,
                   rt::bmm(F::template distribute_tensor<LA>(ga), F::template distribute_tensor<LB>(gb)),
                   rt::bmm(sim::distribute_tensor<LA>(ga), sim::distribute_tensor<LB>(gb)), "bmm");
     }
@@ -337,14 +363,17 @@ void typed_op_cases(report& rep) {
     const auto xi = F::template distribute_tensor<LI>(gi);
     const auto xiS = sim::distribute_tensor<LI>(gi);
     same_locals(rep, rt::neg(rt::relu(xi)), rt::neg(rt::relu(xiS)), "neg(relu(int32 P(max)))");
-    // local_map: a kernel that knows its rank.
-    using LO = layout<Mesh, placements<shard<0>, replicate>, extents<6, 8>>;
-    auto scale = [](index_t rank, host::strided_view<float> out, host::strided_view<const float> in) {
-      for (index_t k = 0; k < out.size(); ++k) out.data()[k] = in.data()[k] * float(rank + 1);
-    };
-    same_locals(rep, rt::local_map<LO, rt::in_placements<placements<shard<0>, replicate>>>(scale, x),
-                rt::local_map<LO, rt::in_placements<placements<shard<0>, replicate>>>(scale, xS),
-                "local_map");
+    // local_map: a kernel that knows its rank (host memory here; a device backend's own
+    // test passes a function that launches a kernel).
+    if constexpr (spmd::runtime::host_memory<B>) {
+      using LO = layout<Mesh, placements<shard<0>, replicate>, extents<6, 8>>;
+      auto scale = [](index_t rank, host::strided_view<float> out, host::strided_view<const float> in) {
+        for (index_t k = 0; k < out.size(); ++k) out.data()[k] = in.data()[k] * float(rank + 1);
+      };
+      same_locals(rep, rt::local_map<LO, rt::in_placements<placements<shard<0>, replicate>>>(scale, x),
+                  rt::local_map<LO, rt::in_placements<placements<shard<0>, replicate>>>(scale, xS),
+                  "local_map");
+    }
   }
   {  // TP blocks: column-parallel then row-parallel (Megatron's MLP)
     constexpr int tp = 1;
@@ -362,7 +391,7 @@ void typed_op_cases(report& rep) {
     const std::vector<double> gx = global_values<double>(32);
     const auto x = F::template distribute_tensor<LX>(gx);
     const auto xS = sim::distribute_tensor<LX>(gx);
-    same_locals(rep, down(rt::gelu(up(x))), downS(rt::gelu(upS(xS))), "TP MLP");
+    close_locals(rep, down(rt::gelu(up(x))), downS(rt::gelu(upS(xS))), "TP MLP");
   }
 }
 

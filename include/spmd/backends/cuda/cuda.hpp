@@ -8,6 +8,7 @@
 //   backend.hpp     spmd::cuda::backend: what the runtime needs from the GPU
 //   execute.hpp     a plan's steps, one launch each
 //   step_table.hpp  a step as a table of box operations; step_body.hpp: one thread's work
+//   ops/            the operators' device kernels (device_op), op_bodies.hpp per thread
 //   launch.hpp      the kernels' declarations; kernels/*.cuh their definitions (nvcc)
 #pragma once
 
@@ -15,5 +16,10 @@
 #include "spmd/backends/cuda/backend.hpp"
 #include "spmd/backends/cuda/device.hpp"
 #include "spmd/backends/cuda/execute.hpp"
+#include "spmd/backends/cuda/ops/elementwise.hpp"
+#include "spmd/backends/cuda/ops/matmul.hpp"
+#include "spmd/backends/cuda/ops/nn.hpp"
+#include "spmd/backends/cuda/ops/reduction.hpp"
+#include "spmd/backends/cuda/ops/views.hpp"
 #include "spmd/runtime/comm_counter.hpp"
 #include "spmd/runtime/dtensor.hpp"

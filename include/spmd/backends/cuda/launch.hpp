@@ -7,7 +7,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include "spmd/backends/cuda/op_bodies.hpp"
 #include "spmd/backends/cuda/step_table.hpp"
+#include "spmd/core/element_math.hpp"
 #include "spmd/core/config.hpp"
 
 namespace spmd::cuda {
@@ -33,6 +35,36 @@ void step(const step_view& table, const rank_ptrs<T>& ptrs, cudaStream_t stream)
 /// out[k] = To(in[k]) for k < n (forward_dtype).
 template <class To, class From>
 void cast(To* out, const From* in, index_t n, cudaStream_t stream);
+
+// ---- operators' local kernels (one rank's block per launch; op_bodies.hpp per thread) ----
+
+template <unary_fn F, class T>
+void unary(T* out, const T* in, index_t n, cudaStream_t stream);
+template <binary_fn F, class T>
+void binary(T* out, const T* a, const T* b, const index_geom& g, cudaStream_t stream);
+template <binary_fn F, bool ScalarLeft, class T>
+void scalar(T* out, const T* in, T c, index_t n, cudaStream_t stream);
+/// dst and src walked by g (s[0]: dst strides, s[1]: src strides).
+template <class T>
+void copy(T* dst, const T* src, const index_geom& g, cudaStream_t stream);
+template <reduce_op Op, bool Mean, class T>
+void reduce(T* out, const T* in, const index_geom& kept, const index_geom& reduced, cudaStream_t stream);
+template <bool Log, class T>
+void softmax(T* out, const T* x, const index_geom& rows, index_t n, index_t sx, index_t so,
+             cudaStream_t stream);
+template <bool Affine, class T>
+void layer_norm(T* out, const T* x, const T* w, const T* b, const index_geom& outer,
+                const index_geom& inner, double eps, cudaStream_t stream);
+/// `bad` (device memory, 2 elements, zeroed) receives an out-of-range index.
+template <class T, class I>
+void embedding(T* out, const T* w, const I* idx, index_t first, index_t rows, index_t h, index_t vocab,
+               index_t n_out, index_t* bad, cudaStream_t stream);
+/// Row-major c (m x n) = a (m x k) . b (k x n), or b^T when b_transposed (b is n x k);
+/// `batch` products at strides m*k, k*n, m*n. Floating types through cuBLAS (bf16 with
+/// float accumulation), integers by a kernel that adds in the host kernel's order.
+template <class T>
+void gemm(T* c, const T* a, const T* b, index_t m, index_t n, index_t k, bool b_transposed,
+          index_t batch, cudaStream_t stream);
 
 }  // namespace kernels
 }  // namespace spmd::cuda

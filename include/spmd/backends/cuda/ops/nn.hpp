@@ -1,0 +1,95 @@
+// spmd/backends/cuda/ops/nn.hpp — softmax, log_softmax, layer_norm and embedding on the
+// device: a thread per row (softmax, layer_norm: in double, as the host) or per element.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "spmd/backends/cuda/backend.hpp"
+#include "spmd/backends/cuda/ops/geometry.hpp"
+#include "spmd/runtime/ops/nn.hpp"
+
+namespace spmd::cuda {
+
+template <int Dim, bool Log>
+struct device_op<spmd::ops::softmax<Dim, Log>> {
+  template <class T, class Off>
+  static void run(const spmd::ops::softmax<Dim, Log>&, device_set<T>& out, Off&, const device_set<T>& x) {
+    for (const index_t i : out.held()) {
+      const shape_vec& shape = x.shape(i);
+      const shape_vec s = ops_detail::row_major_strides(shape);
+      index_geom rows;  // every dim but Dim; input and output share the contiguous layout
+      for (int d = 0; d < shape.size(); ++d) {
+        if (d == Dim) continue;
+        rows.ext[rows.nd] = shape[d];
+        rows.s[0][rows.nd] = rows.s[1][rows.nd] = s[d];
+        ++rows.nd;
+      }
+      kernels::softmax<Log, T>(out.data(i), x.data(i), rows, shape[Dim], s[Dim], s[Dim], current_stream());
+    }
+  }
+};
+
+template <int N, bool Affine>
+struct device_op<spmd::ops::layer_norm<N, Affine>> {
+  template <class T, class Off, class... WB>
+  static void run(const spmd::ops::layer_norm<N, Affine>& op, device_set<T>& out, Off&, const device_set<T>& x,
+                  const WB&... wb) {
+    for (const index_t i : out.held()) {
+      const shape_vec& shape = x.shape(i);
+      const shape_vec s = ops_detail::row_major_strides(shape);
+      const int r = shape.size();
+      index_geom outer, inner;
+      index_t k = 1;  // the weight's strides: its own row-major layout over the last N dims
+      for (int d = r - 1; d >= r - N; --d) {
+        inner.s[2][d - (r - N)] = k;
+        k *= shape[d];
+      }
+      for (int d = 0; d < r; ++d) {
+        index_geom& g = d < r - N ? outer : inner;
+        g.ext[g.nd] = shape[d];
+        g.s[0][g.nd] = g.s[1][g.nd] = s[d];
+        ++g.nd;
+      }
+      const T* w = nullptr;
+      const T* b = nullptr;
+      if constexpr (Affine) {
+        const device_set<T>* p[] = {&wb...};
+        w = p[0]->data(i);
+        b = p[1]->data(i);
+      }
+      kernels::layer_norm<Affine, T>(out.data(i), x.data(i), w, b, outer, inner, op.eps, current_stream());
+    }
+  }
+};
+
+template <>
+struct device_op<spmd::ops::embedding> {
+  /// Checks indices on the device and synchronises once to report a bad one (so an embedding
+  /// is not captured in a CUDA graph; the lookup itself does not wait).
+  template <class T, class I, class Off>
+  static void run(const spmd::ops::embedding& op, device_set<T>& out, Off& offsets, const device_set<T>& w,
+                  const device_set<I>& idx) {
+    device_buffer<index_t> bad(2 * out.ranks());
+    check(cudaMemsetAsync(bad.data(), 0, static_cast<std::size_t>(2 * out.ranks()) * sizeof(index_t),
+                          current_stream()),
+          "cudaMemsetAsync");
+    for (const index_t i : out.held()) {
+      const auto off = offsets(i);
+      const index_t first = off.in[0][0], rows = w.shape(i)[0], h = w.shape(i)[1];
+      kernels::embedding<T, I>(out.data(i), w.data(i), idx.data(i), first, rows, h, op.vocab, out.size(i),
+                               bad.data() + 2 * i, current_stream());
+    }
+    std::vector<index_t> flags(static_cast<std::size_t>(2 * out.ranks()));
+    check(cudaMemcpyAsync(flags.data(), bad.data(), flags.size() * sizeof(index_t), cudaMemcpyDeviceToHost,
+                          current_stream()),
+          "cudaMemcpyAsync (device to host)");
+    synchronize();
+    for (const index_t i : out.held())
+      if (flags[static_cast<std::size_t>(2 * i)] != 0)
+        throw std::out_of_range("spmd::embedding: index " + std::to_string(flags[static_cast<std::size_t>(2 * i + 1)]) +
+                                " of mesh index " + std::to_string(i) +
+                                "'s indices is outside the vocabulary [0, " + std::to_string(op.vocab) + ")");
+  }
+};
+
+}  // namespace spmd::cuda

@@ -1,0 +1,42 @@
+// spmd/backends/cuda/ops/reduction.hpp — sum, mean, max, min, prod over dims on the device:
+// one thread per output element, meeting its inputs in the host kernel's order.
+#pragma once
+
+#include "spmd/backends/cuda/backend.hpp"
+#include "spmd/backends/cuda/ops/geometry.hpp"
+#include "spmd/runtime/ops/reduction.hpp"
+
+namespace spmd::cuda {
+
+template <spmd::ops::reduce_kind Kind, bool KeepDim, int... Dims>
+struct device_op<spmd::ops::reduction<Kind, KeepDim, Dims...>> {
+  using op_type = spmd::ops::reduction<Kind, KeepDim, Dims...>;
+  static constexpr bool mean = Kind == spmd::ops::reduce_kind::mean;
+  static constexpr reduce_op combine_op = mean ? reduce_op::sum : spmd::ops::partial_op_of(Kind);
+
+  template <class T, class Off>
+  static void run(const op_type&, device_set<T>& out, Off&, const device_set<T>& in) {
+    for (const index_t i : out.held()) {
+      const shape_vec& shape = in.shape(i);
+      const int r = shape.size();
+      const auto red = spmd::ops::reduction_detail::reduced_of<Dims...>(r);
+      if (red.error != spmd::ops::reduction_detail::dims_error::none) op_type::checked(r);  // throws
+      const shape_vec s = ops_detail::row_major_strides(shape);
+      index_geom kept, reduced;
+      for (int d = 0; d < r; ++d) {
+        index_geom& g = red.of[d] ? reduced : kept;
+        g.ext[g.nd] = shape[d];
+        g.s[0][g.nd] = s[d];
+        ++g.nd;
+      }
+      if constexpr (mean) {
+        if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, bfloat16>)
+          kernels::reduce<reduce_op::sum, true, T>(out.data(i), in.data(i), kept, reduced, current_stream());
+      } else {
+        kernels::reduce<combine_op, false, T>(out.data(i), in.data(i), kept, reduced, current_stream());
+      }
+    }
+  }
+};
+
+}  // namespace spmd::cuda

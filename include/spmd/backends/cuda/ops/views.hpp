@@ -1,0 +1,94 @@
+// spmd/backends/cuda/ops/views.hpp — transpose, permute, the reshapes and cat on the device:
+// strided copies (a view's local block is a fresh contiguous block, as on the host).
+#pragma once
+
+#include "spmd/backends/cuda/backend.hpp"
+#include "spmd/backends/cuda/ops/geometry.hpp"
+#include "spmd/runtime/ops/cat.hpp"
+#include "spmd/runtime/ops/view.hpp"
+
+namespace spmd::cuda {
+
+namespace ops_detail {
+
+/// out (contiguous) = in read with its dims in the order `perm`.
+template <class T>
+void permuted_copy(device_set<T>& out, const device_set<T>& in, index_t i, const shape_vec& perm) {
+  index_geom g = contiguous_geom(out.shape(i));
+  const shape_vec s = row_major_strides(in.shape(i));
+  for (int d = 0; d < g.nd; ++d) g.s[1][d] = s[static_cast<int>(perm[d])];
+  kernels::copy<T>(out.data(i), in.data(i), g, current_stream());
+}
+
+/// The same elements in row-major order, a new shape.
+template <class T>
+void flat_copy(device_set<T>& out, const device_set<T>& in, index_t i) {
+  if (out.size(i) != in.size(i))
+    throw std::logic_error("spmd::cuda: a reshape's local block has " + std::to_string(in.size(i)) +
+                           " elements, its output block " + std::to_string(out.size(i)));
+  shape_vec flat{};
+  flat.push_back(out.size(i));
+  kernels::copy<T>(out.data(i), in.data(i), contiguous_geom(flat), current_stream());
+}
+
+/// Reshapes of every kind: one flat copy per rank.
+struct reshape_op {
+  template <class Op, class T, class Off>
+  static void run(const Op&, device_set<T>& out, Off&, const device_set<T>& in) {
+    for (const index_t i : out.held()) flat_copy(out, in, i);
+  }
+};
+
+}  // namespace ops_detail
+
+template <int D0, int D1>
+struct device_op<spmd::ops::transpose<D0, D1>> {
+  template <class T, class Off>
+  static void run(const spmd::ops::transpose<D0, D1>&, device_set<T>& out, Off&, const device_set<T>& in) {
+    for (const index_t i : out.held()) {
+      shape_vec perm{};
+      for (int d = 0; d < in.shape(i).size(); ++d) perm.push_back(d == D0 ? D1 : d == D1 ? D0 : d);
+      ops_detail::permuted_copy(out, in, i, perm);
+    }
+  }
+};
+
+template <int... P>
+struct device_op<spmd::ops::permute<P...>> {
+  template <class T, class Off>
+  static void run(const spmd::ops::permute<P...>&, device_set<T>& out, Off&, const device_set<T>& in) {
+    for (const index_t i : out.held())
+      ops_detail::permuted_copy(out, in, i, shape_vec{{P...}, static_cast<int>(sizeof...(P))});
+  }
+};
+
+template <int D>
+struct device_op<spmd::ops::squeeze<D>> : ops_detail::reshape_op {};
+template <int D>
+struct device_op<spmd::ops::unsqueeze<D>> : ops_detail::reshape_op {};
+template <int S, int E>
+struct device_op<spmd::ops::flatten<S, E>> : ops_detail::reshape_op {};
+template <index_t... E>
+struct device_op<spmd::ops::reshape<E...>> : ops_detail::reshape_op {};
+
+template <int Dim>
+struct device_op<spmd::ops::cat<Dim>> {
+  template <class T, class Off, class... In>
+  static void run(const spmd::ops::cat<Dim>&, device_set<T>& out, Off&, const In&... in) {
+    for (const index_t i : out.held()) {
+      const shape_vec os = ops_detail::row_major_strides(out.shape(i));
+      index_t offset = 0;
+      auto place = [&](const device_set<T>& part) {
+        const shape_vec& ps = part.shape(i);
+        if (part.size(i) == 0) return;
+        index_geom g = ops_detail::contiguous_geom(ps);  // s[1]: the part, contiguous
+        for (int d = 0; d < g.nd; ++d) g.s[0][d] = os[d];  // s[0]: the output's strides
+        kernels::copy<T>(out.data(i) + offset * os[Dim], part.data(i), g, current_stream());
+        offset += ps[Dim];
+      };
+      (place(in), ...);
+    }
+  }
+};
+
+}  // namespace spmd::cuda

@@ -1,0 +1,49 @@
+// src/cuda/ops.cu — the operators' local kernels for every device element type (spmd_cuda).
+#include "spmd/backends/cuda/elements.hpp"
+#include "spmd/backends/cuda/kernels/gemm.cuh"
+#include "spmd/backends/cuda/kernels/ops.cuh"
+
+namespace spmd::cuda::kernels {
+
+#define SPMD_UNARY(F, T) template void unary<unary_fn::F, T>(T*, const T*, index_t, cudaStream_t);
+#define SPMD_UNARY_ALL(T)                                                                    \
+  SPMD_UNARY(neg, T) SPMD_UNARY(abs, T) SPMD_UNARY(relu, T)
+#define SPMD_UNARY_FLOAT(T)                                                                  \
+  SPMD_UNARY(exp, T) SPMD_UNARY(log, T) SPMD_UNARY(sqrt, T) SPMD_UNARY(gelu, T)              \
+  SPMD_UNARY(tanh, T) SPMD_UNARY(sigmoid, T)
+
+#define SPMD_BINARY(F, T)                                                                    \
+  template void binary<binary_fn::F, T>(T*, const T*, const T*, const index_geom&, cudaStream_t); \
+  template void scalar<binary_fn::F, true, T>(T*, const T*, T, index_t, cudaStream_t);       \
+  template void scalar<binary_fn::F, false, T>(T*, const T*, T, index_t, cudaStream_t);
+#define SPMD_BINARY_ALL(T)                                                                   \
+  SPMD_BINARY(add, T) SPMD_BINARY(sub, T) SPMD_BINARY(mul, T) SPMD_BINARY(maximum, T)        \
+  SPMD_BINARY(minimum, T)
+
+#define SPMD_REDUCE(T)                                                                       \
+  template void reduce<reduce_op::sum, false, T>(T*, const T*, const index_geom&, const index_geom&, cudaStream_t); \
+  template void reduce<reduce_op::product, false, T>(T*, const T*, const index_geom&, const index_geom&, cudaStream_t); \
+  template void reduce<reduce_op::max, false, T>(T*, const T*, const index_geom&, const index_geom&, cudaStream_t); \
+  template void reduce<reduce_op::min, false, T>(T*, const T*, const index_geom&, const index_geom&, cudaStream_t);
+
+#define SPMD_FLOAT_ONLY(T)                                                                   \
+  SPMD_UNARY_FLOAT(T) SPMD_BINARY(div, T)                                                    \
+  template void reduce<reduce_op::sum, true, T>(T*, const T*, const index_geom&, const index_geom&, cudaStream_t); \
+  template void softmax<false, T>(T*, const T*, const index_geom&, index_t, index_t, index_t, cudaStream_t); \
+  template void softmax<true, T>(T*, const T*, const index_geom&, index_t, index_t, index_t, cudaStream_t); \
+  template void layer_norm<false, T>(T*, const T*, const T*, const T*, const index_geom&, const index_geom&, double, cudaStream_t); \
+  template void layer_norm<true, T>(T*, const T*, const T*, const T*, const index_geom&, const index_geom&, double, cudaStream_t); \
+  template void embedding<T, ::std::int32_t>(T*, const T*, const ::std::int32_t*, index_t, index_t, index_t, index_t, index_t, index_t*, cudaStream_t); \
+  template void embedding<T, ::std::int64_t>(T*, const T*, const ::std::int64_t*, index_t, index_t, index_t, index_t, index_t, index_t*, cudaStream_t);
+
+#define SPMD_EVERY(T)                                                                        \
+  SPMD_UNARY_ALL(T) SPMD_BINARY_ALL(T) SPMD_REDUCE(T)                                        \
+  template void copy<T>(T*, const T*, const index_geom&, cudaStream_t);                      \
+  template void gemm<T>(T*, const T*, const T*, index_t, index_t, index_t, bool, index_t, cudaStream_t);
+
+SPMD_CUDA_FOR_EACH_ELEMENT(SPMD_EVERY)
+SPMD_FLOAT_ONLY(float)
+SPMD_FLOAT_ONLY(double)
+SPMD_FLOAT_ONLY(::spmd::bfloat16)
+
+}  // namespace spmd::cuda::kernels
