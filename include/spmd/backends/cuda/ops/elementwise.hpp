@@ -23,14 +23,9 @@ struct device_op<spmd::ops::binary<Fn>> {
   static void run(const spmd::ops::binary<Fn>&, device_set<T>& out, Off&, const device_set<T>& a,
                   const device_set<T>& b) {
     for (const index_t i : out.held()) {
-      index_geom g = ops_detail::contiguous_geom(out.shape(i));
-      const shape_vec sa = ops_detail::broadcast_strides(a.shape(i), out.shape(i)),
-                      sb = ops_detail::broadcast_strides(b.shape(i), out.shape(i));
-      for (int d = 0; d < g.nd; ++d) {
-        g.s[1][d] = sa[d];
-        g.s[2][d] = sb[d];
-      }
-      kernels::binary<Fn::id, T>(out.data(i), a.data(i), b.data(i), g, current_stream());
+      kernels::binary<Fn::id, T>(out.data(i), a.data(i), b.data(i),
+                                 ops_detail::binary_geom(out.shape(i), a.shape(i), b.shape(i)),
+                                 current_stream());
     }
   }
 };

@@ -16,15 +16,9 @@ struct device_op<spmd::ops::softmax<Dim, Log>> {
   static void run(const spmd::ops::softmax<Dim, Log>&, device_set<T>& out, Off&, const device_set<T>& x) {
     for (const index_t i : out.held()) {
       const shape_vec& shape = x.shape(i);
-      const shape_vec s = ops_detail::row_major_strides(shape);
-      index_geom rows;  // every dim but Dim; input and output share the contiguous layout
-      for (int d = 0; d < shape.size(); ++d) {
-        if (d == Dim) continue;
-        rows.ext[rows.nd] = shape[d];
-        rows.s[0][rows.nd] = rows.s[1][rows.nd] = s[d];
-        ++rows.nd;
-      }
-      kernels::softmax<Log, T>(out.data(i), x.data(i), rows, shape[Dim], s[Dim], s[Dim], current_stream());
+      const index_t stride = ops_detail::row_major_strides(shape)[Dim];
+      kernels::softmax<Log, T>(out.data(i), x.data(i), ops_detail::softmax_rows(shape, Dim), shape[Dim], stride,
+                               stride, current_stream());
     }
   }
 };
@@ -36,20 +30,7 @@ struct device_op<spmd::ops::layer_norm<N, Affine>> {
                   const WB&... wb) {
     for (const index_t i : out.held()) {
       const shape_vec& shape = x.shape(i);
-      const shape_vec s = ops_detail::row_major_strides(shape);
-      const int r = shape.size();
-      index_geom outer, inner;
-      index_t k = 1;  // the weight's strides: its own row-major layout over the last N dims
-      for (int d = r - 1; d >= r - N; --d) {
-        inner.s[2][d - (r - N)] = k;
-        k *= shape[d];
-      }
-      for (int d = 0; d < r; ++d) {
-        index_geom& g = d < r - N ? outer : inner;
-        g.ext[g.nd] = shape[d];
-        g.s[0][g.nd] = g.s[1][g.nd] = s[d];
-        ++g.nd;
-      }
+      const auto [outer, inner] = ops_detail::layer_norm_geoms(shape, N);
       const T* w = nullptr;
       const T* b = nullptr;
       if constexpr (Affine) {

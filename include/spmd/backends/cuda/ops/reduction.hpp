@@ -21,14 +21,7 @@ struct device_op<spmd::ops::reduction<Kind, KeepDim, Dims...>> {
       const int r = shape.size();
       const auto red = spmd::ops::reduction_detail::reduced_of<Dims...>(r);
       if (red.error != spmd::ops::reduction_detail::dims_error::none) op_type::checked(r);  // throws
-      const shape_vec s = ops_detail::row_major_strides(shape);
-      index_geom kept, reduced;
-      for (int d = 0; d < r; ++d) {
-        index_geom& g = red.of[d] ? reduced : kept;
-        g.ext[g.nd] = shape[d];
-        g.s[0][g.nd] = s[d];
-        ++g.nd;
-      }
+      const auto [kept, reduced] = ops_detail::reduction_geoms(shape, red.of);
       if constexpr (mean) {
         if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, bfloat16>)
           kernels::reduce<reduce_op::sum, true, T>(out.data(i), in.data(i), kept, reduced, current_stream());

@@ -14,10 +14,7 @@ namespace ops_detail {
 /// out (contiguous) = in read with its dims in the order `perm`.
 template <class T>
 void permuted_copy(device_set<T>& out, const device_set<T>& in, index_t i, const shape_vec& perm) {
-  index_geom g = contiguous_geom(out.shape(i));
-  const shape_vec s = row_major_strides(in.shape(i));
-  for (int d = 0; d < g.nd; ++d) g.s[1][d] = s[static_cast<int>(perm[d])];
-  kernels::copy<T>(out.data(i), in.data(i), g, current_stream());
+  kernels::copy<T>(out.data(i), in.data(i), permute_geom(out.shape(i), in.shape(i), perm), current_stream());
 }
 
 /// The same elements in row-major order, a new shape.
@@ -81,9 +78,8 @@ struct device_op<spmd::ops::cat<Dim>> {
       auto place = [&](const device_set<T>& part) {
         const shape_vec& ps = part.shape(i);
         if (part.size(i) == 0) return;
-        index_geom g = ops_detail::contiguous_geom(ps);  // s[1]: the part, contiguous
-        for (int d = 0; d < g.nd; ++d) g.s[0][d] = os[d];  // s[0]: the output's strides
-        kernels::copy<T>(out.data(i) + offset * os[Dim], part.data(i), g, current_stream());
+        kernels::copy<T>(out.data(i) + offset * os[Dim], part.data(i),
+                         ops_detail::cat_part_geom(out.shape(i), ps), current_stream());
         offset += ps[Dim];
       };
       (place(in), ...);
