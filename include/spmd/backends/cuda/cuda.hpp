@@ -7,6 +7,7 @@
 //   api.hpp         spmd::cuda::dtensor, distribute_tensor, from_local, factories
 //   backend.hpp     spmd::cuda::backend: what the runtime needs from the GPU
 //   execute.hpp     a plan's steps, one launch each
+//   collectives.hpp all_reduce, broadcast, all_gather, reduce_scatter, all_to_all on locals
 //   step_table.hpp  a step as a table of box operations; step_body.hpp: one thread's work
 //   ops/            the operators' device kernels (device_op), op_bodies.hpp per thread
 //   launch.hpp      the kernels' declarations; kernels/*.cuh their definitions (nvcc)
@@ -14,6 +15,7 @@
 
 #include "spmd/backends/cuda/api.hpp"
 #include "spmd/backends/cuda/backend.hpp"
+#include "spmd/backends/cuda/collectives.hpp"
 #include "spmd/backends/cuda/device.hpp"
 #include "spmd/backends/cuda/execute.hpp"
 #include "spmd/backends/cuda/ops/elementwise.hpp"
