@@ -1,0 +1,139 @@
+// tests/cuda/backend.cpp — what the CUDA backend promises beyond the typed suite: a clear
+// error without a GPU (checked on every machine), and, on a GPU, work on a stream the user
+// passes, a redistribute captured in a CUDA graph and replayed, local_map with a function
+// that launches its own kernel, a bad embedding index reported by name, and CUDA errors as
+// exceptions naming the call. Without a GPU the GPU checks are skipped with a message (77).
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "spmd/backends/cuda/cuda.hpp"
+#include "spmd/backends/sim/sim.hpp"
+#include "spmd/runtime/ops/local_map.hpp"
+
+namespace {
+
+int failures = 0, checks = 0;
+void check(bool ok, const std::string& what) {
+  ++checks;
+  if (!ok) {
+    ++failures;
+    std::fprintf(stderr, "FAILED: %s\n", what.c_str());
+  }
+}
+
+template <class T>
+bool same(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
+}
+
+using M = spmd::mesh<2, 4>;
+using L = spmd::layout<M, spmd::placements<spmd::shard<0>, spmd::partial<spmd::reduce_op::sum>>, spmd::extents<64, 48>>;
+using To = spmd::placements<spmd::replicate, spmd::shard<1>>;
+
+std::vector<float> global() {
+  std::vector<float> g(64 * 48);
+  for (std::size_t i = 0; i < g.size(); ++i) g[i] = static_cast<float>((i * 37) % 101) * 0.25f - 12.f;
+  return g;
+}
+
+void without_gpu() {
+  try {
+    (void)spmd::cuda::distribute_tensor<L>(global());
+    check(false, "distribute_tensor without a GPU throws");
+  } catch (const spmd::cuda::no_device& e) {
+    check(std::string(e.what()).find("no CUDA device") != std::string::npos,
+          std::string("the message says there is no CUDA device: ") + e.what());
+  }
+}
+
+void on_stream_and_graph() {
+  const auto want = spmd::sim::redistribute<To>(spmd::sim::distribute_tensor<L>(global())).full_tensor();
+  cudaStream_t s = nullptr;
+  spmd::cuda::check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  {
+    spmd::cuda::stream_scope scope(s);
+    const auto x = spmd::cuda::distribute_tensor<L>(global());
+    check(same(spmd::cuda::redistribute<To>(x).full_tensor(), want), "redistribute on a user's stream");
+    // Capture: the plan ran once above, so its tables are on the device; the capture holds
+    // the allocations, the step launches and the frees.
+    cudaGraph_t graph = nullptr;
+    spmd::cuda::check(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+    spmd::cuda::device_set<float> held;
+    {
+      auto y = spmd::cuda::redistribute<To>(x);
+      held = std::move(y).locals();  // kept past the capture; freed (stream-ordered) later
+    }
+    spmd::cuda::check(cudaStreamEndCapture(s, &graph), "cudaStreamEndCapture");
+    cudaGraphExec_t exec = nullptr;
+    spmd::cuda::check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+    spmd::cuda::check(cudaGraphLaunch(exec, s), "cudaGraphLaunch");
+    spmd::cuda::synchronize();
+    // The graph wrote `held`'s buffers (the capture recorded them): read them back.
+    const spmd::host::local_set<float> got = spmd::cuda::download(held);
+    const auto ref = spmd::sim::redistribute<To>(spmd::sim::distribute_tensor<L>(global()));
+    bool ok = true;
+    for (spmd::index_t i = 0; i < M::size; ++i)
+      ok = ok && got.size(i) == ref.locals().size(i) &&
+           std::memcmp(got.data(i), ref.locals().data(i), static_cast<std::size_t>(got.size(i)) * sizeof(float)) == 0;
+    check(ok, "a redistribute captured in a CUDA graph and replayed gives the simulation's locals");
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+  }
+  spmd::cuda::check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  cudaStreamDestroy(s);
+}
+
+void local_map_and_errors() {
+  using LO = spmd::layout<M, spmd::placements<spmd::shard<0>, spmd::replicate>, spmd::extents<64, 48>>;
+  using In = spmd::runtime::in_placements<spmd::placements<spmd::shard<0>, spmd::replicate>>;
+  const std::vector<float> g = global();
+  // A function that launches its own kernel (the library's scalar kernel) on the backend's stream.
+  auto scale = [](spmd::index_t rank, spmd::cuda::device_view<float> out, spmd::cuda::device_view<const float> in) {
+    spmd::cuda::kernels::scalar<spmd::binary_fn::mul, false, float>(out.data(), in.data(), float(rank + 1), out.size(),
+                                                                    spmd::cuda::current_stream());
+  };
+  auto host_scale = [](spmd::index_t rank, spmd::host::strided_view<float> out, spmd::host::strided_view<const float> in) {
+    for (spmd::index_t k = 0; k < out.size(); ++k) out.data()[k] = in.data()[k] * float(rank + 1);
+  };
+  const auto y = spmd::runtime::local_map<LO, In>(scale, spmd::cuda::distribute_tensor<LO>(g));
+  const auto yS = spmd::runtime::local_map<LO, In>(host_scale, spmd::sim::distribute_tensor<LO>(g));
+  check(same(y.full_tensor(), yS.full_tensor()), "local_map with a device kernel");
+
+  using LI = spmd::layout<M, spmd::placements<spmd::shard<0>, spmd::replicate>, spmd::extents<4>>;
+  using LT = spmd::layout<M, spmd::placements<spmd::replicate, spmd::shard<0>>, spmd::extents<8, 4>>;
+  const std::vector<std::int64_t> bad = {1, 2, 8, 3};
+  const std::vector<float> table(32, 1.f);
+  try {
+    (void)spmd::runtime::embedding(spmd::cuda::distribute_tensor<LI>(bad), spmd::cuda::distribute_tensor<LT>(table));
+    check(false, "a bad embedding index throws");
+  } catch (const std::out_of_range& e) {
+    check(std::string(e.what()).find("index 8") != std::string::npos, std::string("names the index: ") + e.what());
+  }
+  try {
+    spmd::cuda::check(cudaMemcpy(nullptr, reinterpret_cast<void*>(16), 4, cudaMemcpyDeviceToDevice), "cudaMemcpy");
+    check(false, "a failing CUDA call throws");
+  } catch (const spmd::cuda::error& e) {
+    check(std::string(e.what()).find("cudaMemcpy failed") != std::string::npos, std::string("names the call: ") + e.what());
+  }
+}
+
+}  // namespace
+
+int main() {
+  if (!spmd::cuda::available()) {
+    without_gpu();
+    std::printf("no-GPU check: %d checks, %d failed\n", checks, failures);
+    if (failures > 0) return 1;
+    std::printf("SKIP cuda backend: no CUDA device; streams, graphs, local_map and errors need a GPU\n");
+    return 77;
+  }
+  on_stream_and_graph();
+  local_map_and_errors();
+  std::printf("cuda backend: %d checks, %d failed\n", checks, failures);
+  return failures == 0 ? 0 : 1;
+}
