@@ -1,5 +1,6 @@
 // spmd demo: a 2-layer MLP forward, tensor parallel (Megatron-LM), in the simulation backend
-// (spmd-demo) or with one process per rank (mpirun -np 8 spmd-demo --backend mpi).
+// (spmd-demo), with one process per rank (mpirun -np 8 spmd-demo --backend mpi), or with
+// every rank on one GPU (spmd-demo --backend cuda).
 //
 // Mesh 2x4 named (dp, tp): the batch is split over dp, the first layer's weight by output
 // features over tp (column-parallel), the second's by input features (row-parallel). Every
@@ -19,6 +20,9 @@
 #include "spmd/runtime/ops/elementwise.hpp"
 #include "spmd/runtime/ops/tp.hpp"
 #include "spmd/backends/sim/sim.hpp"
+#ifdef SPMD_DEMO_CUDA
+#include "spmd/backends/cuda/cuda.hpp"
+#endif
 #ifdef SPMD_DEMO_MPI
 #include "spmd/backends/mpi/mpi.hpp"
 #endif
@@ -148,6 +152,17 @@ int main(int argc, char** argv) {
                               : argc == 1                                       ? "sim"
                                                                                 : "";
   if (backend == "sim") return run<sim::backend>("simulation", true);
+#ifdef SPMD_DEMO_CUDA
+  if (backend == "cuda") {
+    try {
+      spmd::cuda::require_device("spmd-demo --backend cuda");
+    } catch (const spmd::cuda::no_device& e) {
+      std::fprintf(stderr, "%s\n", e.what());
+      return 2;
+    }
+    return run<spmd::cuda::backend>("CUDA (every rank on one GPU)", true);
+  }
+#endif
 #ifdef SPMD_DEMO_MPI
   if (backend == "mpi") {
     spmd::mpi::environment env(argc, argv);
@@ -155,11 +170,16 @@ int main(int argc, char** argv) {
   }
 #endif
   std::fprintf(stderr,
-               "usage: spmd-demo [--backend sim|mpi]   (mpi: mpirun -np 8 spmd-demo --backend mpi%s)\n",
+               "usage: spmd-demo [--backend sim|mpi|cuda]   (mpi: mpirun -np 8 spmd-demo --backend mpi%s%s)\n",
 #ifdef SPMD_DEMO_MPI
+               "",
+#else
+               "; this build has no MPI",
+#endif
+#ifdef SPMD_DEMO_CUDA
                ""
 #else
-               "; this build has no MPI"
+               "; this build has no CUDA"
 #endif
   );
   return 2;
