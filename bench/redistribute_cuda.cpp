@@ -1,0 +1,214 @@
+// bench/redistribute_cuda — the CUDA backend's redistribute (every rank on one GPU) against
+// the floor of the bytes it must move, measured in the same run.
+//
+//   meson compile -C build redistribute_cuda && build/bench/redistribute_cuda [--quick]
+//       [--torch FILE]   (FILE: bench/localtensor_cuda.py's output on the same GPU)
+//
+// Cases on 8 ranks, f32, global tensors of size/256 rows of 64 columns, size = the global
+// tensor's bytes (nccl-tests' size for all_gather and all_reduce), 4 KiB to 1 GiB:
+//   mesh 8:    S(0) -> R,  S(0) -> S(1),  P -> R,  P -> S(0)
+//   mesh 2x4:  the same placement on both mesh dims ((S(0),S(0)) -> (R,R), ...)
+// Columns follow nccl-tests: size, count, type, redop, time (us), algbw, busbw (GB/s); then the
+// floor (us) and floor/time, the time of the same redistribute replayed from a CUDA graph,
+// and, with --torch, LocalTensor's time and LocalTensor / spmd.
+//
+// Floor: every rank's output must be written once and every input element read once (all
+// ranks share the GPU's memory, so nothing crosses a link): S(0)->R reads G and writes 8G,
+// S(0)->S(1) G and G, P->R 8G and 8G, P->S(0) 8G and G. Over the device-to-device copy
+// bandwidth measured first (cudaMemcpyAsync of 1 GiB, read + write bytes per second).
+// Time: CUDA events around a loop of redistributes after two warm-up calls; the median of
+// 5 rounds. Last line:
+//   RESULT cuda_large_ratio=<worst floor/time at >= 64 MiB> small_us=<worst us at 4 KiB>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "spmd/backends/cuda/cuda.hpp"
+
+namespace {
+
+using spmd::dyn;
+using spmd::index_t;
+using spmd::extents;
+using spmd::layout;
+using spmd::placements;
+using spmd::replicate;
+using spmd::shard;
+using P = spmd::partial<spmd::reduce_op::sum>;
+namespace cu = spmd::cuda;
+
+constexpr index_t cols = 64;
+
+struct event_timer {
+  cudaEvent_t a{}, b{};
+  event_timer() {
+    cu::check(cudaEventCreate(&a), "cudaEventCreate");
+    cu::check(cudaEventCreate(&b), "cudaEventCreate");
+  }
+  ~event_timer() {
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+  }
+  /// Median over 5 rounds of the mean microseconds of f, iterations sized to ~20 ms a round.
+  template <class F>
+  double us(F&& f) {
+    f();
+    f();
+    cu::synchronize();
+    int iters = 1;
+    std::vector<double> rounds;
+    for (int r = 0; r < 5; ++r) {
+      for (;;) {
+        cu::check(cudaEventRecord(a, cu::current_stream()), "cudaEventRecord");
+        for (int i = 0; i < iters; ++i) f();
+        cu::check(cudaEventRecord(b, cu::current_stream()), "cudaEventRecord");
+        cu::check(cudaEventSynchronize(b), "cudaEventSynchronize");
+        float ms = 0;
+        cu::check(cudaEventElapsedTime(&ms, a, b), "cudaEventElapsedTime");
+        if (ms < 20.f && iters < (1 << 20)) {
+          iters *= 2;
+          continue;
+        }
+        rounds.push_back(1000.0 * ms / iters);
+        break;
+      }
+    }
+    std::sort(rounds.begin(), rounds.end());
+    return rounds[rounds.size() / 2];
+  }
+};
+
+/// Device-to-device copy bandwidth, read + write bytes per second.
+double copy_bandwidth() {
+  const index_t n = index_t{1} << 30;
+  cu::device_buffer<unsigned char> x(n), y(n);
+  event_timer t;
+  const double us = t.us([&] {
+    cu::check(cudaMemcpyAsync(y.data(), x.data(), static_cast<std::size_t>(n), cudaMemcpyDeviceToDevice,
+                              cu::current_stream()),
+              "cudaMemcpyAsync");
+  });
+  return 2.0 * static_cast<double>(n) / (us * 1e-6);
+}
+
+struct row {
+  std::string mesh, name;
+  double size = 0, us = 0, graph_us = 0, floor_us = 0;
+};
+
+/// Reads bench/localtensor_cuda.py's lines "<mesh> <case> <size bytes> <us>".
+std::map<std::string, double> torch_times(const std::string& file) {
+  std::map<std::string, double> m;
+  std::ifstream in(file);
+  std::string mesh, name;
+  double size = 0, us = 0;
+  while (in >> mesh >> name >> size >> us) m[mesh + " " + name + " " + std::to_string(static_cast<long long>(size))] = us;
+  return m;
+}
+
+template <class Mesh, class Src, class Dst>
+row run_case(const char* mesh, const char* name, index_t bytes, double read_x, double write_x, double bw) {
+  using E = extents<dyn, dyn>;
+  using LS = layout<Mesh, Src, E>;
+  const index_t rows = bytes / static_cast<index_t>(sizeof(float)) / cols;
+  std::vector<float> g(static_cast<std::size_t>(rows * cols));
+  for (std::size_t i = 0; i < g.size(); ++i) g[i] = static_cast<float>(i % 1000) * 0.5f;
+  const auto x = cu::distribute_tensor<LS>(g, LS{E{rows, cols}});
+  event_timer t;
+  row r;
+  r.mesh = mesh;
+  r.name = name;
+  r.size = static_cast<double>(bytes);
+  r.us = t.us([&] { (void)cu::redistribute<Dst>(x); });
+  r.floor_us = (read_x + write_x) * static_cast<double>(bytes) / bw * 1e6;
+  // The same redistribute from a CUDA graph (its allocations and frees captured with it).
+  cudaGraph_t graph{};
+  cudaGraphExec_t exec{};
+  cu::check(cudaStreamBeginCapture(cu::current_stream(), cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+  { (void)cu::redistribute<Dst>(x); }
+  cu::check(cudaStreamEndCapture(cu::current_stream(), &graph), "cudaStreamEndCapture");
+  cu::check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+  r.graph_us = t.us([&] { cu::check(cudaGraphLaunch(exec, cu::current_stream()), "cudaGraphLaunch"); });
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool quick = false;
+  std::string torch_file;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--quick") quick = true;
+    else if (a == "--torch" && i + 1 < argc) torch_file = argv[++i];
+    else {
+      std::fprintf(stderr, "usage: redistribute_cuda [--quick] [--torch FILE]\n");
+      return 2;
+    }
+  }
+  try {
+    cu::require_device("redistribute_cuda");
+  } catch (const cu::no_device& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
+  }
+  cudaDeviceProp prop{};
+  int dev = 0;
+  cu::check(cudaGetDevice(&dev), "cudaGetDevice");
+  cu::check(cudaGetDeviceProperties(&prop, dev), "cudaGetDeviceProperties");
+  // A stream of our own (the default per-thread stream would do as well).
+  cudaStream_t s{};
+  cu::check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+  cu::stream_scope scope(s);
+  const double bw = copy_bandwidth();
+  std::printf("# %s, device-to-device copy %.1f GB/s (read + write)\n", prop.name, bw / 1e9);
+  const std::map<std::string, double> torch = torch_file.empty() ? std::map<std::string, double>{} : torch_times(torch_file);
+
+  std::vector<row> rows;
+  const index_t max_bytes = quick ? index_t{64} << 20 : index_t{1} << 30;
+  for (index_t bytes = 4096; bytes <= max_bytes; bytes *= 4) {
+    using M8 = spmd::mesh<8>;
+    using M24 = spmd::mesh<2, 4>;
+    rows.push_back(run_case<M8, placements<shard<0>>, placements<replicate>>("8", "S(0)->R", bytes, 1, 8, bw));
+    rows.push_back(run_case<M8, placements<shard<0>>, placements<shard<1>>>("8", "S(0)->S(1)", bytes, 1, 1, bw));
+    rows.push_back(run_case<M8, placements<P>, placements<replicate>>("8", "P->R", bytes, 8, 8, bw));
+    rows.push_back(run_case<M8, placements<P>, placements<shard<0>>>("8", "P->S(0)", bytes, 8, 1, bw));
+    rows.push_back(run_case<M24, placements<shard<0>, shard<0>>, placements<replicate, replicate>>("2x4", "S(0)->R", bytes, 1, 8, bw));
+    rows.push_back(run_case<M24, placements<shard<0>, shard<0>>, placements<shard<1>, shard<1>>>("2x4", "S(0)->S(1)", bytes, 1, 1, bw));
+    rows.push_back(run_case<M24, placements<P, P>, placements<replicate, replicate>>("2x4", "P->R", bytes, 8, 8, bw));
+    rows.push_back(run_case<M24, placements<P, P>, placements<shard<0>, shard<0>>>("2x4", "P->S(0)", bytes, 8, 1, bw));
+  }
+  std::printf("# %4s %-11s %12s %12s %5s %5s %11s %8s %8s %11s %7s %11s %11s %8s\n", "mesh", "case", "size", "count",
+              "type", "redop", "time(us)", "algbw", "busbw", "floor(us)", "ratio", "graph(us)", "torch(us)", "torch/x");
+  double worst_large = 1e30, worst_small = 0, worst_small_graph = 0;
+  for (const row& r : rows) {
+    const bool red = r.name[0] == 'P';
+    const double n = 8, algbw = r.size / (r.us * 1e-6) / 1e9;
+    const double bus = algbw * (r.name == "P->R" ? 2.0 * (n - 1) / n : (n - 1) / n);
+    const double ratio = r.floor_us / r.us;
+    const std::string key = r.mesh + " " + r.name + " " + std::to_string(static_cast<long long>(r.size));
+    const auto it = torch.find(key);
+    std::printf("  %4s %-11s %12.0f %12.0f %5s %5s %11.2f %8.2f %8.2f %11.2f %7.3f %11.2f", r.mesh.c_str(),
+                r.name.c_str(), r.size, r.size / 4, "float", red ? "sum" : "none", r.us, algbw, bus, r.floor_us, ratio,
+                r.graph_us);
+    if (it != torch.end()) std::printf(" %11.1f %8.1f\n", it->second, it->second / r.us);
+    else std::printf(" %11s %8s\n", "-", "-");
+    if (r.size >= 64.0 * (1 << 20)) worst_large = std::min(worst_large, ratio);
+    if (r.size == 4096) {
+      worst_small = std::max(worst_small, r.us);
+      worst_small_graph = std::max(worst_small_graph, r.graph_us);
+    }
+  }
+  std::printf("# at 4 KiB through a CUDA graph: worst %.2f us per redistribute\n", worst_small_graph);
+  std::printf("RESULT cuda_large_ratio=%.3f small_us=%.2f\n", worst_large, worst_small);
+  return 0;
+}
