@@ -59,6 +59,22 @@ std::vector<T> values(index_t n) {
   return g;
 }
 
+long& widened_steps() {
+  static long n = 0;
+  return n;
+}
+
+/// 16-byte aligned storage for n elements (the device pool's buffers are 256-byte aligned;
+/// a widened step relies on it).
+template <class T>
+struct aligned_vec {
+  std::vector<spmd::cuda::wide16> raw;
+  explicit aligned_vec(std::size_t n = 0, T v = T()) : raw((n * sizeof(T) + 15) / 16 + 1) {
+    for (std::size_t i = 0; i < n; ++i) data()[i] = v;
+  }
+  T* data() { return reinterpret_cast<T*>(raw.data()); }
+};
+
 /// One step on `in` by the emulated grid; false (with a message) where a rank differs.
 template <class T>
 long check_step(const spmd::plan_step& step, const shape_vec& global,
@@ -66,7 +82,7 @@ long check_step(const spmd::plan_step& step, const shape_vec& global,
   const spmd::step_schedule s = spmd::build_schedule(step, global);
   const spmd::cuda::step_table table = spmd::cuda::build_step_table(step, s, global);
   const index_t n = in.ranks();
-  std::vector<std::vector<T>> fresh(static_cast<std::size_t>(n));
+  std::vector<aligned_vec<T>> fresh(static_cast<std::size_t>(n));
   std::vector<const T*> ins(static_cast<std::size_t>(n));
   std::vector<T*> outs(static_cast<std::size_t>(n));
   for (index_t r = 0; r < n; ++r) {
@@ -74,14 +90,29 @@ long check_step(const spmd::plan_step& step, const shape_vec& global,
     if (s.ranks[static_cast<std::size_t>(r)].how == spmd::disposition::keep) {
       outs[static_cast<std::size_t>(r)] = const_cast<T*>(in.data(r));
     } else {
-      fresh[static_cast<std::size_t>(r)].assign(static_cast<std::size_t>(s.ranks[static_cast<std::size_t>(r)].elems), T(7));
+      fresh[static_cast<std::size_t>(r)] = aligned_vec<T>(static_cast<std::size_t>(s.ranks[static_cast<std::size_t>(r)].elems), T(7));
       outs[static_cast<std::size_t>(r)] = fresh[static_cast<std::size_t>(r)].data();
     }
   }
-  const spmd::cuda::step_view v = table.view();
-  spmd::cuda::emulate_grid(3, 5, [&](index_t b, index_t t, index_t nb, index_t nt) {
-    spmd::cuda::step_thread<T>(v, b, t, nb, nt, ins.data(), outs.data());
-  });
+  spmd::cuda::step_table wide = table;
+  if (spmd::cuda::widen(wide, sizeof(T))) {  // the 16-byte path, where every op allows it
+    ++widened_steps();
+    std::vector<const spmd::cuda::wide16*> wi(ins.size());
+    std::vector<spmd::cuda::wide16*> wo(outs.size());
+    for (std::size_t r = 0; r < ins.size(); ++r) {
+      wi[r] = reinterpret_cast<const spmd::cuda::wide16*>(ins[r]);
+      wo[r] = reinterpret_cast<spmd::cuda::wide16*>(outs[r]);
+    }
+    const spmd::cuda::step_view v = wide.view();
+    spmd::cuda::emulate_grid(3, 5, [&](index_t b, index_t t, index_t nb, index_t nt) {
+      spmd::cuda::copy_thread<spmd::cuda::wide16>(v, b, t, nb, nt, wi.data(), wo.data());
+    });
+  } else {
+    const spmd::cuda::step_view v = table.view();
+    spmd::cuda::emulate_grid(3, 5, [&](index_t b, index_t t, index_t nb, index_t nt) {
+      spmd::cuda::step_thread<T>(v, b, t, nb, nt, ins.data(), outs.data());
+    });
+  }
   const spmd::host::local_set<T> want = spmd::sim::execute(step, global, in);
   long bad = 0;
   for (index_t r = 0; r < n; ++r) {
@@ -135,6 +166,44 @@ TEST_CASE("a step table run by the emulated grid gives the simulation's bits", "
   sweep<double>(vec<spmd::mesh_shape_vec>({3}), reduce_op::max, shapes, steps);
   INFO(steps << " steps");
   CHECK(steps > 1000);
+}
+
+TEST_CASE("copy steps widened to 16-byte units give the simulation's bits", "[cuda][emulation]") {
+  // Shapes whose rows are multiples of 16 bytes for every element type: most gathers,
+  // all_to_alls and chunks widen. (The inputs' buffers come from local_set's allocator,
+  // aligned to 64 bytes.)
+  long steps = 0;
+  widened_steps() = 0;
+  const std::vector<shape_vec> shapes = {vec({16, 32}), vec({8, 64}), vec({32, 8})};
+  for (const auto& m : {vec<spmd::mesh_shape_vec>({4}), vec<spmd::mesh_shape_vec>({2, 2}),
+                        vec<spmd::mesh_shape_vec>({2, 2, 2})}) {
+    sweep<float>(m, reduce_op::sum, shapes, steps);
+    sweep<spmd::bfloat16>(m, reduce_op::max, shapes, steps);
+    sweep<double>(m, reduce_op::sum, {vec({16, 32})}, steps);
+    sweep<std::int64_t>(m, reduce_op::sum, {vec({8, 64})}, steps);
+  }
+  INFO(widened_steps() << " of " << steps << " steps widened");
+  CHECK(widened_steps() > 100);
+}
+
+TEST_CASE("widen refuses what 16-byte units cannot express", "[cuda][emulation]") {
+  spmd::cuda::step_table t;
+  spmd::run_geom g{};
+  g.run = 6;  // 6 floats: not a multiple of 4
+  t.ops.push_back({spmd::op_code::copy, 0, 1, g, 0});
+  t.items = 6;
+  CHECK_FALSE(spmd::cuda::widen(t, 4));
+  CHECK(t.items == 6);
+  t.ops[0].geo.run = 8;
+  t.ops[0].geo.soff = 2;  // misaligned source offset
+  CHECK_FALSE(spmd::cuda::widen(t, 4));
+  t.ops[0].geo.soff = 4;
+  t.ops[0].code = spmd::op_code::fill;
+  CHECK_FALSE(spmd::cuda::widen(t, 4));
+  t.ops[0].code = spmd::op_code::copy;
+  CHECK(spmd::cuda::widen(t, 4));
+  CHECK(t.items == 2);
+  CHECK(t.ops[0].geo.soff == 1);
 }
 
 TEST_CASE("the complement of a box is covered once", "[cuda][emulation]") {

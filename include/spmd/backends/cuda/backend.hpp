@@ -40,7 +40,7 @@ namespace detail {
 /// The device plan of Holder::value for `global` on the current device: made on first use,
 /// then kept for the life of the process (a static plan's tables are its constants).
 template <class Holder>
-const device_plan& cached_device_plan(const shape_vec& global, const char* who) {
+const device_plan& cached_device_plan(const shape_vec& global, index_t elem_bytes, const char* who) {
   struct key {
     int device;
     shape_vec shape;
@@ -60,7 +60,7 @@ const device_plan& cached_device_plan(const shape_vec& global, const char* who) 
   const key k{dev, global};
   if (auto it = cache->find(k); it != cache->end()) return it->second;
   const std::vector<step_schedule>& scheds = cached_schedules<Holder>(global, who);
-  return cache->emplace(k, make_device_plan(Holder::value, scheds, global, who)).first->second;
+  return cache->emplace(k, make_device_plan(Holder::value, scheds, global, elem_bytes, who)).first->second;
 }
 
 }  // namespace detail
@@ -83,7 +83,7 @@ struct backend {
       return device_set<T>(std::forward<In>(in));
     } else {
       const shape_vec global = ext.to_vec();
-      return run_device_plan<T>(detail::cached_device_plan<Holder>(global, "spmd::cuda::redistribute"),
+      return run_device_plan<T>(detail::cached_device_plan<Holder>(global, sizeof(T), "spmd::cuda::redistribute"),
                                 std::forward<In>(in));
     }
   }

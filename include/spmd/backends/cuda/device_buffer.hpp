@@ -10,6 +10,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <utility>
 
 #include "spmd/backends/cuda/device.hpp"
@@ -18,6 +19,22 @@
 
 namespace spmd::cuda {
 
+namespace detail {
+/// Keeps freed memory in the current device's stream-ordered pool (its default release
+/// threshold, 0, hands memory back to the driver at every synchronisation, and the next
+/// cudaMallocAsync then pays for a fresh mapping). Once per device.
+inline void keep_pool_memory() {
+  thread_local bool done[64] = {};
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64 || done[dev]) return;
+  done[dev] = true;
+  cudaMemPool_t pool{};
+  if (cudaDeviceGetDefaultMemPool(&pool, dev) != cudaSuccess) return;
+  std::uint64_t keep = ~std::uint64_t{0};
+  (void)cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
+}
+}  // namespace detail
+
 template <class T>
 class device_buffer {
  public:
@@ -25,6 +42,7 @@ class device_buffer {
   /// n uninitialised elements (none for n == 0).
   explicit device_buffer(index_t n) : n_(n), stream_(current_stream()) {
     if (n > 0) {
+      detail::keep_pool_memory();
       void* p = nullptr;
       check(cudaMallocAsync(&p, static_cast<std::size_t>(n) * sizeof(T), stream_), "cudaMallocAsync");
       p_ = static_cast<T*>(p);

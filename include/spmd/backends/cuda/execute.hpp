@@ -39,6 +39,7 @@ namespace spmd::cuda {
 /// One step as the executor runs it.
 struct device_step {
   step_view table{};                  // members and ops in device memory
+  bool wide = false;                  // the table is in 16-byte units (widen)
   std::vector<rank_plan> ranks;       // per mesh index: keep, or a fresh buffer of shape
   step_kind kind = step_kind::chunk;
   dim_mask mask = 0;
@@ -72,7 +73,7 @@ inline void refuse_in_capture(const char* who) {
 
 /// The device plan of `p` on `global` (schedules from build_schedules; checked by the caller).
 inline device_plan make_device_plan(const plan& p, const std::vector<step_schedule>& scheds,
-                                    const shape_vec& global, const char* who) {
+                                    const shape_vec& global, index_t elem_bytes, const char* who) {
   device_plan dp;
   dp.ranks = p.steps.size() > 0 ? p.steps[0].from.mesh_size() : 0;
   if (dp.ranks > max_launch_ranks)
@@ -80,9 +81,11 @@ inline device_plan make_device_plan(const plan& p, const std::vector<step_schedu
                                 " ranks; a step launch takes at most " +
                                 std::to_string(max_launch_ranks));
   std::vector<step_table> tables;
+  std::vector<bool> wide;
   std::size_t bytes = 0;
   for (int i = 0; i < p.steps.size(); ++i) {
     tables.push_back(build_step_table(p.steps[i], scheds[static_cast<std::size_t>(i)], global));
+    wide.push_back(widen(tables.back(), elem_bytes));
     bytes += detail::align_up(tables.back().members.size() * sizeof(index_t)) +
              detail::align_up(tables.back().ops.size() * sizeof(dev_op));
   }
@@ -100,6 +103,7 @@ inline device_plan make_device_plan(const plan& p, const std::vector<step_schedu
     const step_schedule& s = scheds[static_cast<std::size_t>(i)];
     device_step ds;
     ds.table = t.view();
+    ds.wide = wide[static_cast<std::size_t>(i)];
     const std::size_t mb = t.members.size() * sizeof(index_t), ob = t.ops.size() * sizeof(dev_op);
     if (mb > 0) std::memcpy(staged.data() + at, t.members.data(), mb);
     ds.table.members = reinterpret_cast<const index_t*>(base + at);
@@ -147,7 +151,15 @@ device_set<T> run_device_plan(const device_plan& dp, In&& in) {
       }
       ptrs.out[k] = cur[k];
     }
-    kernels::step<T>(s.table, ptrs, stream);
+    if (s.wide) {  // the same buffers seen as 16-byte units (aligned: see widen)
+      rank_ptrs<wide16> w{};
+      for (index_t r = 0; r < n; ++r) {
+        w.in[r] = reinterpret_cast<const wide16*>(ptrs.in[r]);
+        w.out[r] = reinterpret_cast<wide16*>(ptrs.out[r]);
+      }
+      kernels::step_wide(s.table, w, stream);
+    } else
+      kernels::step<T>(s.table, ptrs, stream);
     for (auto& b : own) b.reset();  // freed on the stream, after the launch
     std::swap(own, next);
     if (is_collective(s.kind) && runtime::detail::comm_counter_top() != nullptr)
@@ -179,7 +191,7 @@ device_set<T> execute(const plan& p, const shape_vec& global, const device_set<T
       host::detail::checked_schedules<T>(p, global, in, "spmd::cuda::execute");
   if (!in.holds_all())
     throw std::invalid_argument("spmd::cuda::execute: the input must hold every rank's local");
-  return run_device_plan<T>(make_device_plan(p, scheds, global, "spmd::cuda::execute"), in);
+  return run_device_plan<T>(make_device_plan(p, scheds, global, sizeof(T), "spmd::cuda::execute"), in);
 }
 
 }  // namespace spmd::cuda

@@ -32,6 +32,9 @@ namespace kernels {
 template <class T>
 void step(const step_view& table, const rank_ptrs<T>& ptrs, cudaStream_t stream);
 
+/// A widened step (step_table.hpp: widen): 16 bytes per work item.
+void step_wide(const step_view& table, const rank_ptrs<wide16>& ptrs, cudaStream_t stream);
+
 /// out[k] = To(in[k]) for k < n (forward_dtype).
 template <class To, class From>
 void cast(To* out, const From* in, index_t n, cudaStream_t stream);

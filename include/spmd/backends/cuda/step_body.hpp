@@ -76,6 +76,37 @@ SPMD_HD void step_item(const step_view& t, index_t item, const T* const* in, T* 
   }
 }
 
+/// Work item `item` of a widened step (every op a contiguous copy, in units of W).
+template <class W>
+SPMD_HD void copy_item(const step_view& t, index_t item, const W* const* in, W* const* out) {
+  index_t lo = 0, hi = t.n_ops - 1;
+  while (lo < hi) {
+    const index_t mid = (lo + hi + 1) / 2;
+    if (t.ops[mid].begin <= item) lo = mid;
+    else hi = mid - 1;
+  }
+  const dev_op& o = t.ops[lo];
+  const run_geom& g = o.geo;
+  index_t e = item - o.begin;
+  const index_t k = e % g.run;
+  e /= g.run;
+  index_t s = g.soff + k, d = g.doff + k;
+  for (int i = g.nd - 1; i >= 0; --i) {
+    const index_t x = e % g.ext[i];
+    e /= g.ext[i];
+    s += x * g.sstr[i];
+    d += x * g.dstr[i];
+  }
+  out[o.dst][d] = in[o.src][s];
+}
+
+/// One thread of a launch over a widened step.
+template <class W>
+SPMD_HD void copy_thread(const step_view& t, index_t block, index_t thread, index_t blocks, index_t threads,
+                         const W* const* in, W* const* out) {
+  for (index_t i = block * threads + thread; i < t.items; i += blocks * threads) copy_item<W>(t, i, in, out);
+}
+
 /// One thread of a launch over `t`: a grid-stride loop over the work items.
 template <class T>
 SPMD_HD void step_thread(const step_view& t, index_t block, index_t thread, index_t blocks,

@@ -149,4 +149,40 @@ inline step_table build_step_table(const plan_step& step, const step_schedule& s
   return t;
 }
 
+/// Sixteen bytes moved as one (a widened copy step's element).
+struct alignas(16) wide16 {
+  unsigned int w[4];
+};
+
+/// Rewrites `t` in 16-byte units when that moves the same bytes: every op a copy whose run is
+/// contiguous on both sides and whose run, offsets and strides are multiples of 16 bytes
+/// (elements of `elem_bytes`); buffers are 16-byte aligned (the device pool's are 256). A
+/// thread then moves 16 bytes with one load and one store. Returns false (and leaves `t`)
+/// otherwise: fills, scales and reductions work element by element.
+inline bool widen(step_table& t, index_t elem_bytes) {
+  if (elem_bytes <= 0 || 16 % elem_bytes != 0 || elem_bytes == 16 || t.ops.empty()) return false;
+  const index_t k = 16 / elem_bytes;
+  for (const dev_op& o : t.ops) {
+    const run_geom& g = o.geo;
+    if (o.code != op_code::copy || !g.contiguous() || g.run % k != 0 || g.soff % k != 0 || g.doff % k != 0)
+      return false;
+    for (int d = 0; d < g.nd; ++d)
+      if (g.sstr[d] % k != 0 || g.dstr[d] % k != 0) return false;
+  }
+  t.items = 0;
+  for (dev_op& o : t.ops) {
+    run_geom& g = o.geo;
+    g.run /= k;
+    g.soff /= k;
+    g.doff /= k;
+    for (int d = 0; d < g.nd; ++d) {
+      g.sstr[d] /= k;
+      g.dstr[d] /= k;
+    }
+    o.begin = t.items;
+    t.items += g.count();
+  }
+  return true;
+}
+
 }  // namespace spmd::cuda
