@@ -39,7 +39,8 @@ namespace spmd::cuda::kernels {
 #define SPMD_EVERY(T)                                                                        \
   SPMD_UNARY_ALL(T) SPMD_BINARY_ALL(T) SPMD_REDUCE(T)                                        \
   template void copy<T>(T*, const T*, const index_geom&, cudaStream_t);                      \
-  template void gemm<T>(T*, const T*, const T*, index_t, index_t, index_t, bool, index_t, cudaStream_t);
+  template void gemm<T>(T*, const T*, const T*, index_t, index_t, index_t, bool, index_t, cudaStream_t); \
+  template void gemm_ranks<T>(const gemm_ranks_args<T>&, index_t, index_t, index_t, index_t, bool, index_t, cudaStream_t);
 
 SPMD_CUDA_FOR_EACH_ELEMENT(SPMD_EVERY)
 SPMD_FLOAT_ONLY(float)

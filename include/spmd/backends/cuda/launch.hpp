@@ -69,5 +69,19 @@ template <class T>
 void gemm(T* c, const T* a, const T* b, index_t m, index_t n, index_t k, bool b_transposed,
           index_t batch, cudaStream_t stream);
 
+/// Every rank's c = a . b (or a . b^T) at once, all with the same m, n, k and batch: one
+/// cuBLAS batched call for float and double (the pointer arrays written on the device by a
+/// small kernel from these parameters, so nothing waits for the host), one kernel launch for
+/// the others.
+template <class T>
+struct gemm_ranks_args {
+  const T* a[max_launch_ranks];
+  const T* b[max_launch_ranks];
+  T* c[max_launch_ranks];
+};
+template <class T>
+void gemm_ranks(const gemm_ranks_args<T>& p, index_t ranks, index_t m, index_t n, index_t k, bool b_transposed,
+                index_t batch, cudaStream_t stream);
+
 }  // namespace kernels
 }  // namespace spmd::cuda

@@ -12,6 +12,7 @@
 #include <string>
 #include <type_traits>
 
+#include "spmd/backends/cuda/device_buffer.hpp"
 #include "spmd/backends/cuda/error.hpp"
 #include "spmd/backends/cuda/kernels/ops.cuh"
 #include "spmd/backends/cuda/launch.hpp"
@@ -78,6 +79,62 @@ void gemm(T* c, const T* a, const T* b, index_t m, index_t n, index_t k, bool b_
           c[i] = static_cast<T>(s);
         },
         stream, "gemm kernel launch");
+  }
+}
+
+template <class T>
+void gemm_ranks(const gemm_ranks_args<T>& p, index_t ranks, index_t m, index_t n, index_t k, bool b_transposed,
+                index_t batch, cudaStream_t stream) {
+  const index_t count = ranks * batch;
+  if (m == 0 || n == 0 || count == 0) return;
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    if (k == 0) {
+      for (index_t r = 0; r < ranks; ++r)
+        check(cudaMemsetAsync(p.c[r], 0, static_cast<std::size_t>(batch * m * n) * sizeof(T), stream), "cudaMemsetAsync");
+      return;
+    }
+    // Pointer arrays in stream-ordered device memory, filled on the device.
+    device_buffer<const T*> arrays(3 * count);
+    const T** pa = arrays.data();
+    const T** pb = pa + count;
+    T** pc = const_cast<T**>(pa + 2 * count);
+    detail::for_each(
+        count,
+        [=] __device__(index_t i) {
+          const index_t r = i / batch, j = i % batch;
+          pa[i] = p.a[r] + j * m * k;
+          pb[i] = p.b[r] + j * k * n;
+          pc[i] = p.c[r] + j * m * n;
+        },
+        stream, "gemm pointer kernel launch");
+    const cublasHandle_t h = detail::cublas_handle();
+    detail::check_cublas(cublasSetStream(h, stream), "cublasSetStream");
+    const T one = 1, zero = 0;
+    const cublasOperation_t tb = b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const int M = static_cast<int>(m), N = static_cast<int>(n), K = static_cast<int>(k);
+    const int ldb = b_transposed ? K : N;
+    if constexpr (std::is_same_v<T, float>)
+      detail::check_cublas(cublasSgemmBatched(h, tb, CUBLAS_OP_N, N, M, K, &one, pb, ldb, pa, K, &zero, pc, N,
+                                              static_cast<int>(count)),
+                           "cublasSgemmBatched");
+    else
+      detail::check_cublas(cublasDgemmBatched(h, tb, CUBLAS_OP_N, N, M, K, &one, pb, ldb, pa, K, &zero, pc, N,
+                                              static_cast<int>(count)),
+                           "cublasDgemmBatched");
+  } else {
+    using Acc = element_math::calc_t<T>;
+    const index_t per = batch * m * n;
+    detail::for_each(
+        ranks * per,
+        [=] __device__(index_t i) {
+          const index_t r = i / per, q = i % per, bi = q / (m * n), ij = q % (m * n), row = ij / n, col = ij % n;
+          const T* pa = p.a[r] + bi * m * k + row * k;
+          const T* pb = p.b[r] + bi * k * n;
+          Acc s = Acc(0);
+          for (index_t t = 0; t < k; ++t) s += Acc(pa[t]) * Acc(b_transposed ? pb[col * k + t] : pb[t * n + col]);
+          p.c[r][q] = static_cast<T>(s);
+        },
+        stream, "gemm kernel launch (every rank)");
   }
 }
 

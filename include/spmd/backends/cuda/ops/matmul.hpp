@@ -1,6 +1,7 @@
 // spmd/backends/cuda/ops/matmul.hpp — matmul, matmul_t and bmm on the device: cuBLAS for
 // float and double (within a tolerance of the host's BLAS), a kernel in the host kernel's
-// order for bfloat16 and the integers (the same bits). One call per rank.
+// order for bfloat16 and the integers (the same bits). One call for every rank when their
+// blocks have the same shapes (cuBLAS batched), else one per rank.
 #pragma once
 
 #include "spmd/backends/cuda/backend.hpp"
@@ -8,13 +9,47 @@
 
 namespace spmd::cuda {
 
+namespace ops_detail {
+
+/// c = a . b for every held rank: one call for all of them when their shapes agree (the
+/// common, evenly sharded case), else one per rank. dims(a_shape, b_shape) gives {m, n, k,
+/// batch}.
+template <class T, class Dims>
+void gemm_all(device_set<T>& c, const device_set<T>& a, const device_set<T>& b, bool bt, Dims dims) {
+  const held_range h = c.held_ranks();
+  bool same = h.count() <= max_launch_ranks;
+  for (const index_t i : c.held())
+    same = same && a.shape(i) == a.shape(h.lo) && b.shape(i) == b.shape(h.lo);
+  if (same && h.count() > 1) {
+    const auto [m, n, k, batch] = dims(a.shape(h.lo), b.shape(h.lo));
+    kernels::gemm_ranks_args<T> p{};
+    for (const index_t i : c.held()) {
+      p.a[i - h.lo] = a.data(i);
+      p.b[i - h.lo] = b.data(i);
+      p.c[i - h.lo] = c.data(i);
+    }
+    kernels::gemm_ranks<T>(p, h.count(), m, n, k, bt, batch, current_stream());
+    return;
+  }
+  for (const index_t i : c.held()) {
+    const auto [m, n, k, batch] = dims(a.shape(i), b.shape(i));
+    kernels::gemm<T>(c.data(i), a.data(i), b.data(i), m, n, k, bt, batch, current_stream());
+  }
+}
+
+struct gemm_dims {
+  index_t m, n, k, batch;
+};
+
+}  // namespace ops_detail
+
 template <>
 struct device_op<spmd::ops::matmul> {
   template <class T, class Off>
   static void run(const spmd::ops::matmul&, device_set<T>& out, Off&, const device_set<T>& a, const device_set<T>& b) {
-    for (const index_t i : out.held())
-      kernels::gemm<T>(out.data(i), a.data(i), b.data(i), a.shape(i)[0], b.shape(i)[1], a.shape(i)[1], false, 1,
-                       current_stream());
+    ops_detail::gemm_all(out, a, b, false, [](const shape_vec& sa, const shape_vec& sb) {
+      return ops_detail::gemm_dims{sa[0], sb[1], sa[1], 1};
+    });
   }
 };
 
@@ -22,9 +57,9 @@ template <>
 struct device_op<spmd::ops::matmul_t> {
   template <class T, class Off>
   static void run(const spmd::ops::matmul_t&, device_set<T>& out, Off&, const device_set<T>& a, const device_set<T>& b) {
-    for (const index_t i : out.held())
-      kernels::gemm<T>(out.data(i), a.data(i), b.data(i), a.shape(i)[0], b.shape(i)[0], a.shape(i)[1], true, 1,
-                       current_stream());
+    ops_detail::gemm_all(out, a, b, true, [](const shape_vec& sa, const shape_vec& sb) {
+      return ops_detail::gemm_dims{sa[0], sb[0], sa[1], 1};
+    });
   }
 };
 
@@ -32,9 +67,9 @@ template <>
 struct device_op<spmd::ops::bmm> {
   template <class T, class Off>
   static void run(const spmd::ops::bmm&, device_set<T>& out, Off&, const device_set<T>& a, const device_set<T>& b) {
-    for (const index_t i : out.held())
-      kernels::gemm<T>(out.data(i), a.data(i), b.data(i), a.shape(i)[1], b.shape(i)[2], a.shape(i)[2], false,
-                       a.shape(i)[0], current_stream());
+    ops_detail::gemm_all(out, a, b, false, [](const shape_vec& sa, const shape_vec& sb) {
+      return ops_detail::gemm_dims{sa[1], sb[2], sa[2], sa[0]};
+    });
   }
 };
 
