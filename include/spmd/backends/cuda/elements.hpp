@@ -1,6 +1,6 @@
 // spmd/backends/cuda/elements.hpp — the element types that have device kernels.
 //
-// The kernels are compiled once, by nvcc, into the spmd_cuda library (src/cuda/), for these
+// The kernels are compiled once, by nvcc, into the spmd_cuda library (kernels/), for these
 // types; host code includes only declarations (launch.hpp), so it builds with the host
 // compiler. A dtensor of another element type on this backend fails to compile, saying so.
 #pragma once

@@ -1,7 +1,7 @@
 // spmd/backends/cuda/launch.hpp — the device kernels as the host sees them: declarations only.
 //
 // Definitions are in kernels/*.cuh and are instantiated for every device element type by
-// nvcc in the spmd_cuda library (src/cuda/*.cu). Everything queues on `stream` and returns at
+// nvcc in the spmd_cuda library (kernels/*.cu). Everything queues on `stream` and returns at
 // once; a launch error throws spmd::cuda::error naming the kernel.
 #pragma once
 

@@ -1,4 +1,4 @@
-// src/cuda/ops.cu — the operators' local kernels for every device element type (spmd_cuda).
+// kernels/ops.cu — the operators' local kernels for every device element type (spmd_cuda).
 #include "spmd/backends/cuda/elements.hpp"
 #include "spmd/backends/cuda/kernels/gemm.cuh"
 #include "spmd/backends/cuda/kernels/ops.cuh"

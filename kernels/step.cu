@@ -1,4 +1,4 @@
-// src/cuda/step.cu — the step and cast kernels for every device element type (spmd_cuda).
+// kernels/step.cu — the step and cast kernels for every device element type (spmd_cuda).
 #include "spmd/backends/cuda/elements.hpp"
 #include "spmd/backends/cuda/kernels/step.cuh"
 
