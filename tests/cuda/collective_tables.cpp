@@ -92,6 +92,7 @@ void check_all(long& n) {
       CHECK(run_matches(cu::broadcast_table<M, T>(shapes(uneven), src, g), uneven, spmd::sim::broadcast(uneven, src, g)));
     CHECK(run_matches(cu::all_gather_table<M, T>(shapes(uneven), 0, g), uneven, spmd::sim::all_gather(uneven, 0, g)));
     CHECK(run_matches(cu::all_gather_table<M, T>(shapes(even), 1, g), even, spmd::sim::all_gather(even, 1, g)));
+    CHECK(!cu::all_gather_table<M, T>(shapes(even), 1, g).t.fanout.empty());  // pieces read once
     CHECK(run_matches(cu::all_to_all_table<M, T>(shapes(even), 1, 0, g), even, spmd::sim::all_to_all(even, 1, 0, g)));
     n += 5;
   }

@@ -59,6 +59,11 @@ std::vector<T> values(index_t n) {
   return g;
 }
 
+long& fanout_steps() {
+  static long n = 0;
+  return n;
+}
+
 long& widened_steps() {
   static long n = 0;
   return n;
@@ -94,6 +99,7 @@ long check_step(const spmd::plan_step& step, const shape_vec& global,
       outs[static_cast<std::size_t>(r)] = fresh[static_cast<std::size_t>(r)].data();
     }
   }
+  if (!table.fanout.empty()) ++fanout_steps();
   spmd::cuda::step_table wide = table;
   if (spmd::cuda::widen(wide, sizeof(T))) {  // the 16-byte path, where every op allows it
     ++widened_steps();
@@ -164,8 +170,9 @@ TEST_CASE("a step table run by the emulated grid gives the simulation's bits", "
     }
   sweep<spmd::bfloat16>(vec<spmd::mesh_shape_vec>({2, 2}), reduce_op::sum, shapes, steps);
   sweep<double>(vec<spmd::mesh_shape_vec>({3}), reduce_op::max, shapes, steps);
-  INFO(steps << " steps");
+  INFO(steps << " steps, " << fanout_steps() << " with fan-out copies");
   CHECK(steps > 1000);
+  CHECK(fanout_steps() > 100);
 }
 
 TEST_CASE("copy steps widened to 16-byte units give the simulation's bits", "[cuda][emulation]") {

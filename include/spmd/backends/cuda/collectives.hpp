@@ -42,17 +42,12 @@ device_set<T> launch(const table& tb, const device_set<T>& in) {
   device_set<T> out(in.ranks());
   for (index_t r = 0; r < in.ranks(); ++r) out.assign(r, tb.out[static_cast<std::size_t>(r)]);
   if (tb.t.items == 0) return out;
-  const std::size_t mb = tb.t.members.size() * sizeof(index_t), ob = tb.t.ops.size() * sizeof(dev_op);
-  const std::size_t at = (mb + 255) / 256 * 256;
-  std::vector<unsigned char> staged(at + ob);
-  if (mb > 0) std::memcpy(staged.data(), tb.t.members.data(), mb);
-  std::memcpy(staged.data() + at, tb.t.ops.data(), ob);
+  std::vector<unsigned char> staged(layout_of(tb.t).bytes);
+  pack(tb.t, staged.data());
   device_buffer<unsigned char> dev(static_cast<index_t>(staged.size()));
   check(cudaMemcpyAsync(dev.data(), staged.data(), staged.size(), cudaMemcpyHostToDevice, current_stream()),
         "cudaMemcpyAsync (collective table)");
-  step_view v = tb.t.view();
-  v.members = reinterpret_cast<const index_t*>(dev.data());
-  v.ops = reinterpret_cast<const dev_op*>(dev.data() + at);
+  const step_view v = view_at(tb.t, dev.data());
   if (in.ranks() > max_launch_ranks)
     throw std::invalid_argument("spmd::cuda: a collective over " + std::to_string(in.ranks()) +
                                 " ranks; one launch takes at most " + std::to_string(max_launch_ranks));

@@ -102,6 +102,7 @@ coll_detail::table all_reduce_table(const std::vector<shape_vec>& x, reduce_op o
     tb.add(op_code::reduce_bcast, g, m[0], flat_geom(len));
     for (index_t j = 0; j < n; ++j) tb.received += 2 * (len - chunk(len, n, j).size);
   }
+  merge_fanout(tb.t);  // a piece going to every member: read once
   return tb;
 }
 
@@ -124,6 +125,7 @@ coll_detail::table broadcast_table(const std::vector<shape_vec>& x, index_t src_
       if (i != s) tb.received += host::shape_elems(x[static_cast<std::size_t>(s)]);
     }
   }
+  merge_fanout(tb.t);  // a piece going to every member: read once
   return tb;
 }
 
@@ -160,6 +162,7 @@ coll_detail::table all_gather_table(const std::vector<shape_vec>& x, int dim, di
       tb.received += host::shape_elems(O) - host::shape_elems(x[static_cast<std::size_t>(dst)]);
     }
   }
+  merge_fanout(tb.t);  // a piece going to every member: read once
   return tb;
 }
 
@@ -192,6 +195,7 @@ coll_detail::table reduce_scatter_table(const std::vector<shape_vec>& x, reduce_
       tb.received += host::shape_elems(S) - host::shape_elems(piece.shape);
     }
   }
+  merge_fanout(tb.t);  // a piece going to every member: read once
   return tb;
 }
 
@@ -242,6 +246,7 @@ coll_detail::table all_to_all_table(const std::vector<shape_vec>& x, int split_d
       tb.received += host::shape_elems(O) - host::shape_elems(pieces[static_cast<std::size_t>(j)].shape);
     }
   }
+  merge_fanout(tb.t);  // a piece going to every member: read once
   return tb;
 }
 

@@ -56,8 +56,6 @@ struct device_plan {
 
 namespace detail {
 
-inline std::size_t align_up(std::size_t n) { return (n + 255) / 256 * 256; }
-
 /// Throws where a table upload would break a stream capture.
 inline void refuse_in_capture(const char* who) {
   cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
@@ -82,12 +80,13 @@ inline device_plan make_device_plan(const plan& p, const std::vector<step_schedu
                                 std::to_string(max_launch_ranks));
   std::vector<step_table> tables;
   std::vector<bool> wide;
+  std::vector<std::size_t> at;  // each table's offset in the block
   std::size_t bytes = 0;
   for (int i = 0; i < p.steps.size(); ++i) {
     tables.push_back(build_step_table(p.steps[i], scheds[static_cast<std::size_t>(i)], global));
     wide.push_back(widen(tables.back(), elem_bytes));
-    bytes += detail::align_up(tables.back().members.size() * sizeof(index_t)) +
-             detail::align_up(tables.back().ops.size() * sizeof(dev_op));
+    at.push_back(bytes);
+    bytes += layout_of(tables.back()).bytes;
   }
   std::vector<unsigned char> staged(bytes);
   if (bytes > 0) {
@@ -97,20 +96,13 @@ inline device_plan make_device_plan(const plan& p, const std::vector<step_schedu
     dp.memory.reset(mem);
   }
   auto* base = static_cast<unsigned char*>(dp.memory.get());
-  std::size_t at = 0;
   for (int i = 0; i < p.steps.size(); ++i) {
-    const step_table& t = tables[static_cast<std::size_t>(i)];
-    const step_schedule& s = scheds[static_cast<std::size_t>(i)];
+    const auto k = static_cast<std::size_t>(i);
+    const step_schedule& s = scheds[k];
+    pack(tables[k], staged.data() + at[k]);
     device_step ds;
-    ds.table = t.view();
-    ds.wide = wide[static_cast<std::size_t>(i)];
-    const std::size_t mb = t.members.size() * sizeof(index_t), ob = t.ops.size() * sizeof(dev_op);
-    if (mb > 0) std::memcpy(staged.data() + at, t.members.data(), mb);
-    ds.table.members = reinterpret_cast<const index_t*>(base + at);
-    at += detail::align_up(mb);
-    if (ob > 0) std::memcpy(staged.data() + at, t.ops.data(), ob);
-    ds.table.ops = reinterpret_cast<const dev_op*>(base + at);
-    at += detail::align_up(ob);
+    ds.table = view_at(tables[k], base + at[k]);
+    ds.wide = wide[k];
     ds.ranks = s.ranks;
     ds.kind = s.kind;
     ds.mask = s.mask;

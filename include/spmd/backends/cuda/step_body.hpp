@@ -66,17 +66,24 @@ SPMD_HD void step_item(const step_view& t, index_t item, const T* const* in, T* 
       out[o.dst][d] =
           detail::reduce_at(t.op, in, t.members + o.src * t.group_size, t.group_size, s);
       break;
+    case op_code::replicate: {  // one read, every rank of the fan-out list written
+      const index_t* f = t.fanout + o.dst;
+      const T x = in[o.src][s];
+      for (index_t j = 1; j <= f[0]; ++j) out[f[j]][d] = x;
+      break;
+    }
     case op_code::reduce_bcast: {
       const index_t* m = t.members + o.src * t.group_size;
       const T x = detail::reduce_at(t.op, in, m, t.group_size, s);
       for (index_t j = 0; j < t.group_size; ++j) out[m[j]][d] = x;
       break;
     }
-    default: break;  // move and replicate never reach a table
+    default: break;  // move never reaches a table
   }
 }
 
-/// Work item `item` of a widened step (every op a contiguous copy, in units of W).
+/// Work item `item` of a widened step (every op a contiguous copy to one rank or a fan-out
+/// list, in units of W).
 template <class W>
 SPMD_HD void copy_item(const step_view& t, index_t item, const W* const* in, W* const* out) {
   index_t lo = 0, hi = t.n_ops - 1;
@@ -97,7 +104,13 @@ SPMD_HD void copy_item(const step_view& t, index_t item, const W* const* in, W* 
     s += x * g.sstr[i];
     d += x * g.dstr[i];
   }
-  out[o.dst][d] = in[o.src][s];
+  if (o.code == op_code::replicate) {
+    const index_t* f = t.fanout + o.dst;
+    const W x = in[o.src][s];
+    for (index_t j = 1; j <= f[0]; ++j) out[f[j]][d] = x;
+  } else {
+    out[o.dst][d] = in[o.src][s];
+  }
 }
 
 /// One thread of a launch over a widened step.

@@ -17,6 +17,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstring>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "spmd/core/config.hpp"
@@ -26,9 +29,11 @@ namespace spmd::cuda {
 
 /// One box operation of a step, on the device.
 struct dev_op {
-  op_code code = op_code::copy;  // copy, fill, scale, reduce or reduce_bcast (no move/replicate)
+  // copy, fill, scale, reduce, reduce_bcast; replicate here means a copy to several ranks
+  // (fan-out: `dst` is an offset into the step's fanout list); move never reaches a table.
+  op_code code = op_code::copy;
   index_t src = 0;               // mesh index in the step's inputs, or the group (reduce*)
-  index_t dst = 0;               // mesh index in the step's outputs
+  index_t dst = 0;               // mesh index in the step's outputs (replicate: fanout offset)
   run_geom geo{};
   index_t begin = 0;             // the first work item of this op
 };
@@ -41,6 +46,7 @@ struct step_view {
   const dev_op* ops = nullptr;
   index_t n_ops = 0;
   index_t items = 0;                 // work items in all
+  const index_t* fanout = nullptr;   // at a replicate op's dst: a count, then that many ranks
 };
 
 /// The host-side table of one step (vectors; copy them to the device to launch).
@@ -50,10 +56,41 @@ struct step_table {
   std::vector<index_t> members;
   std::vector<dev_op> ops;
   index_t items = 0;
+  std::vector<index_t> fanout;
   step_view view() const {
-    return {op, group_size, members.data(), ops.data(), static_cast<index_t>(ops.size()), items};
+    return {op, group_size, members.data(), ops.data(), static_cast<index_t>(ops.size()), items, fanout.data()};
   }
 };
+
+/// The byte offsets of a table's arrays in one block (each 256-byte aligned), for upload.
+struct table_layout {
+  std::size_t members = 0, ops = 0, fanout = 0, bytes = 0;
+};
+inline table_layout layout_of(const step_table& t) {
+  auto up = [](std::size_t n) { return (n + 255) / 256 * 256; };
+  table_layout l;
+  l.members = 0;
+  l.ops = up(t.members.size() * sizeof(index_t));
+  l.fanout = l.ops + up(t.ops.size() * sizeof(dev_op));
+  l.bytes = l.fanout + up(t.fanout.size() * sizeof(index_t));
+  return l;
+}
+/// Copies the table's arrays into `dst` (layout_of(t).bytes bytes).
+inline void pack(const step_table& t, unsigned char* dst) {
+  const table_layout l = layout_of(t);
+  if (!t.members.empty()) std::memcpy(dst + l.members, t.members.data(), t.members.size() * sizeof(index_t));
+  if (!t.ops.empty()) std::memcpy(dst + l.ops, t.ops.data(), t.ops.size() * sizeof(dev_op));
+  if (!t.fanout.empty()) std::memcpy(dst + l.fanout, t.fanout.data(), t.fanout.size() * sizeof(index_t));
+}
+/// The table's view with its arrays at `base` (where pack put them, on the device).
+inline step_view view_at(const step_table& t, const unsigned char* base) {
+  const table_layout l = layout_of(t);
+  step_view v = t.view();
+  v.members = reinterpret_cast<const index_t*>(base + l.members);
+  v.ops = reinterpret_cast<const dev_op*>(base + l.ops);
+  v.fanout = reinterpret_cast<const index_t*>(base + l.fanout);
+  return v;
+}
 
 namespace detail {
 
@@ -91,6 +128,8 @@ inline std::vector<local_box> complement(const local_box& outer, const local_box
 inline index_t items_of(const dev_op& o) { return o.geo.count(); }
 
 }  // namespace detail
+
+inline void merge_fanout(step_table& t);
 
 /// The table of step s (lowered by build_schedule for global shape `global`; @pre no error).
 inline step_table build_step_table(const plan_step& step, const step_schedule& s,
@@ -146,7 +185,47 @@ inline step_table build_step_table(const plan_step& step, const step_schedule& s
         break;
     }
   }
+  merge_fanout(t);
   return t;
+}
+
+/// Merges copies that read the same piece of the same rank into the same place of several
+/// ranks (an all_gather's pieces go to every member at the same offsets): one work item then
+/// reads the element once and writes it to each of them, so the step reads its inputs once.
+inline void merge_fanout(step_table& t) {
+  std::map<std::string, std::vector<std::size_t>> same;  // (src, geometry) -> copies
+  for (std::size_t i = 0; i < t.ops.size(); ++i) {
+    const dev_op& o = t.ops[i];
+    if (o.code != op_code::copy) continue;
+    std::string key(reinterpret_cast<const char*>(&o.src), sizeof(o.src));
+    key.append(reinterpret_cast<const char*>(&o.geo), sizeof(o.geo));
+    same[key].push_back(i);
+  }
+  std::vector<bool> gone(t.ops.size(), false);
+  std::vector<dev_op> merged;
+  for (const auto& [key, list] : same) {
+    if (list.size() < 2) continue;
+    dev_op m = t.ops[list[0]];
+    m.code = op_code::replicate;
+    m.dst = static_cast<index_t>(t.fanout.size());
+    t.fanout.push_back(static_cast<index_t>(list.size()));
+    for (std::size_t i : list) {
+      t.fanout.push_back(t.ops[i].dst);
+      gone[i] = true;
+    }
+    merged.push_back(m);
+  }
+  if (merged.empty()) return;
+  std::vector<dev_op> ops;
+  for (std::size_t i = 0; i < t.ops.size(); ++i)
+    if (!gone[i]) ops.push_back(t.ops[i]);
+  ops.insert(ops.end(), merged.begin(), merged.end());
+  t.ops = std::move(ops);
+  t.items = 0;
+  for (dev_op& o : t.ops) {
+    o.begin = t.items;
+    t.items += o.geo.count();
+  }
 }
 
 /// Sixteen bytes moved as one (a widened copy step's element).
@@ -154,7 +233,8 @@ struct alignas(16) wide16 {
   unsigned int w[4];
 };
 
-/// Rewrites `t` in 16-byte units when that moves the same bytes: every op a copy whose run is
+/// Rewrites `t` in 16-byte units when that moves the same bytes: every op a copy (one or
+/// several destinations) whose run is
 /// contiguous on both sides and whose run, offsets and strides are multiples of 16 bytes
 /// (elements of `elem_bytes`); buffers are 16-byte aligned (the device pool's are 256). A
 /// thread then moves 16 bytes with one load and one store. Returns false (and leaves `t`)
@@ -164,7 +244,7 @@ inline bool widen(step_table& t, index_t elem_bytes) {
   const index_t k = 16 / elem_bytes;
   for (const dev_op& o : t.ops) {
     const run_geom& g = o.geo;
-    if (o.code != op_code::copy || !g.contiguous() || g.run % k != 0 || g.soff % k != 0 || g.doff % k != 0)
+    if ((o.code != op_code::copy && o.code != op_code::replicate) || !g.contiguous() || g.run % k != 0 || g.soff % k != 0 || g.doff % k != 0)
       return false;
     for (int d = 0; d < g.nd; ++d)
       if (g.sstr[d] % k != 0 || g.dstr[d] % k != 0) return false;
