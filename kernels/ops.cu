@@ -46,5 +46,6 @@ SPMD_CUDA_FOR_EACH_ELEMENT(SPMD_EVERY)
 SPMD_FLOAT_ONLY(float)
 SPMD_FLOAT_ONLY(double)
 SPMD_FLOAT_ONLY(::spmd::bfloat16)
+SPMD_FLOAT_ONLY(::spmd::float16)
 
 }  // namespace spmd::cuda::kernels

@@ -25,6 +25,7 @@ SPMD_CUDA_FOR_EACH_ELEMENT(SPMD_STEP)
   template void cast<To, float>(To*, const float*, index_t, cudaStream_t);              \
   template void cast<To, double>(To*, const double*, index_t, cudaStream_t);            \
   template void cast<To, ::spmd::bfloat16>(To*, const ::spmd::bfloat16*, index_t, cudaStream_t); \
+  template void cast<To, ::spmd::float16>(To*, const ::spmd::float16*, index_t, cudaStream_t); \
   template void cast<To, ::std::int32_t>(To*, const ::std::int32_t*, index_t, cudaStream_t); \
   template void cast<To, ::std::int64_t>(To*, const ::std::int64_t*, index_t, cudaStream_t);
 SPMD_CUDA_FOR_EACH_ELEMENT(SPMD_CAST_TO)

@@ -180,6 +180,7 @@ void value_level(report& rep) {
     sweep<Runner, float>(rep, m, ls, shapes);
     sweep<Runner, double>(rep, m, ls, shapes);
     sweep<Runner, spmd::bfloat16>(rep, m, ls, shapes);
+    sweep<Runner, spmd::float16>(rep, m, ls, shapes);
     sweep<Runner, std::int32_t>(rep, m, ls, shapes);
     sweep<Runner, std::int64_t>(rep, m, ls, shapes);
     // Pieces large enough to travel as MPI derived datatypes (backends/mpi/execute.hpp).
@@ -357,6 +358,12 @@ void typed_op_cases(report& rep) {
                   rt::embedding(sim::distribute_tensor<LI>(idx), sim::distribute_tensor<LT>(table)),
                   "embedding (row-sharded table)");
     }
+    {  // float16: a partial sum reduced by the plan, then computed in float per element
+      using LH = layout<Mesh, placements<shard<0>, partial<reduce_op::sum>>, extents<6, 8>>;
+      const std::vector<spmd::float16> gh = global_values<spmd::float16>(48);
+      same_locals(rep, rt::sum<1>(rt::relu(F::template distribute_tensor<LH>(gh))),
+                  rt::sum<1>(rt::relu(sim::distribute_tensor<LH>(gh))), "sum<1>(relu(f16 P(sum)))");
+    }
     // Integers: P(max) through neg and relu.
     using LI = layout<Mesh, placements<partial<reduce_op::max>, shard<0>>, extents<3, 4>>;
     const std::vector<std::int32_t> gi = global_values<std::int32_t>(12);
@@ -473,6 +480,7 @@ void collective_cases(report& rep) {
   collectives_of<Runner, M, float>(rep);
   collectives_of<Runner, M, double>(rep);
   collectives_of<Runner, M, spmd::bfloat16>(rep);
+  collectives_of<Runner, M, spmd::float16>(rep);
   collectives_of<Runner, M, std::int32_t>(rep);
   collectives_of<Runner, M, std::int64_t>(rep);
 }

@@ -105,6 +105,7 @@ TEST_CASE("collective tables over the emulated grid give the simulation's collec
   check_all<float>(n);
   check_all<double>(n);
   check_all<spmd::bfloat16>(n);
+  check_all<spmd::float16>(n);
   check_all<std::int32_t>(n);
   check_all<std::int64_t>(n);
   CHECK(n > 200);

@@ -71,6 +71,7 @@ std::string tname() {
   if constexpr (std::is_same_v<T, float>) return "f32";
   else if constexpr (std::is_same_v<T, double>) return "f64";
   else if constexpr (std::is_same_v<T, spmd::bfloat16>) return "bf16";
+  else if constexpr (std::is_same_v<T, spmd::float16>) return "f16";
   else if constexpr (std::is_same_v<T, std::int32_t>) return "i32";
   else return "i64";
 }
@@ -191,7 +192,7 @@ TEST_CASE("elementwise bodies over the emulated grid give the host kernels' bits
     (check_unary<neg_fn, T>(s), ...);
     (check_unary<abs_fn, T>(s), ...);
     (check_unary<relu_fn, T>(s), ...);
-  }.template operator()<float, double, spmd::bfloat16, std::int32_t, std::int64_t>();
+  }.template operator()<float, double, spmd::bfloat16, spmd::float16, std::int32_t, std::int64_t>();
   [&]<class... T>() {
     (check_unary<exp_fn, T>(s), ...);
     (check_unary<log_fn, T>(s), ...);
@@ -199,7 +200,7 @@ TEST_CASE("elementwise bodies over the emulated grid give the host kernels' bits
     (check_unary<gelu_fn, T>(s), ...);
     (check_unary<tanh_fn, T>(s), ...);
     (check_unary<sigmoid_fn, T>(s), ...);
-  }.template operator()<float, double, spmd::bfloat16>();
+  }.template operator()<float, double, spmd::bfloat16, spmd::float16>();
   // Broadcasting: same shapes, a bias row, both sides stretched, a scalar-shaped input.
   const std::vector<std::array<shape_vec, 3>> shapes = {
       {vec({4, 5}), vec({4, 5}), vec({4, 5})}, {vec({2, 3, 4}), vec({2, 3, 4}), vec({4})},
@@ -209,6 +210,7 @@ TEST_CASE("elementwise bodies over the emulated grid give the host kernels' bits
     check_binary<add_fn, float>(o, a, b);
     check_binary<sub_fn, double>(o, a, b);
     check_binary<mul_fn, spmd::bfloat16>(o, a, b);
+    check_binary<div_fn, spmd::float16>(o, a, b);
     check_binary<div_fn, float>(o, a, b);
     check_binary<maximum_fn, float>(o, a, b);
     check_binary<minimum_fn, double>(o, a, b);
@@ -252,6 +254,7 @@ TEST_CASE("reduction bodies meet their inputs in the host kernel's order (same b
   check_reduction<K::sum, spmd::bfloat16, 1>(s);
   check_reduction<K::mean, double, 1, 2>(s);
   check_reduction<K::mean, spmd::bfloat16, 0>(s);
+  check_reduction<K::sum, spmd::float16, 1, 2>(s);
   check_reduction<K::max, float, 1>(s);
   check_reduction<K::min, std::int32_t, 0, 1, 2>(s);
   check_reduction<K::prod, std::int64_t, 2>(s);
@@ -265,10 +268,12 @@ TEST_CASE("softmax, log_softmax and layer_norm rows give the host kernels' bits"
   check_softmax<1, false, double>(s);
   check_softmax<2, true, float>(s);
   check_softmax<2, false, spmd::bfloat16>(s);
+  check_softmax<0, true, spmd::float16>(s);
   check_softmax<1, true, double>(vec({2, 0}));
   check_layer_norm<1, false, float>(s);
   check_layer_norm<2, true, double>(s);
   check_layer_norm<1, true, spmd::bfloat16>(vec({6, 8}));
+  check_layer_norm<2, false, spmd::float16>(s);
 }
 
 TEST_CASE("embedding: held rows, zeros for other ranks' rows, bad indices reported", "[cuda][emulation]") {

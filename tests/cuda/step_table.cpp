@@ -169,6 +169,7 @@ TEST_CASE("a step table run by the emulated grid gives the simulation's bits", "
       if (op != reduce_op::avg) sweep<std::int32_t>(m, op, {vec({5, 7})}, steps);
     }
   sweep<spmd::bfloat16>(vec<spmd::mesh_shape_vec>({2, 2}), reduce_op::sum, shapes, steps);
+  sweep<spmd::float16>(vec<spmd::mesh_shape_vec>({2, 2}), reduce_op::avg, shapes, steps);
   sweep<double>(vec<spmd::mesh_shape_vec>({3}), reduce_op::max, shapes, steps);
   INFO(steps << " steps, " << fanout_steps() << " with fan-out copies");
   CHECK(steps > 1000);

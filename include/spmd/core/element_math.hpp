@@ -3,7 +3,7 @@
 // host-and-device functions, no exceptions, no allocation. The operator tags of
 // spmd/ops/elementwise.hpp name their function here (`id`).
 //
-// bfloat16 computes in float and rounds once; signed integers wrap (as the reductions do);
+// bfloat16 and float16 compute in float and round once; signed integers wrap (as the reductions do);
 // maximum/minimum propagate NaN (core/numerics.hpp); gelu is the erf form (torch's
 // approximate='none'). On the device, exp, log, tanh, erf and sqrt are CUDA's, whose results
 // may differ from the host C library's in the last place (docs/backends.md).
@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "spmd/core/bfloat16.hpp"
+#include "spmd/core/float16.hpp"
 #include "spmd/core/config.hpp"
 #include "spmd/core/numerics.hpp"
 
@@ -24,9 +25,9 @@ enum class binary_fn : std::uint8_t { add, sub, mul, div, maximum, minimum };
 
 namespace element_math {
 
-/// Where the arithmetic happens: bfloat16 in float (rounded once at the end), others as is.
+/// Where the arithmetic happens: the 16-bit floats in float (rounded once at the end), others as is.
 template <class T>
-using calc_t = std::conditional_t<std::is_same_v<T, bfloat16>, float, T>;
+using calc_t = std::conditional_t<is_narrow_float<T>, float, T>;
 
 template <class T>
 inline constexpr bool is_signed_int = std::is_integral_v<T> && std::is_signed_v<T>;

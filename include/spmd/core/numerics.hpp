@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "spmd/core/bfloat16.hpp"
+#include "spmd/core/float16.hpp"
 #include "spmd/core/config.hpp"
 
 namespace spmd {
@@ -51,7 +52,7 @@ SPMD_HD constexpr bool is_nan(T x) {
 /// The sign bit (true for -0.0, -inf, negative numbers and NaNs with the bit set).
 template <class T>
 SPMD_HD constexpr bool sign_bit(T x) {
-  if constexpr (std::is_same_v<T, bfloat16>) return (x.bits >> 15) != 0;
+  if constexpr (is_narrow_float<T>) return (x.bits >> 15) != 0;
   else if constexpr (std::is_same_v<T, float>) return (detail::bf16_bit_cast<std::uint32_t>(x) >> 31) != 0;
   else if constexpr (std::is_same_v<T, double>) return (detail::bf16_bit_cast<std::uint64_t>(x) >> 63) != 0;
   else return x < T(0);

@@ -49,7 +49,7 @@ template <class T>
 class device_set {
   static_assert(device_element<std::remove_const_t<T>>,
                 "spmd::cuda: this element type has no device kernels; the CUDA backend takes "
-                "float, double, spmd::bfloat16, std::int32_t and std::int64_t.");
+                "float, double, spmd::bfloat16, spmd::float16, std::int32_t and std::int64_t.");
 
  public:
   device_set() = default;

@@ -80,13 +80,13 @@ constexpr dim_mask replicate_mask(const layout_spec& spec) {
 
 template <class T>
 constexpr double as_double(T v) {
-  if constexpr (std::is_same_v<T, bfloat16>) return static_cast<double>(float(v));
+  if constexpr (is_narrow_float<T>) return static_cast<double>(float(v));
   else return static_cast<double>(v);
 }
 
 template <class T>
 constexpr T scaled(T x, int c) {  // x * c, exact when it fits (c = +-1, +-2, 4)
-  if constexpr (std::is_same_v<T, bfloat16>) return bfloat16{float(x) * static_cast<float>(c)};
+  if constexpr (is_narrow_float<T>) return T{float(x) * static_cast<float>(c)};
   else if constexpr (std::is_integral_v<T>) return static_cast<T>(x * c);
   else return static_cast<T>(x * static_cast<T>(c));
 }

@@ -1,8 +1,9 @@
 // spmd/backends/host/element.hpp — element types of the simulation and their reductions.
 //
-// An element is any arithmetic type or spmd::bfloat16 (tested: float, double, int32_t,
-// int64_t, bfloat16). Reductions combine two values in the element type (bfloat16: through
-// float, rounded after every combine, as a device reduction in bfloat16 would).
+// An element is any arithmetic type, spmd::bfloat16 or spmd::float16 (tested: float, double,
+// int32_t, int64_t, bfloat16, float16). Reductions combine two values in the element type (the
+// 16-bit floats: through float, rounded after every combine, as a device reduction in them
+// would).
 #pragma once
 
 #include <concepts>
@@ -13,19 +14,20 @@
 #include <type_traits>
 
 #include "spmd/core/bfloat16.hpp"
+#include "spmd/core/float16.hpp"
 #include "spmd/core/numerics.hpp"
 #include "spmd/core/placement.hpp"
 
 namespace spmd::host {
 
 template <class T>
-concept element = (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) ||
-                  std::is_same_v<T, bfloat16>;
+concept element = (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) || is_narrow_float<T>;
 
 /// A short name of an element type ("f32", "bf16", "i64", ...), for messages.
 template <element T>
 constexpr const char* element_name() {
   if constexpr (std::is_same_v<T, bfloat16>) return "bf16";
+  else if constexpr (std::is_same_v<T, float16>) return "f16";
   else if constexpr (std::is_same_v<T, float>) return "f32";
   else if constexpr (std::is_same_v<T, double>) return "f64";
   else if constexpr (std::is_floating_point_v<T>) return "float";
@@ -90,23 +92,23 @@ void check_reduce_op(reduce_op op, const char* where) {
 /// a / n, the last step of avg (integers truncate).
 template <element T>
 SPMD_HD constexpr T divide(T a, index_t n) {
-  if constexpr (std::is_same_v<T, bfloat16>) return bfloat16{float(a) / static_cast<float>(n)};
+  if constexpr (is_narrow_float<T>) return T{float(a) / static_cast<float>(n)};
   else return static_cast<T>(a / static_cast<T>(n));
 }
 
 /// a * n, what fill stores for avg so that the average is a.
 template <element T>
 SPMD_HD constexpr T times(T a, index_t n) {
-  if constexpr (std::is_same_v<T, bfloat16>) return bfloat16{float(a) * static_cast<float>(n)};
+  if constexpr (is_narrow_float<T>) return T{float(a) * static_cast<float>(n)};
   else if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) return spmd::wrap_mul(a, static_cast<T>(n));
   else return static_cast<T>(a * static_cast<T>(n));
 }
 
-/// Element conversion for forward_dtype (bfloat16 in and out through float/double).
+/// Element conversion for forward_dtype (the 16-bit floats in and out through float).
 template <element To, element From>
 constexpr To convert(From v) {
   if constexpr (std::is_same_v<To, From>) return v;
-  else if constexpr (std::is_same_v<From, bfloat16>) return static_cast<To>(float(v));
+  else if constexpr (is_narrow_float<From>) return static_cast<To>(float(v));
   else return static_cast<To>(v);
 }
 

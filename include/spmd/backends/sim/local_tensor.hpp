@@ -106,7 +106,7 @@ void install_shard(local_set<T>& s, index_t i, index_t rank, const host_tensor<T
 
 template <class T>
 bool same_value(T a, T b) {
-  if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, bfloat16>)
+  if constexpr (is_floating_element<T>)
     return a == b || (a != a && b != b);  // NaN equals NaN here
   else
     return a == b;
@@ -114,7 +114,7 @@ bool same_value(T a, T b) {
 
 template <class T>
 std::string value_text(T v) {
-  if constexpr (std::is_same_v<T, bfloat16>) return std::to_string(float(v));
+  if constexpr (is_narrow_float<T>) return std::to_string(float(v));
   else return std::to_string(v);
 }
 

@@ -9,7 +9,7 @@
 // The sharding is chosen by the compiler (spmd/ops/elementwise.hpp has the rules). Locally
 // every rank runs one loop over its contiguous block; a broadcast input is read with stride 0
 // on the stretched dims. gelu is the exact (erf) form, torch's default approximate='none'.
-// Element types: float, double, bfloat16 (computed in float, rounded once per element), and
+// Element types: float, double, bfloat16 and float16 (computed in float, rounded once per element), and
 // int32/int64 for neg, abs, relu, add, sub, mul, maximum, minimum (signed integers wrap on
 // overflow, as the reductions do). exp, log, sqrt, gelu, tanh, sigmoid and every division
 // need a floating-point element type (a static_assert says so): integer division truncates,
@@ -155,7 +155,7 @@ constexpr T scalar_as(S c) {
   static_assert(!(std::is_integral_v<T> && !std::is_integral_v<S>),
                 "spmd::sim: a floating-point scalar with an integer dtensor would need type "
                 "promotion; convert the scalar (or the dtensor) first.");
-  if constexpr (std::is_same_v<S, bfloat16> && !std::is_same_v<T, bfloat16>) return static_cast<T>(float(c));
+  if constexpr (is_narrow_float<S> && !std::is_same_v<S, T>) return static_cast<T>(float(c));
   else return static_cast<T>(c);
 }
 
@@ -185,7 +185,7 @@ void check_dynamic_extents(const SX& x, const SY& y, const char* op) {
 }
 
 template <class T>
-inline constexpr bool is_floating = std::is_floating_point_v<T> || std::is_same_v<T, bfloat16>;
+inline constexpr bool is_floating = is_floating_element<T>;
 
 }  // namespace ew_detail
 

@@ -45,7 +45,7 @@ void gemm(T* c, const T* a, const T* b, index_t m, index_t n, index_t k, bool bt
     return;
   }
 #endif
-  using Acc = std::conditional_t<std::is_same_v<T, bfloat16>, float, T>;
+  using Acc = std::conditional_t<is_narrow_float<T>, float, T>;
   if (bt) {
     for (index_t i = 0; i < m; ++i)
       for (index_t j = 0; j < n; ++j) {

@@ -59,7 +59,7 @@ index_t offset_of(const strided_view<T>& v, const shape_vec& outer, const shape_
 }
 
 template <class T>
-constexpr bool is_floating = std::is_floating_point_v<T> || std::is_same_v<T, bfloat16>;
+constexpr bool is_floating = is_floating_element<T>;
 
 /// Dim (negative: from the end) as 0..Rank-1, or -1 when outside.
 constexpr int normal_dim(int dim, int rank) {

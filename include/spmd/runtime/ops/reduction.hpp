@@ -35,7 +35,7 @@ struct op_kernel<ops::reduction<Kind, KeepDim, Dims...>> {
 
   template <class T>
   static void run(const op_type&, strided_view<T> out, const op_rank_info&, strided_view<const T> in) {
-    using Acc = std::conditional_t<std::is_same_v<T, bfloat16>, float, T>;
+    using Acc = std::conditional_t<is_narrow_float<T>, float, T>;
     const int r = in.rank();
     // Which dims reduce, for each possible rank: a table the compiler fills (the user API
     // has already static_asserted that the dims fit this input's rank).
@@ -143,7 +143,7 @@ auto reduce(const dtensor<T, L, Bk>& x) {
                 "rank-r tensor needs -r <= d < r).");
   static_assert(dims.error != ops::reduction_detail::dims_error::repeated,
                 "spmd::sim::reduce: a reduced dim is listed twice (negative dims count from the end).");
-  static_assert(Kind != ops::reduce_kind::mean || std::is_floating_point_v<T> || std::is_same_v<T, bfloat16>,
+  static_assert(Kind != ops::reduce_kind::mean || is_floating_element<T>,
                 "spmd::sim::mean: the mean of an integer dtensor would truncate; convert it to float "
                 "or double first.");
   return apply<Forced>(typename O::type{}, x);

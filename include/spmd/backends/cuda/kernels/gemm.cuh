@@ -1,9 +1,9 @@
 // spmd/backends/cuda/kernels/gemm.cuh — the local matrix products (nvcc only).
 //
 // float and double go to cuBLAS (one strided-batched call for bmm), whose sums run in an
-// order of its choosing: within a tolerance of the host's BLAS, not bit for bit. bfloat16 and
+// order of its choosing: within a tolerance of the host's BLAS, not bit for bit. The 16-bit floats and
 // the integers go to a kernel that accumulates each output element over k in order, in the
-// host kernel's accumulator type (float for bfloat16): the same bits as the host.
+// host kernel's accumulator type (float for the 16-bit floats): the same bits as the host.
 #pragma once
 
 #include <cublas_v2.h>

@@ -1,6 +1,6 @@
 // spmd/backends/cuda/ops/matmul.hpp — matmul, matmul_t and bmm on the device: cuBLAS for
 // float and double (within a tolerance of the host's BLAS), a kernel in the host kernel's
-// order for bfloat16 and the integers (the same bits). One call for every rank when their
+// order for the 16-bit floats and the integers (the same bits). One call for every rank when their
 // blocks have the same shapes (cuBLAS batched), else one per rank.
 #pragma once
 

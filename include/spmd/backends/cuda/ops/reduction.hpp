@@ -23,7 +23,7 @@ struct device_op<spmd::ops::reduction<Kind, KeepDim, Dims...>> {
       if (red.error != spmd::ops::reduction_detail::dims_error::none) op_type::checked(r);  // throws
       const auto [kept, reduced] = ops_detail::reduction_geoms(shape, red.of);
       if constexpr (mean) {
-        if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, bfloat16>)
+        if constexpr (is_floating_element<T>)
           kernels::reduce<reduce_op::sum, true, T>(out.data(i), in.data(i), kept, reduced, current_stream());
       } else {
         kernels::reduce<combine_op, false, T>(out.data(i), in.data(i), kept, reduced, current_stream());
