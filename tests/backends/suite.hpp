@@ -227,7 +227,8 @@ void same_locals(report& rep, const DB& b, const DS& s, const std::string& what)
 
 /// Where a backend's math library may round differently (a device's exp, tanh, erf, cuBLAS's
 /// order of sums): every local within a relative tolerance of the simulation's — 1e-5 for
-/// float, 1e-12 for double, 1e-2 (two bfloat16 steps) for bfloat16 — NaN where it has NaN.
+/// float, 1e-12 for double, 1e-2 for the 16-bit floats (two bfloat16 steps) — NaN where it has
+/// NaN.
 /// Host backends run the same code as the simulation: bit for bit, as same_locals.
 template <class DB, class DS>
 void close_locals(report& rep, const DB& b, const DS& s, const std::string& what) {
