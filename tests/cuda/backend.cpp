@@ -103,6 +103,12 @@ void local_map_and_errors() {
   const auto y = spmd::runtime::local_map<LO, In>(scale, spmd::cuda::distribute_tensor<LO>(g));
   const auto yS = spmd::runtime::local_map<LO, In>(host_scale, spmd::sim::distribute_tensor<LO>(g));
   check(same(y.full_tensor(), yS.full_tensor()), "local_map with a device kernel");
+  try {
+    (void)y.to_local();  // every rank is in this process: the rank must be named
+    check(false, "to_local() without a rank throws on a backend holding every rank");
+  } catch (const std::logic_error& e) {
+    check(std::string(e.what()).find("name the rank") != std::string::npos, e.what());
+  }
 
   using LI = spmd::layout<M, spmd::placements<spmd::shard<0>, spmd::replicate>, spmd::extents<4>>;
   using LT = spmd::layout<M, spmd::placements<spmd::replicate, spmd::shard<0>>, spmd::extents<8, 4>>;

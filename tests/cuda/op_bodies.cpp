@@ -130,7 +130,10 @@ template <spmd::ops::reduce_kind K, class T, int... D>
 void check_reduction(const shape_vec& s) {
   using Op = spmd::ops::reduction<K, false, D...>;
   const auto red = spmd::ops::reduction_detail::reduced_of<D...>(s.size());
-  const auto [kept, reduced] = geo::reduction_geoms(s, red.of);
+  // (Named members, not a structured binding: clang 14 cannot capture those in a lambda.)
+  const geo::reduce_geoms rg = geo::reduction_geoms(s, red.of);
+  const cu::index_geom& kept = rg.kept;
+  const cu::index_geom& reduced = rg.reduced;
   const std::vector<T> x = values<T>(spmd::host::shape_elems(s));
   shape_vec out{};
   for (int d = 0; d < s.size(); ++d)
@@ -167,7 +170,9 @@ void check_layer_norm(const shape_vec& s) {
   for (int d = s.size() - N; d < s.size(); ++d) ws.push_back(s[d]);
   const std::vector<T> w = values<T>(spmd::host::shape_elems(ws), 3), b = values<T>(spmd::host::shape_elems(ws), 4);
   std::vector<T> got(x.size()), want(x.size());
-  const auto [outer, inner] = geo::layer_norm_geoms(s, N);
+  const geo::norm_geoms ng = geo::layer_norm_geoms(s, N);
+  const cu::index_geom& outer = ng.outer;
+  const cu::index_geom& inner = ng.inner;
   spmd::ops::layer_norm<N, Affine> op{};
   on_grid(outer.count(), [&](index_t r) {
     cu::layer_norm_row<Affine, T, T>(got.data(), x.data(), w.data(), b.data(), outer, inner, op.eps, r);

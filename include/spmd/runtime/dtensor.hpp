@@ -173,8 +173,9 @@ class dtensor {
   /// A host copy of this process's local.
   host_tensor<T> to_local() const {
     const held_range h = locals_.held_ranks();
-    if (h.count() != 1) return copy_of(local());  // throws, or empty outside the mesh
-    return to_local(mesh_type::rank_at(h.lo));
+    if (h.count() == 1) return to_local(mesh_type::rank_at(h.lo));
+    (void)local();  // throws where this process holds several ranks
+    return host_tensor<T>{std::vector<index_t>(rank, 0), {}};  // outside the mesh: empty
   }
 
   /// The global tensor, row-major; Partial placements reduced (the dtensor is unchanged).
