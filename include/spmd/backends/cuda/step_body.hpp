@@ -37,10 +37,14 @@ SPMD_HD T reduce_at(reduce_op op, const T* const* in, const index_t* m, index_t 
 
 }  // namespace detail
 
-/// Work item `item` of step `t`: in[r] / out[r] are the inputs and outputs of mesh index r.
-template <class T>
-SPMD_HD void step_item(const step_view& t, index_t item, const T* const* in, T* const* out) {
-  index_t lo = 0, hi = t.n_ops - 1;  // the op holding the item: the last with begin <= item
+/// Where work item `item` of `t` lands: its op (the last with begin <= item) and the source
+/// and destination offsets of its element.
+struct item_place {
+  const dev_op* op;
+  index_t s, d;
+};
+SPMD_HD inline item_place place_of(const step_view& t, index_t item) {
+  index_t lo = 0, hi = t.n_ops - 1;
   while (lo < hi) {
     const index_t mid = (lo + hi + 1) / 2;
     if (t.ops[mid].begin <= item) lo = mid;
@@ -58,6 +62,15 @@ SPMD_HD void step_item(const step_view& t, index_t item, const T* const* in, T* 
     s += x * g.sstr[i];
     d += x * g.dstr[i];
   }
+  return {&o, s, d};
+}
+
+/// Work item `item` of step `t`: in[r] / out[r] are the inputs and outputs of mesh index r.
+template <class T>
+SPMD_HD void step_item(const step_view& t, index_t item, const T* const* in, T* const* out) {
+  const item_place p = place_of(t, item);
+  const dev_op& o = *p.op;
+  const index_t s = p.s, d = p.d;
   switch (o.code) {
     case op_code::copy: out[o.dst][d] = in[o.src][s]; break;
     case op_code::fill: out[o.dst][d] = host::identity<T>(t.op); break;
@@ -86,30 +99,14 @@ SPMD_HD void step_item(const step_view& t, index_t item, const T* const* in, T* 
 /// list, in units of W).
 template <class W>
 SPMD_HD void copy_item(const step_view& t, index_t item, const W* const* in, W* const* out) {
-  index_t lo = 0, hi = t.n_ops - 1;
-  while (lo < hi) {
-    const index_t mid = (lo + hi + 1) / 2;
-    if (t.ops[mid].begin <= item) lo = mid;
-    else hi = mid - 1;
-  }
-  const dev_op& o = t.ops[lo];
-  const run_geom& g = o.geo;
-  index_t e = item - o.begin;
-  const index_t k = e % g.run;
-  e /= g.run;
-  index_t s = g.soff + k, d = g.doff + k;
-  for (int i = g.nd - 1; i >= 0; --i) {
-    const index_t x = e % g.ext[i];
-    e /= g.ext[i];
-    s += x * g.sstr[i];
-    d += x * g.dstr[i];
-  }
+  const item_place p = place_of(t, item);
+  const dev_op& o = *p.op;
   if (o.code == op_code::replicate) {
     const index_t* f = t.fanout + o.dst;
-    const W x = in[o.src][s];
-    for (index_t j = 1; j <= f[0]; ++j) out[f[j]][d] = x;
+    const W x = in[o.src][p.s];
+    for (index_t j = 1; j <= f[0]; ++j) out[f[j]][p.d] = x;
   } else {
-    out[o.dst][d] = in[o.src][s];
+    out[o.dst][p.d] = in[o.src][p.s];
   }
 }
 

@@ -1,6 +1,6 @@
 // spmd/backends/cuda/kernels/gemm.cuh — the local matrix products (nvcc only).
 //
-// float and double go to cuBLAS (one strided-batched call for bmm), whose sums run in an
+// float and double go to cuBLAS (one batched call for every rank and bmm batch), whose sums run in an
 // order of its choosing: within a tolerance of the host's BLAS, not bit for bit. The 16-bit floats and
 // the integers go to a kernel that accumulates each output element over k in order, in the
 // host kernel's accumulator type (float for the 16-bit floats): the same bits as the host.
@@ -39,48 +39,6 @@ inline cublasHandle_t cublas_handle() {
 }
 
 }  // namespace detail
-
-template <class T>
-void gemm(T* c, const T* a, const T* b, index_t m, index_t n, index_t k, bool b_transposed, index_t batch,
-          cudaStream_t stream) {
-  if (m == 0 || n == 0 || batch == 0) return;
-  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-    if (k == 0) {
-      check(cudaMemsetAsync(c, 0, static_cast<std::size_t>(batch * m * n) * sizeof(T), stream), "cudaMemsetAsync");
-      return;
-    }
-    // Row-major C = A B is column-major C^T = B^T A^T: cuBLAS gets (B, A) with n, m swapped.
-    const cublasHandle_t h = detail::cublas_handle();
-    detail::check_cublas(cublasSetStream(h, stream), "cublasSetStream");
-    const T one = 1, zero = 0;
-    const cublasOperation_t tb = b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
-    const int M = static_cast<int>(m), N = static_cast<int>(n), K = static_cast<int>(k);
-    const int ldb = b_transposed ? K : N;
-    const long long sa = m * k, sb = k * n, sc = m * n;
-    if constexpr (std::is_same_v<T, float>)
-      detail::check_cublas(cublasSgemmStridedBatched(h, tb, CUBLAS_OP_N, N, M, K, &one, b, ldb, sb, a, K, sa, &zero,
-                                                     c, N, sc, static_cast<int>(batch)),
-                           "cublasSgemmStridedBatched");
-    else
-      detail::check_cublas(cublasDgemmStridedBatched(h, tb, CUBLAS_OP_N, N, M, K, &one, b, ldb, sb, a, K, sa, &zero,
-                                                     c, N, sc, static_cast<int>(batch)),
-                           "cublasDgemmStridedBatched");
-  } else {
-    using Acc = element_math::calc_t<T>;
-    detail::for_each(
-        batch * m * n,
-        [=] __device__(index_t i) {
-          const index_t bi = i / (m * n), ij = i % (m * n), r = ij / n, col = ij % n;
-          const T* pa = a + bi * m * k + r * k;
-          const T* pb = b + bi * k * n;
-          Acc s = Acc(0);
-          for (index_t p = 0; p < k; ++p)
-            s += Acc(pa[p]) * Acc(b_transposed ? pb[col * k + p] : pb[p * n + col]);
-          c[i] = static_cast<T>(s);
-        },
-        stream, "gemm kernel launch");
-  }
-}
 
 template <class T>
 void gemm_ranks(const gemm_ranks_args<T>& p, index_t ranks, index_t m, index_t n, index_t k, bool b_transposed,
@@ -136,6 +94,18 @@ void gemm_ranks(const gemm_ranks_args<T>& p, index_t ranks, index_t m, index_t n
         },
         stream, "gemm kernel launch (every rank)");
   }
+}
+
+/// One rank's product: gemm_ranks with one rank (cuBLAS's batched call with a batch of
+/// `batch`, or the in-order kernel).
+template <class T>
+void gemm(T* c, const T* a, const T* b, index_t m, index_t n, index_t k, bool b_transposed, index_t batch,
+          cudaStream_t stream) {
+  gemm_ranks_args<T> p{};
+  p.a[0] = a;
+  p.b[0] = b;
+  p.c[0] = c;
+  gemm_ranks<T>(p, 1, m, n, k, b_transposed, batch, stream);
 }
 
 }  // namespace spmd::cuda::kernels
