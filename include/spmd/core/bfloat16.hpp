@@ -15,6 +15,7 @@
 #include <concepts>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #include "spmd/core/config.hpp"
 
@@ -27,9 +28,30 @@ SPMD_HD constexpr To bf16_bit_cast(const From& v) {
   static_assert(sizeof(To) == sizeof(From));
   return __builtin_bit_cast(To, v);
 }
+/// The arithmetic of a 16-bit float D (bfloat16, float16): through float, rounded once to D;
+/// negation flips the sign bit; comparisons as floats (NaN unordered, -0 == +0). D has a
+/// `bits` member, `from_bits`, an explicit constructor from float and a conversion to float.
+template <class D>
+struct through_float {
+  SPMD_HD friend constexpr D operator+(D a, D b) { return D{float(a) + float(b)}; }
+  SPMD_HD friend constexpr D operator-(D a, D b) { return D{float(a) - float(b)}; }
+  SPMD_HD friend constexpr D operator*(D a, D b) { return D{float(a) * float(b)}; }
+  SPMD_HD friend constexpr D operator/(D a, D b) { return D{float(a) / float(b)}; }
+  SPMD_HD friend constexpr D operator-(D a) { return D::from_bits(static_cast<std::uint16_t>(a.bits ^ 0x8000u)); }
+  SPMD_HD friend constexpr D operator+(D a) { return a; }
+  SPMD_HD friend constexpr D& operator+=(D& a, D b) { return a = a + b; }
+  SPMD_HD friend constexpr D& operator-=(D& a, D b) { return a = a - b; }
+  SPMD_HD friend constexpr D& operator*=(D& a, D b) { return a = a * b; }
+  SPMD_HD friend constexpr D& operator/=(D& a, D b) { return a = a / b; }
+  SPMD_HD friend constexpr bool operator==(D a, D b) { return float(a) == float(b); }
+  SPMD_HD friend constexpr bool operator<(D a, D b) { return float(a) < float(b); }
+  SPMD_HD friend constexpr bool operator>(D a, D b) { return float(a) > float(b); }
+  SPMD_HD friend constexpr bool operator<=(D a, D b) { return float(a) <= float(b); }
+  SPMD_HD friend constexpr bool operator>=(D a, D b) { return float(a) >= float(b); }
+};
 }  // namespace detail
 
-struct bfloat16 {
+struct bfloat16 : detail::through_float<bfloat16> {
   std::uint16_t bits;  // no initializer: trivial, like float (`bfloat16{}` is +0)
 
   bfloat16() = default;
@@ -77,37 +99,10 @@ struct bfloat16 {
     return detail::bf16_bit_cast<float>(u);
   }
 
-  // Arithmetic through float, rounded once to bfloat16.
-  SPMD_HD friend constexpr bfloat16 operator+(bfloat16 a, bfloat16 b) {
-    return bfloat16{float(a) + float(b)};
-  }
-  SPMD_HD friend constexpr bfloat16 operator-(bfloat16 a, bfloat16 b) {
-    return bfloat16{float(a) - float(b)};
-  }
-  SPMD_HD friend constexpr bfloat16 operator*(bfloat16 a, bfloat16 b) {
-    return bfloat16{float(a) * float(b)};
-  }
-  SPMD_HD friend constexpr bfloat16 operator/(bfloat16 a, bfloat16 b) {
-    return bfloat16{float(a) / float(b)};
-  }
-  SPMD_HD friend constexpr bfloat16 operator-(bfloat16 a) {
-    return from_bits(static_cast<std::uint16_t>(a.bits ^ 0x8000u));
-  }
-  SPMD_HD friend constexpr bfloat16 operator+(bfloat16 a) { return a; }
-  SPMD_HD constexpr bfloat16& operator+=(bfloat16 b) { return *this = *this + b; }
-  SPMD_HD constexpr bfloat16& operator-=(bfloat16 b) { return *this = *this - b; }
-  SPMD_HD constexpr bfloat16& operator*=(bfloat16 b) { return *this = *this * b; }
-  SPMD_HD constexpr bfloat16& operator/=(bfloat16 b) { return *this = *this / b; }
-
-  // Comparisons as floats (NaN unordered, -0 == +0).
-  SPMD_HD friend constexpr bool operator==(bfloat16 a, bfloat16 b) { return float(a) == float(b); }
-  SPMD_HD friend constexpr bool operator<(bfloat16 a, bfloat16 b) { return float(a) < float(b); }
-  SPMD_HD friend constexpr bool operator>(bfloat16 a, bfloat16 b) { return float(a) > float(b); }
-  SPMD_HD friend constexpr bool operator<=(bfloat16 a, bfloat16 b) { return float(a) <= float(b); }
-  SPMD_HD friend constexpr bool operator>=(bfloat16 a, bfloat16 b) { return float(a) >= float(b); }
+  // Arithmetic and comparisons: detail::through_float (through float, rounded once).
 };
 
-static_assert(sizeof(bfloat16) == 2);
+static_assert(sizeof(bfloat16) == 2 && std::is_trivially_copyable_v<bfloat16>);
 
 }  // namespace spmd
 

@@ -20,7 +20,7 @@
 
 namespace spmd {
 
-struct float16 {
+struct float16 : detail::through_float<float16> {
   std::uint16_t bits;  // no initializer: trivial, like float (`float16{}` is +0)
 
   float16() = default;
@@ -72,29 +72,10 @@ struct float16 {
     return static_cast<std::uint16_t>(sign | q);
   }
 
-  // Arithmetic through float, rounded once to float16.
-  SPMD_HD friend constexpr float16 operator+(float16 a, float16 b) { return float16{float(a) + float(b)}; }
-  SPMD_HD friend constexpr float16 operator-(float16 a, float16 b) { return float16{float(a) - float(b)}; }
-  SPMD_HD friend constexpr float16 operator*(float16 a, float16 b) { return float16{float(a) * float(b)}; }
-  SPMD_HD friend constexpr float16 operator/(float16 a, float16 b) { return float16{float(a) / float(b)}; }
-  SPMD_HD friend constexpr float16 operator-(float16 a) {
-    return from_bits(static_cast<std::uint16_t>(a.bits ^ 0x8000u));
-  }
-  SPMD_HD friend constexpr float16 operator+(float16 a) { return a; }
-  SPMD_HD constexpr float16& operator+=(float16 b) { return *this = *this + b; }
-  SPMD_HD constexpr float16& operator-=(float16 b) { return *this = *this - b; }
-  SPMD_HD constexpr float16& operator*=(float16 b) { return *this = *this * b; }
-  SPMD_HD constexpr float16& operator/=(float16 b) { return *this = *this / b; }
-
-  // Comparisons as floats (NaN unordered, -0 == +0).
-  SPMD_HD friend constexpr bool operator==(float16 a, float16 b) { return float(a) == float(b); }
-  SPMD_HD friend constexpr bool operator<(float16 a, float16 b) { return float(a) < float(b); }
-  SPMD_HD friend constexpr bool operator>(float16 a, float16 b) { return float(a) > float(b); }
-  SPMD_HD friend constexpr bool operator<=(float16 a, float16 b) { return float(a) <= float(b); }
-  SPMD_HD friend constexpr bool operator>=(float16 a, float16 b) { return float(a) >= float(b); }
+  // Arithmetic and comparisons: detail::through_float (core/bfloat16.hpp).
 };
 
-static_assert(sizeof(float16) == 2);
+static_assert(sizeof(float16) == 2 && std::is_trivially_copyable_v<float16>);
 
 /// The 16-bit floats (bfloat16, float16): stored narrow, computed in float.
 template <class T>
