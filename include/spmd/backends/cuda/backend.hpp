@@ -9,9 +9,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <map>
 #include <mutex>
-#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -46,9 +46,7 @@ const device_plan& cached_device_plan(const shape_vec& global, index_t elem_byte
     shape_vec shape;
     bool operator<(const key& o) const {
       if (device != o.device) return device < o.device;
-      return std::lexicographical_compare(shape.begin(), shape.end(), o.shape.begin(), o.shape.end()) ||
-             (!std::lexicographical_compare(o.shape.begin(), o.shape.end(), shape.begin(), shape.end()) &&
-              shape.size() < o.shape.size());
+      return std::lexicographical_compare(shape.begin(), shape.end(), o.shape.begin(), o.shape.end());
     }
   };
   // Never destroyed: the CUDA runtime may be gone by the time static destructors run.

@@ -15,9 +15,7 @@
 
 #include <cstddef>
 #include <cstring>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <utility>
