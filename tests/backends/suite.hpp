@@ -53,12 +53,44 @@ struct report {
   }
 };
 
+/// Bit for bit, except that with `any_nan` a NaN matches any NaN: a GPU's arithmetic makes
+/// the canonical NaN (0x7fffffff for float) where x86 keeps an operand's payload, and which
+/// NaN comes out is not part of spmd's promise (docs/numerics.md). `why` (optional) gets the
+/// first differing element and both bit patterns.
 template <class T>
-bool same_bits(spmd::host::strided_view<const T> a, spmd::host::strided_view<const T> b) {
+bool same_bits(spmd::host::strided_view<const T> a, spmd::host::strided_view<const T> b,
+               bool any_nan = false, std::string* why = nullptr) {
   const auto ea = a.extents(), eb = b.extents();
-  if (!std::equal(ea.begin(), ea.end(), eb.begin(), eb.end())) return false;
-  return a.size() == 0 || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+  if (!std::equal(ea.begin(), ea.end(), eb.begin(), eb.end())) {
+    if (why) *why = "shapes differ";
+    return false;
+  }
+  if (a.size() == 0 || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0) return true;
+  for (index_t k = 0; k < a.size(); ++k) {
+    const T x = a.data()[k], y = b.data()[k];
+    if (std::memcmp(&x, &y, sizeof(T)) == 0) continue;
+    if constexpr (!std::is_integral_v<T>)
+      if (any_nan && x != x && y != y) continue;
+    if (why) {
+      auto bits = [](const T& v) {
+        unsigned long long u = 0;
+        std::memcpy(&u, &v, sizeof(T));
+        char t[32];
+        std::snprintf(t, sizeof t, "0x%llx", u);
+        return std::string(t);
+      };
+      *why = "element " + std::to_string(k) + ": " + bits(x) + " (" +
+             std::to_string(static_cast<double>(x)) + ") vs " + bits(y) + " (" +
+             std::to_string(static_cast<double>(y)) + ")";
+    }
+    return false;
+  }
+  return true;
 }
+
+/// True when backend B's arithmetic runs on a device (NaN payloads are the hardware's).
+template <class B>
+inline constexpr bool device_arith = !spmd::runtime::host_memory<B>;
 
 template <class T>
 std::string type_name() {
@@ -157,12 +189,14 @@ void sweep(report& rep, const spmd::mesh_shape_vec& mesh, const std::vector<plac
         if (p.error != spmd::plan_error::none) continue;
         const host::local_set<T> want = spmd::sim::execute(p.value, global, sim_in);
         const host::local_set<T> got = Runner::execute(p.value, global, in);
-        for (const index_t i : got.held())
-          rep.check(same_bits<T>(got.view(i), want.view(i)),
+        for (const index_t i : got.held()) {
+          std::string why;
+          rep.check(same_bits<T>(got.view(i), want.view(i), device_arith<typename Runner::backend>, &why),
                     "redistribute " + type_name<T>() + " " + spec_text(s.spec) + " -> " +
                         spec_text(d.spec) + " on " + std::to_string(n) + " ranks, global " +
                         spmd::host::detail::shape_text(global) + ", mesh index " +
-                        std::to_string(i));
+                        std::to_string(i) + ": " + why);
+        }
       }
     }
   }
@@ -209,19 +243,25 @@ void same_locals(report& rep, const DB& b, const DS& s, const std::string& what)
   using T = typename DB::value_type;
   using M = typename DB::mesh_type;
   static_assert(std::is_same_v<typename DB::layout_type, typename DS::layout_type>);
+  constexpr bool any_nan = device_arith<typename DB::backend_type>;
   for (const index_t i : b.locals().held()) {
     const host::host_tensor<T> got = b.to_local(M::rank_at(i));
     const shape_vec& want = s.locals().shape(i);
+    std::string why = "shapes differ";
     rep.check(std::equal(got.shape.begin(), got.shape.end(), want.begin(), want.end()) &&
                   static_cast<index_t>(got.data.size()) == s.locals().size(i) &&
-                  same_bits<T>(host::strided_view<const T>(got.data.data(), want), s.locals().view(i)),
-              what + ", mesh index " + std::to_string(i));
+                  same_bits<T>(host::strided_view<const T>(got.data.data(), want), s.locals().view(i),
+                               any_nan, &why),
+              what + ", mesh index " + std::to_string(i) + ": " + why);
   }
   if (b.locals().held_ranks().count() > 0) {
     const std::vector<T> fb = b.full_tensor(), fs = s.full_tensor();
-    rep.check(fb.size() == fs.size() &&
-                  (fb.empty() || std::memcmp(fb.data(), fs.data(), fb.size() * sizeof(T)) == 0),
-              what + ": full_tensor");
+    const auto as_view = [](const std::vector<T>& v) {
+      return host::strided_view<const T>(v.data(), vec({static_cast<index_t>(v.size())}));
+    };
+    std::string why = "sizes differ";
+    rep.check(fb.size() == fs.size() && same_bits<T>(as_view(fb), as_view(fs), any_nan, &why),
+              what + ": full_tensor: " + why);
   }
 }
 
@@ -242,12 +282,16 @@ void close_locals(report& rep, const DB& b, const DS& s, const std::string& what
       const host::host_tensor<T> got = b.to_local(M::rank_at(i));
       const auto want = s.locals().view(i);
       bool ok = static_cast<index_t>(got.data.size()) == want.size();
+      std::string why = ok ? "" : ": sizes differ";
       for (index_t k = 0; ok && k < want.size(); ++k) {
         const double g = static_cast<double>(got.data[static_cast<std::size_t>(k)]),
                      w = static_cast<double>(want.data()[k]);
-        ok = (std::isnan(g) && std::isnan(w)) || std::fabs(g - w) <= tol * std::max(1.0, std::fabs(w));
+        // Equal (infinities too), both NaN, or finite and within tol.
+        ok = g == w || (std::isnan(g) && std::isnan(w)) ||
+             std::fabs(g - w) <= tol * std::max(1.0, std::fabs(w));
+        if (!ok) why = ": element " + std::to_string(k) + ": " + std::to_string(g) + " vs " + std::to_string(w);
       }
-      rep.check(ok, what + " (within " + std::to_string(tol) + "), mesh index " + std::to_string(i));
+      rep.check(ok, what + " (within " + std::to_string(tol) + "), mesh index " + std::to_string(i) + why);
     }
   }
 }
@@ -421,10 +465,12 @@ spmd::sim::local_tensor<T, M> per_rank_tensors(index_t (*rows)(index_t), index_t
   return spmd::sim::local_tensor<T, M>(m);
 }
 
+/// Same shape and bits (with any_nan: NaN matches NaN, as same_bits).
 template <class T>
-bool same_tensor(const host::host_tensor<T>& a, const host::host_tensor<T>& b) {
+bool same_tensor(const host::host_tensor<T>& a, const host::host_tensor<T>& b, bool any_nan = false) {
   return a.shape == b.shape && a.data.size() == b.data.size() &&
-         (a.data.empty() || std::memcmp(a.data.data(), b.data.data(), a.data.size() * sizeof(T)) == 0);
+         same_bits<T>(host::strided_view<const T>(a.data.data(), vec({static_cast<index_t>(a.data.size())})),
+                      host::strided_view<const T>(b.data.data(), vec({static_cast<index_t>(b.data.size())})), any_nan);
 }
 
 template <class Runner, class M, class T>
@@ -432,6 +478,7 @@ void collectives_of(report& rep) {
   using spmd::dim_mask;
   if (M::size > Runner::world()) return;
   const spmd::host::held_range held = Runner::held(M::size);
+  constexpr bool any_nan = device_arith<typename Runner::backend>;
   const std::string tn = type_name<T>() + " on " + std::to_string(M::size) + " ranks";
   const auto even = per_rank_tensors<T, M>([](index_t) -> index_t { return 5; }, 6);
   const auto uneven = per_rank_tensors<T, M>([](index_t r) -> index_t { return r % 3; }, 4);
@@ -443,13 +490,13 @@ void collectives_of(report& rep) {
       const auto want = spmd::sim::all_reduce(even, op, g);
       for (const index_t i : held.indices())
         rep.check(same_tensor(Runner::template all_reduce<M>(even, i, op, g),
-                              want.to_local(M::rank_at(i))),
+                              want.to_local(M::rank_at(i)), any_nan),
                   "all_reduce " + std::string(spmd::reduce_op_name(op)) + " " + tn + gs);
       for (int dim : {0, 1}) {
         const auto rs = spmd::sim::reduce_scatter(even, op, dim, g);
         for (const index_t i : held.indices())
           rep.check(same_tensor(Runner::template reduce_scatter<M>(even, i, op, dim, g),
-                                rs.to_local(M::rank_at(i))),
+                                rs.to_local(M::rank_at(i)), any_nan),
                     "reduce_scatter " + std::string(spmd::reduce_op_name(op)) + " dim " +
                         std::to_string(dim) + " " + tn + gs);
       }
@@ -458,20 +505,20 @@ void collectives_of(report& rep) {
       const auto want = spmd::sim::broadcast(uneven, src, g);
       for (const index_t i : held.indices())
         rep.check(same_tensor(Runner::template broadcast<M>(uneven, i, src, g),
-                              want.to_local(M::rank_at(i))),
+                              want.to_local(M::rank_at(i)), any_nan),
                   "broadcast from " + std::to_string(src) + " " + tn + gs);
     }
     const auto ag = spmd::sim::all_gather(uneven, 0, g);
     for (const index_t i : held.indices())
-      rep.check(same_tensor(Runner::template all_gather<M>(uneven, i, 0, g), ag.to_local(M::rank_at(i))),
+      rep.check(same_tensor(Runner::template all_gather<M>(uneven, i, 0, g), ag.to_local(M::rank_at(i)), any_nan),
                 "all_gather dim 0 (uneven) " + tn + gs);
     const auto ag1 = spmd::sim::all_gather(even, 1, g);
     for (const index_t i : held.indices())
-      rep.check(same_tensor(Runner::template all_gather<M>(even, i, 1, g), ag1.to_local(M::rank_at(i))),
+      rep.check(same_tensor(Runner::template all_gather<M>(even, i, 1, g), ag1.to_local(M::rank_at(i)), any_nan),
                 "all_gather dim 1 " + tn + gs);
     const auto a2a = spmd::sim::all_to_all(even, 1, 0, g);
     for (const index_t i : held.indices())
-      rep.check(same_tensor(Runner::template all_to_all<M>(even, i, 1, 0, g), a2a.to_local(M::rank_at(i))),
+      rep.check(same_tensor(Runner::template all_to_all<M>(even, i, 1, 0, g), a2a.to_local(M::rank_at(i)), any_nan),
                 "all_to_all split 1 concat 0 " + tn + gs);
   }
 }
