@@ -117,6 +117,8 @@ class local_set {
     locals_[idx(i)].buf = std::move(buf);
     locals_[idx(i)].shape = shape;
   }
+  /// Take mesh index i's buffer (its local is left empty).
+  buffer<T> release(index_t i) { return std::move(locals_[idx(i)].buf); }
   rank_local<T>& operator[](index_t i) { return locals_[idx(i)]; }
   const rank_local<T>& operator[](index_t i) const { return locals_[idx(i)]; }
 

@@ -1,7 +1,8 @@
 // spmd/backends/mpi/backend.hpp — MPI as a backend: one process per rank, on CPUs.
 //
 // `spmd::mpi::backend` gives each process the local of the mesh rank whose id is its rank
-// in the communicator in use (environment.hpp), runs plans with execute.hpp, and gathers
+// in the communicator in use (environment.hpp), runs plans with the per-rank executor
+// (backends/process/execute.hpp) over the MPI transport (transport.hpp), and gathers
 // every rank's local for full_tensor with one MPI_Allgatherv over the mesh.
 #pragma once
 
@@ -15,7 +16,7 @@
 #include "spmd/backends/host/local_set.hpp"
 #include "spmd/backends/mpi/communicators.hpp"
 #include "spmd/backends/mpi/environment.hpp"
-#include "spmd/backends/mpi/execute.hpp"
+#include "spmd/backends/mpi/transport.hpp"
 #include "spmd/backends/mpi/names.hpp"
 #include "spmd/core/layout_spec.hpp"
 #include "spmd/plan/lower.hpp"

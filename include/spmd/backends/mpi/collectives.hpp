@@ -29,7 +29,7 @@
 #include "spmd/backends/host/host_tensor.hpp"
 #include "spmd/backends/host/kernels.hpp"
 #include "spmd/backends/mpi/backend.hpp"
-#include "spmd/backends/mpi/execute.hpp"
+#include "spmd/backends/mpi/transport.hpp"
 #include "spmd/backends/mpi/mpi_c.hpp"
 #include "spmd/core/chunk.hpp"
 #include "spmd/core/mesh_groups.hpp"
@@ -263,8 +263,7 @@ host_tensor<T> reduce_scatter(const host_tensor<T>& x, reduce_op op, int dim,
     at = detail::zeros(S.size());
     at[d] = p.start;
   };
-  const MPI_Datatype t = detail::element_type(sizeof(T));
-  detail::messages msg;
+  detail::transport msg(g.comm);
   std::vector<buffer<T>> packed;  // my piece of each member's block, and theirs of mine
   shape_vec ext, at;
   for (index_t j = 0; j < g.n; ++j) {
@@ -273,7 +272,7 @@ host_tensor<T> reduce_scatter(const host_tensor<T>& x, reduce_op op, int dim,
     if (shape_elems(ext) == 0) continue;
     packed.emplace_back(shape_elems(ext));
     detail::copy_box(packed.back().data(), ext, detail::zeros(S.size()), x.data.data(), S, at, ext);
-    msg.send(packed.back().data(), shape_elems(ext), t, static_cast<int>(j), g.comm);
+    msg.send(packed.back().data(), shape_elems(ext), static_cast<int>(j), g.comm);
   }
   piece(g.pos, ext, at);
   const index_t mine = shape_elems(ext);
@@ -284,7 +283,7 @@ host_tensor<T> reduce_scatter(const host_tensor<T>& x, reduce_op op, int dim,
     if (j == g.pos)
       detail::copy_box(packed.back().data(), ext, detail::zeros(S.size()), x.data.data(), S, at, ext);
     else if (mine > 0)
-      msg.recv(packed.back().data(), mine, t, static_cast<int>(j), g.comm);
+      msg.recv(packed.back().data(), mine, static_cast<int>(j), g.comm);
   }
   msg.wait();
   host_tensor<T> out = detail::tensor_of<T>(ext);
@@ -325,8 +324,7 @@ host_tensor<T> all_to_all(const host_tensor<T>& x, int split_dim, int concat_dim
               std::to_string(cd) + ")");
     }
   const shape_vec S = shapes[static_cast<std::size_t>(g.pos)];
-  const MPI_Datatype t = detail::element_type(sizeof(T));
-  detail::messages msg;
+  detail::transport msg(g.comm);
   std::vector<buffer<T>> packed;
   std::vector<const T*> got(static_cast<std::size_t>(g.n));
   for (index_t j = 0; j < g.n; ++j) {  // my piece j, packed
@@ -336,7 +334,7 @@ host_tensor<T> all_to_all(const host_tensor<T>& x, int split_dim, int concat_dim
     packed.emplace_back(shape_elems(e));
     detail::copy_box(packed.back().data(), e, detail::zeros(r), x.data.data(), S, at, e);
     if (j == g.pos) got[static_cast<std::size_t>(j)] = packed.back().data();
-    else if (shape_elems(e) > 0) msg.send(packed.back().data(), shape_elems(e), t, static_cast<int>(j), g.comm);
+    else if (shape_elems(e) > 0) msg.send(packed.back().data(), shape_elems(e), static_cast<int>(j), g.comm);
   }
   shape_vec O = piece_ext(0, g.pos);
   O[cd] = 0;
@@ -346,7 +344,7 @@ host_tensor<T> all_to_all(const host_tensor<T>& x, int split_dim, int concat_dim
     if (i == g.pos) continue;
     packed.emplace_back(shape_elems(e));
     got[static_cast<std::size_t>(i)] = packed.back().data();
-    if (shape_elems(e) > 0) msg.recv(packed.back().data(), shape_elems(e), t, static_cast<int>(i), g.comm);
+    if (shape_elems(e) > 0) msg.recv(packed.back().data(), shape_elems(e), static_cast<int>(i), g.comm);
   }
   msg.wait();
   host_tensor<T> out = detail::tensor_of<T>(O);

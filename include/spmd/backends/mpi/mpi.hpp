@@ -1,11 +1,11 @@
 // spmd/backends/mpi/mpi.hpp — the MPI backend: one process per rank (CPUs, one machine or
 // many). DTensor's API and every operator run on it as on the simulation, with the same
-// results bit for bit (execute.hpp says how).
+// results bit for bit (backends/process/execute.hpp says how).
 //
 //   environment.hpp    MPI's lifetime, the communicator meshes name, failure handling
 //   api.hpp            spmd::mpi::dtensor, distribute_tensor, from_local, factories
 //   backend.hpp        spmd::mpi::backend: what the runtime needs from MPI
-//   execute.hpp        a plan's steps as MPI messages and collectives on exact boxes
+//   transport.hpp      how the per-rank executor (backends/process/) moves data with MPI
 //   communicators.hpp  a communicator per group of mesh ranks, made once
 #pragma once
 
