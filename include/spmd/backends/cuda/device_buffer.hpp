@@ -71,7 +71,20 @@ class device_buffer {
  private:
   void release() noexcept {
     // A destructor cannot throw: an error here is sticky or reported by the next call.
-    if (p_ != nullptr) (void)cudaFreeAsync(p_, stream_);
+    if (p_ != nullptr) {
+      // Freed on the stream it came from, after the work queued so far on the current stream
+      // too (a buffer made on a communication stream and used on the compute stream: async.hpp).
+      const cudaStream_t now = current_stream();
+      if (now != stream_) {
+        cudaEvent_t e = nullptr;
+        if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) == cudaSuccess) {
+          (void)cudaEventRecord(e, now);
+          (void)cudaStreamWaitEvent(stream_, e, 0);
+          (void)cudaEventDestroy(e);
+        }
+      }
+      (void)cudaFreeAsync(p_, stream_);
+    }
     p_ = nullptr;
     n_ = 0;
   }

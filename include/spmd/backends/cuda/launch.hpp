@@ -39,6 +39,31 @@ void step_wide(const step_view& table, const rank_ptrs<wide16>& ptrs, cudaStream
 template <class To, class From>
 void cast(To* out, const From* in, index_t n, cudaStream_t stream);
 
+// ---- one rank's box operations (the per-rank executor's region kernels, NCCL backend) ----
+
+/// Up to max_launch_ranks source pointers of a region reduction, by value.
+template <class T>
+struct region_sources {
+  const T* p[max_launch_ranks];
+};
+
+/// out[g.d] = in[g.s] over region g (out != in).
+template <class T>
+void region_copy(T* out, const T* in, const run_geom& g, cudaStream_t stream);
+/// out[g.d] = v.
+template <class T>
+void region_fill(T* out, const run_geom& g, T v, cudaStream_t stream);
+/// out[g.d] = in[g.s] * n (host::times).
+template <class T>
+void region_scale(T* out, const T* in, const run_geom& g, index_t n, cudaStream_t stream);
+/// out[g.d] = op over src[0..n) at [g.s], left to right (avg: / n last), as step_item's reduce.
+template <class T>
+void region_reduce(reduce_op op, T* out, const region_sources<T>& src, index_t n, const run_geom& g,
+                   cudaStream_t stream);
+/// x[k] = host::divide(x[k], n) for k < len (avg after a sum in another order).
+template <class T>
+void region_divide(T* x, index_t len, index_t n, cudaStream_t stream);
+
 // ---- operators' local kernels (one rank's block per launch; op_bodies.hpp per thread) ----
 
 template <unary_fn F, class T>

@@ -14,28 +14,43 @@ namespace detail {
 
 /// op over a group's values at one element, left to right in group order (avg: / n last): the
 /// simulation's reduce_chunk for one element.
+/// (m: the members' indices into in, or null for in[0..n).)
 template <class T>
 SPMD_HD T reduce_at(reduce_op op, const T* const* in, const index_t* m, index_t n, index_t at) {
-  T x = in[m[0]][at];
+  T x = in[m ? m[0] : 0][at];
   switch (op) {
     case reduce_op::sum:
     case reduce_op::avg:
-      for (index_t j = 1; j < n; ++j) x = host::combine<reduce_op::sum>(x, in[m[j]][at]);
+      for (index_t j = 1; j < n; ++j) x = host::combine<reduce_op::sum>(x, in[m ? m[j] : j][at]);
       break;
     case reduce_op::product:
-      for (index_t j = 1; j < n; ++j) x = host::combine<reduce_op::product>(x, in[m[j]][at]);
+      for (index_t j = 1; j < n; ++j) x = host::combine<reduce_op::product>(x, in[m ? m[j] : j][at]);
       break;
     case reduce_op::max:
-      for (index_t j = 1; j < n; ++j) x = host::combine<reduce_op::max>(x, in[m[j]][at]);
+      for (index_t j = 1; j < n; ++j) x = host::combine<reduce_op::max>(x, in[m ? m[j] : j][at]);
       break;
     case reduce_op::min:
-      for (index_t j = 1; j < n; ++j) x = host::combine<reduce_op::min>(x, in[m[j]][at]);
+      for (index_t j = 1; j < n; ++j) x = host::combine<reduce_op::min>(x, in[m ? m[j] : j][at]);
       break;
   }
   return op == reduce_op::avg ? host::divide(x, n) : x;
 }
 
 }  // namespace detail
+
+/// The source and destination offsets of element e (row-major) of region g.
+SPMD_HD inline void region_offsets(const run_geom& g, index_t e, index_t& s, index_t& d) {
+  const index_t k = e % g.run;
+  e /= g.run;
+  s = g.soff + k * g.s_inner;
+  d = g.doff + k * g.d_inner;
+  for (int i = g.nd - 1; i >= 0; --i) {
+    const index_t x = e % g.ext[i];
+    e /= g.ext[i];
+    s += x * g.sstr[i];
+    d += x * g.dstr[i];
+  }
+}
 
 /// Where work item `item` of `t` lands: its op (the last with begin <= item) and the source
 /// and destination offsets of its element.
@@ -51,17 +66,8 @@ SPMD_HD inline item_place place_of(const step_view& t, index_t item) {
     else hi = mid - 1;
   }
   const dev_op& o = t.ops[lo];
-  const run_geom& g = o.geo;
-  index_t e = item - o.begin;
-  const index_t k = e % g.run;
-  e /= g.run;
-  index_t s = g.soff + k * g.s_inner, d = g.doff + k * g.d_inner;
-  for (int i = g.nd - 1; i >= 0; --i) {
-    const index_t x = e % g.ext[i];
-    e /= g.ext[i];
-    s += x * g.sstr[i];
-    d += x * g.dstr[i];
-  }
+  index_t s = 0, d = 0;
+  region_offsets(o.geo, item - o.begin, s, d);
   return {&o, s, d};
 }
 
