@@ -48,6 +48,15 @@ if cuda_flags is None:
     headers = [h for h in headers if h not in skipped]
     print(f"SKIP: {len(skipped)} CUDA backend headers (no CUDA toolkit to give cuda_runtime_api.h)")
 
+# The NCCL backend's headers need the toolkit (cuda_runtime_api.h, nccl.h) and, for its MPI
+# launch (environment.hpp), MPI's flags.
+nccl_ok = cuda_flags is not None and mpi_flags is not None and any(
+    (pathlib.Path(f[2:]) / "nccl.h").exists() for f in cuda_flags if f.startswith("-I"))
+if not nccl_ok:
+    skipped = [h for h in headers if h.startswith("spmd/backends/nccl/")]
+    headers = [h for h in headers if h not in skipped]
+    print(f"SKIP: {len(skipped)} NCCL backend headers (no CUDA toolkit with nccl.h, or no mpicxx)")
+
 
 def compile_one(h):
     with tempfile.NamedTemporaryFile("w", suffix=".cpp", delete=False) as f:
@@ -55,6 +64,8 @@ def compile_one(h):
     extra = mpi_flags if h.startswith("spmd/backends/mpi/") else []
     if h.startswith("spmd/backends/cuda/") and cuda_flags:
         extra = cuda_flags
+    if h.startswith("spmd/backends/nccl/") and nccl_ok:
+        extra = cuda_flags + mpi_flags
     p = subprocess.run(cmd + extra + ["-std=c++20", "-Wall", "-Wextra", "-Wpedantic", "-Werror",
                               "-fsyntax-only", f"-I{root}", f.name], capture_output=True, text=True)
     pathlib.Path(f.name).unlink()
