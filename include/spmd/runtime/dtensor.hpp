@@ -50,6 +50,7 @@
 #include "spmd/backends/host/host_tensor.hpp"
 #include "spmd/backends/host/local_set.hpp"
 #include "spmd/backends/host/view.hpp"
+#include "spmd/random/generator.hpp"
 #include "spmd/runtime/backend.hpp"
 
 
@@ -82,6 +83,10 @@ constexpr bool plan_connects() {
 
 struct internal_t {};
 }  // namespace detail
+
+/// The random factories (rand, randn) over backend B: runtime/random.hpp.
+template <class B>
+struct random_factories;
 
 /// Tag: communicate in element type U (DTensor's forward_dtype).
 template <element U>
@@ -190,6 +195,8 @@ class dtensor {
   /// The locals this process holds, by mesh index.
   const storage_type& locals() const& { return locals_; }
   storage_type&& locals() && { return std::move(locals_); }
+  /// (Internal: in-place operators write the locals, keeping their shapes.)
+  storage_type& locals(detail::internal_t) & { return locals_; }
 
   template <class NewPlacements, template <class, class, class> class PlanOf = default_plan_of>
   auto redistribute() const& {
@@ -248,7 +255,8 @@ class dtensor {
 
 // ---------------------------------------------------------------------------
 // Construction, through backend B: runtime::factories<B>, which every backend's namespace
-// exposes as spmd::<backend>::distribute_tensor, empty, full, zeros, ones, arange.
+// exposes as spmd::<backend>::distribute_tensor, empty, full, zeros, ones, arange (and rand,
+// randn: runtime/random.hpp).
 // ---------------------------------------------------------------------------
 
 namespace detail {
@@ -401,6 +409,16 @@ struct factories {
   template <::spmd::runtime::element T, class Layout>                                        \
   dtensor<T, Layout> arange(const Layout& layout = Layout{}) {                               \
     return ::spmd::runtime::factories<B>::template arange<T>(layout);                        \
+  }                                                                                          \
+  template <::spmd::runtime::element T, class Layout>                                        \
+  dtensor<T, Layout> rand(::spmd::generator& gen = ::spmd::default_generator(),              \
+                          const Layout& layout = Layout{}) {                                 \
+    return ::spmd::runtime::random_factories<B>::template rand<T>(gen, layout);              \
+  }                                                                                          \
+  template <::spmd::runtime::element T, class Layout>                                        \
+  dtensor<T, Layout> randn(::spmd::generator& gen = ::spmd::default_generator(),             \
+                           const Layout& layout = Layout{}) {                                \
+    return ::spmd::runtime::random_factories<B>::template randn<T>(gen, layout);             \
   }                                                                                          \
   template <::spmd::runtime::element T, class Mesh, int TpDim, index_t In, index_t Out>      \
   using column_parallel_linear =                                                             \

@@ -17,6 +17,7 @@
 
 #include "spmd/backends/cuda/backend.hpp"
 #include "spmd/runtime/dtensor.hpp"
+#include "spmd/runtime/random.hpp"
 
 namespace spmd::cuda {
 

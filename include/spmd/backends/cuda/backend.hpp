@@ -21,6 +21,7 @@
 #include "spmd/backends/cuda/launch.hpp"
 #include "spmd/backends/cuda/names.hpp"
 #include "spmd/backends/host/host_tensor.hpp"
+#include "spmd/backends/host/random.hpp"
 #include "spmd/plan/lower.hpp"
 
 namespace spmd::cuda {
@@ -59,6 +60,22 @@ const device_plan& cached_device_plan(const shape_vec& global, index_t elem_byte
   if (auto it = cache->find(k); it != cache->end()) return it->second;
   const std::vector<step_schedule>& scheds = cached_schedules<Holder>(global, who);
   return cache->emplace(k, make_device_plan(Holder::value, scheds, global, elem_bytes, who)).first->second;
+}
+
+/// Where mesh index r's block sits in the global tensor, for the random kernels.
+inline kernels::random_box random_box_of(const layout_spec& spec, const shape_vec& global, index_t r) {
+  const local_box b = box_at(spec, global, unravel(spec.mesh, r));
+  kernels::random_box k;
+  k.rank = global.size();
+  k.count = shape_elems(b.shape);
+  index_t stride = 1;
+  for (int d = k.rank - 1; d >= 0; --d) {
+    k.shape[d] = b.shape[d];
+    k.gstride[d] = stride;
+    k.base += b.offset[d] * stride;
+    stride *= global[d];
+  }
+  return k;
 }
 
 }  // namespace detail
@@ -120,6 +137,25 @@ struct backend {
       kernels::cast<U, T>(out.data(r), in.data(r), in.size(r), current_stream());
     }
     return out;
+  }
+
+  /// The held locals of a random draw (runtime/random.hpp): each rank's block by global
+  /// index, or the identity on a Partial group's other members.
+  template <class T>
+  static void fill_random(device_set<T>& out, const layout_spec& spec, const shape_vec& global,
+                          const random::draw& d) {
+    const T ident = host::identity<T>(host::detail::partial_of(spec).op);
+    for (const index_t r : out.held())
+      kernels::random_fill<T>(out.data(r), detail::random_box_of(spec, global, r), d,
+                              host::holds_identity(spec, r), ident, current_stream());
+  }
+  /// out = dropout of in, rank by rank (out shaped as in).
+  template <class T>
+  static void dropout(device_set<T>& out, const device_set<T>& in, const layout_spec& spec,
+                      const shape_vec& global, const random::draw& d) {
+    for (const index_t r : out.held())
+      kernels::random_dropout<T>(out.data(r), in.data(r), detail::random_box_of(spec, global, r), d,
+                                 current_stream());
   }
 
   template <class Op, class U, class Offsets, class... T>

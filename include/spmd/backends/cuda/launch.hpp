@@ -11,6 +11,7 @@
 #include "spmd/backends/cuda/step_table.hpp"
 #include "spmd/core/element_math.hpp"
 #include "spmd/core/config.hpp"
+#include "spmd/random/draw.hpp"
 
 namespace spmd::cuda {
 
@@ -107,6 +108,27 @@ struct gemm_ranks_args {
 template <class T>
 void gemm_ranks(const gemm_ranks_args<T>& p, index_t ranks, index_t m, index_t n, index_t k, bool b_transposed,
                 index_t batch, cudaStream_t stream);
+
+// ---- random operators (runtime/random.hpp): one rank's block by global index ----
+
+/// Where a rank's block sits in the global tensor: element e of the block (row-major over
+/// `shape`) is global element base + sum of idx[d] * gstride[d].
+struct random_box {
+  int rank = 0;
+  index_t count = 0;
+  index_t shape[max_tensor_dims]{};
+  index_t gstride[max_tensor_dims]{};
+  index_t base = 0;
+};
+
+/// out = the block of a uniform, normal or bernoulli draw (random::draw_at, the host's own
+/// function), or `identity` everywhere when `identity_rank` (Partial placements).
+template <class T>
+void random_fill(T* out, const random_box& box, const random::draw& d, bool identity_rank, T identity,
+                 cudaStream_t stream);
+/// out = random::dropout_at of in over the block.
+template <class T>
+void random_dropout(T* out, const T* in, const random_box& box, const random::draw& d, cudaStream_t stream);
 
 }  // namespace kernels
 }  // namespace spmd::cuda

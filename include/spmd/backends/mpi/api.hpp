@@ -10,6 +10,7 @@
 
 #include "spmd/backends/mpi/backend.hpp"
 #include "spmd/runtime/dtensor.hpp"
+#include "spmd/runtime/random.hpp"
 
 namespace spmd::mpi {
 

@@ -5,6 +5,7 @@
 
 #include "spmd/backends/nccl/backend.hpp"
 #include "spmd/runtime/dtensor.hpp"
+#include "spmd/runtime/random.hpp"
 
 namespace spmd::nccl {
 

@@ -15,6 +15,7 @@
 
 #include "spmd/backends/sim/backend.hpp"
 #include "spmd/runtime/dtensor.hpp"
+#include "spmd/runtime/random.hpp"
 
 namespace spmd::sim {
 

@@ -3,6 +3,7 @@
 //
 //   constexpr spmd::sim::local_mode<spmd::mesh<4>> mode;     // LocalTensorMode(4)
 //   auto x = mode.ones<float>({2, 3});                        // a local_tensor, 4 ranks
+//   auto n = mode.randn<float>({2, 3}, gen);                  // the same draw on every rank
 //   auto r = mode.rank_map([](auto rank) { ... });            // f(rank) per rank
 //   auto ranks = mode.ranks();                                // local_int: each rank's id
 //   auto plain = spmd::sim::host_tensor<float>::ones({2, 2}); // "mode.disable()": one tensor
@@ -19,6 +20,7 @@
 #include "spmd/backends/host/element.hpp"
 #include "spmd/backends/host/host_tensor.hpp"
 #include "spmd/backends/sim/local_int.hpp"
+#include "spmd/backends/sim/local_random.hpp"
 #include "spmd/backends/sim/local_tensor.hpp"
 
 #include "spmd/backends/sim/names.hpp"
@@ -50,6 +52,19 @@ struct local_mode {
   template <element T>
   static local_tensor<T, Mesh> arange(std::vector<index_t> shape) {
     return tensor(host_tensor<T>::arange(std::move(shape)));
+  }
+
+  /// U[0, 1) of `shape`, the same on every rank (torch.rand under the mode; local_random.hpp).
+  template <element T>
+  static local_tensor<T, Mesh> rand(std::vector<index_t> shape, generator& g = default_generator()) {
+    return tensor(random_tensor<T>(std::move(shape),
+                                   runtime::detail::uniform_draw(0.0, 1.0, "spmd::sim::local_mode::rand"), g));
+  }
+  /// N(0, 1) of `shape`, the same on every rank (torch.randn under the mode).
+  template <element T>
+  static local_tensor<T, Mesh> randn(std::vector<index_t> shape, generator& g = default_generator()) {
+    return tensor(random_tensor<T>(std::move(shape),
+                                   runtime::detail::normal_draw(0.0, 1.0, "spmd::sim::local_mode::randn"), g));
   }
 
   /// Each rank's id, as a per-rank integer.

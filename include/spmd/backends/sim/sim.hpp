@@ -12,6 +12,8 @@
 //   local_int.hpp     an integer per rank (LocalIntNode): a dim's size when shards differ
 //   local_mode.hpp    factories over a rank set (LocalTensorMode), rank_map, ranks()
 //   per_rank.hpp      run single-rank code once per rank (maybe_run_for_local_tensor)
+//   local_random.hpp  uniform_, normal_, bernoulli_, dropout on local tensors (the
+//                     dtensor versions and rand, randn: runtime/random.hpp)
 // The host storage and loops it shares with MPI are in backends/host/; the operators in
 // runtime/ops/ (include them, or spmd/runtime/ops.hpp for all).
 #pragma once
@@ -30,6 +32,7 @@
 #include "spmd/backends/sim/execute.hpp"
 #include "spmd/backends/sim/local_int.hpp"
 #include "spmd/backends/sim/local_mode.hpp"
+#include "spmd/backends/sim/local_random.hpp"
 #include "spmd/backends/sim/local_tensor.hpp"
 #include "spmd/backends/sim/per_rank.hpp"
 #include "spmd/plan/lower.hpp"

@@ -1,0 +1,163 @@
+// spmd/backends/host/random.hpp — random operators on host locals: each rank computes the
+// elements of its own block, by their global index (spmd/random/draw.hpp), never the rest.
+//
+//   random_locals<T>(spec, global, d, held)    every held rank's local of a uniform, normal
+//                                              or bernoulli draw, with the factories' rule on
+//                                              Partial placements
+//   fill_draw<T>(d, box, global, out)          one block, into `out` (contiguous)
+//   dropout_block<T>(d, box, global, in, out)  dropout of one block
+//   fill_run<T>(d, g, n, out)                  elements g .. g + n of the global tensor
+//
+// A box is walked as runs along its last dim (contiguous in the local and in the global
+// tensor); a run computes each Philox block once for all the elements it gives.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "spmd/core/layout_spec.hpp"
+#include "spmd/core/mesh_groups.hpp"
+#include "spmd/backends/host/distribute.hpp"
+#include "spmd/backends/host/element.hpp"
+#include "spmd/backends/host/local_set.hpp"
+#include "spmd/random/draw.hpp"
+
+namespace spmd::host {
+
+namespace detail {
+
+/// Elements [g, g + n) of one distribution: block by block, every value of a block from one
+/// Philox call (a normal pair from one Box-Muller).
+template <class T, random::distribution Dist>
+void fill_run_as(const random::draw& d, std::uint64_t g, index_t n, T* SPMD_RESTRICT out) {
+  constexpr int per = 4 / random::words_per_element(Dist, sizeof(T));
+  random::draw dd = d;
+  dd.dist = Dist;  // a constant for draw_in_block's branches
+  index_t k = 0;
+  while (k < n) {
+    const std::uint64_t i = g + static_cast<std::uint64_t>(k);
+    int lane = static_cast<int>(i % per);
+    const random::philox_block w = random::philox_stream_block(dd.seed, dd.offset / 4 + i / per);
+    if (lane == 0 && n - k >= per) {  // a whole block
+      if constexpr (Dist == random::distribution::normal) {
+        for (int p = 0; p < per; p += 2) {
+          // draw_in_block's pair, computed once for both lanes.
+          using C = random::detail::compute_t<T>;
+          random::detail::cos_sin<C> z;
+          if constexpr (std::is_same_v<C, double>)
+            z = random::detail::box_muller<C>(random::detail::low_bits53(w[0], w[1]),
+                                              random::detail::low_bits53(w[2], w[3]));
+          else
+            z = random::detail::box_muller<C>(random::detail::low_bits(w[p], 24),
+                                              random::detail::low_bits(w[p + 1], 24));
+          out[k + p] = random::detail::normal_value<T>(dd, z.c);
+          out[k + p + 1] = random::detail::normal_value<T>(dd, z.s);
+        }
+      } else {
+        for (int l = 0; l < per; ++l) out[k + l] = random::draw_in_block<T>(dd, w, l);
+      }
+      k += per;
+      continue;
+    }
+    for (; lane < per && k < n; ++lane, ++k) out[k] = random::draw_in_block<T>(dd, w, lane);
+  }
+}
+
+/// Calls f(g, local_offset, n) for each run of `box` (last dim) within `global`: g the run's
+/// global row-major index, local_offset its start in the box's row-major local.
+template <class F>
+void for_each_run(const local_box& box, const shape_vec& global, F&& f) {
+  const int rank = global.size();
+  if (rank == 0) {
+    f(std::uint64_t{0}, index_t{0}, index_t{1});
+    return;
+  }
+  index_t gstride[max_tensor_dims]{};
+  index_t s = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    gstride[d] = s;
+    s *= global[d];
+  }
+  const index_t run = box.shape[rank - 1];
+  index_t rows = 1;
+  for (int d = 0; d < rank - 1; ++d) rows *= box.shape[d];
+  if (run == 0 || rows == 0) return;
+  index_t idx[max_tensor_dims]{};
+  for (index_t row = 0; row < rows; ++row) {
+    index_t g = box.offset[rank - 1];
+    for (int d = 0; d < rank - 1; ++d) g += (box.offset[d] + idx[d]) * gstride[d];
+    f(static_cast<std::uint64_t>(g), row * run, run);
+    for (int d = rank - 2; d >= 0; --d) {
+      if (++idx[d] < box.shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+}  // namespace detail
+
+/// Elements [g, g + n) of the global tensor of a uniform, normal or bernoulli draw.
+template <class T>
+void fill_run(const random::draw& d, std::uint64_t g, index_t n, T* out) {
+  switch (d.dist) {
+    case random::distribution::uniform:
+      return detail::fill_run_as<T, random::distribution::uniform>(d, g, n, out);
+    case random::distribution::normal:
+      return detail::fill_run_as<T, random::distribution::normal>(d, g, n, out);
+    default:
+      return detail::fill_run_as<T, random::distribution::bernoulli>(d, g, n, out);
+  }
+}
+
+/// The block `box` of the draw's global tensor, into `out` (the box's row-major local).
+template <class T>
+void fill_draw(const random::draw& d, const local_box& box, const shape_vec& global, T* out) {
+  detail::for_each_run(box, global, [&](std::uint64_t g, index_t at, index_t n) {
+    fill_run<T>(d, g, n, out + at);
+  });
+}
+
+/// Dropout of the block `box`: out[k] = dropout_at(d, g, in[k]) for each element.
+template <class T>
+void dropout_block(const random::draw& d, const local_box& box, const shape_vec& global,
+                   const T* in, T* out) {
+  detail::for_each_run(box, global, [&](std::uint64_t g, index_t at, index_t n) {
+    for (index_t k = 0; k < n; ++k)
+      out[at + k] = random::dropout_at<T>(d, g + static_cast<std::uint64_t>(k), in[at + k]);
+  });
+}
+
+/// True when the rank at mesh index r holds the identity, not the value, of a generated
+/// tensor (the factories' rule on Partial placements: for sum and product, every member of
+/// a partial group but the first).
+inline bool holds_identity(const layout_spec& spec, index_t r) {
+  const detail::partial_info part = detail::partial_of(spec);
+  return part.mask != 0 && (part.op == reduce_op::sum || part.op == reduce_op::product) &&
+         group_of(spec.mesh, part.mask, r).index != 0;
+}
+
+/// Fills the held locals of `out` (already shaped by the layout) with the draw.
+template <class T>
+void fill_locals(local_set<T>& out, const layout_spec& spec, const shape_vec& global,
+                 const random::draw& d) {
+  const reduce_op op = detail::partial_of(spec).op;
+  for (const index_t r : out.held()) {
+    if (holds_identity(spec, r)) {
+      std::fill_n(out.data(r), out.size(r), identity<T>(op));
+      continue;
+    }
+    fill_draw<T>(d, box_at(spec, global, unravel(spec.mesh, r)), global, out.data(r));
+  }
+}
+
+/// Every held rank's local of a draw over the global shape.
+template <class T>
+local_set<T> random_locals(const layout_spec& spec, const shape_vec& global, const random::draw& d,
+                           held_range held) {
+  local_set<T> out(spec.mesh_size(), held);
+  for (const index_t r : held.indices()) out.assign(r, box_at(spec, global, unravel(spec.mesh, r)).shape);
+  fill_locals<T>(out, spec, global, d);
+  return out;
+}
+
+}  // namespace spmd::host

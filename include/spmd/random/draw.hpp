@@ -1,0 +1,328 @@
+// spmd/random/draw.hpp — the value of element i of a random tensor: a fixed function of the
+// generator's (seed, offset), the operator and i, the same on every rank, host and device.
+//
+//   spmd::random::draw d = spmd::random::make_draw(distribution::normal, gen_state, 0.0, 1.0);
+//   float x = spmd::random::draw_at<float>(d, i);        // element i of the global tensor
+//
+// ## The stream
+// A generator's stream is the sequence of 32-bit words of Philox4x32-10 blocks
+// philox_stream_block(seed, 0), (seed, 1), ...; the offset counts words (always a multiple of
+// 4, so an operator starts on a block). An operator on a tensor of n elements reads the words
+// [offset, offset + words(n)) and element i (global row-major index) reads only its own:
+//
+// | operator      | words per element    | element i from                                        |
+// |---------------|----------------------|-------------------------------------------------------|
+// | uniform       | 1 (f64: 2)           | the low `digits` bits (24 f32, 53 f64, 11 f16, 8 bf16) |
+// |               |                      | as k * 2^-digits in [0, 1), then from + x (to - from)  |
+// | normal        | 1 (f64: 2)           | Box-Muller on the pair (i & ~1, i | 1): cos for even i, |
+// |               |                      | sin for odd; f16/bf16 round the f32 value              |
+// | bernoulli     | 1                    | 1 if word < floor(p 2^32), else 0                      |
+// | dropout       | 1                    | kept if word >= floor(p 2^32): x / (1 - p), else x * 0 |
+//
+// So the global tensor does not depend on the mesh, the placements, the backend or the rank,
+// and no rank computes an element it does not hold.
+//
+// ## Bit for bit on the host and the device
+// Box-Muller needs log, sin and cos. The libraries' versions differ between glibc and CUDA
+// in the last bit, so spmd evaluates its own: exact integer range reduction (the uniforms
+// are integers, so the octant and the exponent are bit operations), then fixed polynomials
+// in + - * / and sqrt, which IEEE rounds the same everywhere. On the device every operation
+// is an explicit round-to-nearest intrinsic (__fmul_rn, ...), which nvcc never fuses into an
+// FMA; on the host the compiler must not contract a * b + c either, which is the default for
+// -std=c++20 on GCC and clang (GCC's -std=gnu++20 with FMA hardware, or -ffp-contract=fast,
+// would change the last bit of normal values: docs/random.md).
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#if !defined(__CUDA_ARCH__)
+#include <cmath>
+#endif
+
+#include "spmd/core/bfloat16.hpp"
+#include "spmd/core/config.hpp"
+#include "spmd/core/float16.hpp"
+#include "spmd/random/philox.hpp"
+
+namespace spmd::random {
+
+enum class distribution : std::uint8_t { uniform, normal, bernoulli, dropout };
+
+/// One random operator as every rank and device sees it: a trivially copyable value, passed to
+/// kernels as is.
+struct draw {
+  distribution dist = distribution::uniform;
+  std::uint64_t seed = 0;
+  std::uint64_t offset = 0;     // the generator's offset when the operator started (words)
+  double a = 0, b = 1;          // uniform: from, to; normal: mean, std; dropout: p
+  std::uint64_t threshold = 0;  // bernoulli, dropout: floor(p * 2^32), at most 2^32
+};
+
+/// A floating-point element type random operators fill (f32, f64, f16, bf16).
+template <class T>
+inline constexpr bool random_element =
+    std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, bfloat16> ||
+    std::is_same_v<T, float16>;
+
+/// Words of the stream one element reads.
+SPMD_HD constexpr int words_per_element(distribution d, int element_bytes) {
+  return (d == distribution::uniform || d == distribution::normal) && element_bytes == 8 ? 2 : 1;
+}
+/// Words an operator on n elements reads: what the generator's offset advances by (rounded
+/// up to whole blocks, so the next operator starts on one).
+SPMD_HD constexpr std::uint64_t words_for(distribution d, int element_bytes, std::uint64_t n) {
+  const std::uint64_t w = n * static_cast<std::uint64_t>(words_per_element(d, element_bytes));
+  return (w + 3) / 4 * 4;
+}
+
+namespace detail {
+
+// Round-to-nearest arithmetic that no compiler fuses (see the header comment).
+#if defined(__CUDA_ARCH__)
+SPMD_HD inline float add(float a, float b) { return __fadd_rn(a, b); }
+SPMD_HD inline float sub(float a, float b) { return __fsub_rn(a, b); }
+SPMD_HD inline float mul(float a, float b) { return __fmul_rn(a, b); }
+SPMD_HD inline float div(float a, float b) { return __fdiv_rn(a, b); }
+SPMD_HD inline float sqrt_rn(float a) { return __fsqrt_rn(a); }
+SPMD_HD inline double add(double a, double b) { return __dadd_rn(a, b); }
+SPMD_HD inline double sub(double a, double b) { return __dsub_rn(a, b); }
+SPMD_HD inline double mul(double a, double b) { return __dmul_rn(a, b); }
+SPMD_HD inline double div(double a, double b) { return __ddiv_rn(a, b); }
+SPMD_HD inline double sqrt_rn(double a) { return __dsqrt_rn(a); }
+#else
+template <class C>
+SPMD_HD inline C add(C a, C b) { return a + b; }
+template <class C>
+SPMD_HD inline C sub(C a, C b) { return a - b; }
+template <class C>
+SPMD_HD inline C mul(C a, C b) { return a * b; }
+template <class C>
+SPMD_HD inline C div(C a, C b) { return a / b; }
+template <class C>
+SPMD_HD inline C sqrt_rn(C a) { return std::sqrt(a); }
+#endif
+
+/// Compute type: double for f64, float for the rest.
+template <class T>
+using compute_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+/// Significant bits of T: how many bits of a word a uniform value keeps.
+template <class T>
+inline constexpr int digits = std::is_same_v<T, double> ? 53 : std::is_same_v<T, float> ? 24
+                              : std::is_same_v<T, float16> ? 11 : 8;
+
+/// c0 + x (c1 + x (c2 + ...)): Horner's rule, each step rounded.
+template <class C>
+SPMD_HD inline C poly(C, C c0) {
+  return c0;
+}
+template <class C, class... R>
+SPMD_HD inline C poly(C x, C c0, R... rest) {
+  return add(c0, mul(x, poly<C>(x, static_cast<C>(rest)...)));
+}
+
+/// Per compute type: its integer, exponent layout and the polynomials (scalars and literals
+/// only: nvcc cannot index a constexpr array in device code).
+template <class C>
+struct fp;
+template <>
+struct fp<float> {
+  using bits_t = std::uint32_t;
+  static constexpr int uniform_bits = 24;
+  static constexpr float inv_scale = 0x1p-24f;  // 2^-uniform_bits
+  static constexpr int mantissa = 23, bias = 127;
+  static constexpr bits_t sqrt2_bits = 0x3FB504F3u;  // sqrt(2) rounded down
+  static constexpr float ln2_hi = 0.693145751953125f, ln2_lo = 1.428606765330187045e-06f;
+  static constexpr float two_pi = 6.28318530717958647692f;
+  // ln m = 2s + s z P(z), z = s^2, |s| <= 0.1716: the atanh series' 2 / (2k + 1), k >= 1.
+  SPMD_HD static float log_poly(float z) {
+    return poly<float>(z, 2.0f / 3, 2.0f / 5, 2.0f / 7, 2.0f / 9);
+  }
+  // sin t = t + t u S(u), cos t = 1 + u K(u), u = t^2, |t| <= pi/4: Taylor's coefficients.
+  SPMD_HD static float sin_poly(float u) {
+    return poly<float>(u, float(-1.0 / 6), float(1.0 / 120), float(-1.0 / 5040), float(1.0 / 362880));
+  }
+  SPMD_HD static float cos_poly(float u) {
+    return poly<float>(u, float(-1.0 / 2), float(1.0 / 24), float(-1.0 / 720), float(1.0 / 40320),
+                       float(-1.0 / 3628800));
+  }
+};
+template <>
+struct fp<double> {
+  using bits_t = std::uint64_t;
+  static constexpr int uniform_bits = 53;
+  static constexpr double inv_scale = 0x1p-53;
+  static constexpr int mantissa = 52, bias = 1023;
+  static constexpr bits_t sqrt2_bits = 0x3FF6A09E667F3BCDull;
+  static constexpr double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;
+  static constexpr double two_pi = 6.28318530717958647692;
+  SPMD_HD static double log_poly(double z) {
+    return poly<double>(z, 2.0 / 3, 2.0 / 5, 2.0 / 7, 2.0 / 9, 2.0 / 11, 2.0 / 13, 2.0 / 15,
+                        2.0 / 17, 2.0 / 19, 2.0 / 21);
+  }
+  SPMD_HD static double sin_poly(double u) {
+    return poly<double>(u, -1.0 / 6, 1.0 / 120, -1.0 / 5040, 1.0 / 362880, -1.0 / 39916800,
+                        1.0 / 6227020800.0, -1.0 / 1307674368000.0, 1.0 / 355687428096000.0,
+                        -1.0 / 121645100408832000.0);
+  }
+  SPMD_HD static double cos_poly(double u) {
+    return poly<double>(u, -1.0 / 2, 1.0 / 24, -1.0 / 720, 1.0 / 40320, -1.0 / 3628800,
+                        1.0 / 479001600, -1.0 / 87178291200.0, 1.0 / 20922789888000.0,
+                        -1.0 / 6402373705728000.0);
+  }
+};
+
+/// ln(n * 2^-bits) for an integer n in [1, 2^bits] (bits = fp<C>::uniform_bits): exact
+/// exponent from n's bits, then the atanh series on the mantissa in [sqrt(1/2), sqrt(2)).
+template <class C>
+SPMD_HD inline C log_scaled(typename fp<C>::bits_t n) {
+  using F = fp<C>;
+  using U = typename F::bits_t;
+  const U bits = spmd::detail::bf16_bit_cast<U>(static_cast<C>(n));  // exact: n fits
+  int e = static_cast<int>(bits >> F::mantissa) - F::bias;
+  U m_bits = (bits & ((U{1} << F::mantissa) - 1)) | (static_cast<U>(F::bias) << F::mantissa);
+  if (m_bits > F::sqrt2_bits) {  // m / 2, so m is in [sqrt(1/2), sqrt(2))
+    m_bits -= U{1} << F::mantissa;
+    ++e;
+  }
+  const C m = spmd::detail::bf16_bit_cast<C>(m_bits);
+  const C f = sub(m, C(1));                  // exact (Sterbenz)
+  const C s = div(f, add(C(2), f));          // (m - 1) / (m + 1)
+  const C z = mul(s, s);
+  const C ln_m = add(mul(C(2), s), mul(s, mul(z, F::log_poly(z))));
+  const C k = static_cast<C>(e - F::uniform_bits);
+  return add(mul(k, F::ln2_hi), add(mul(k, F::ln2_lo), ln_m));
+}
+
+/// cos and sin of 2 pi k 2^-bits for an integer k in [0, 2^bits): the quadrant from k's top
+/// two bits (exact), the rest centred to [-1/8, 1/8) of a turn, then the Taylor polynomials.
+template <class C>
+struct cos_sin {
+  C c, s;
+};
+template <class C>
+SPMD_HD inline cos_sin<C> cos_sin_turn(typename fp<C>::bits_t k) {
+  using F = fp<C>;
+  using U = typename F::bits_t;
+  constexpr int b = F::uniform_bits;
+  unsigned q = static_cast<unsigned>(k >> (b - 2));
+  const U rest = k & ((U{1} << (b - 2)) - 1);
+  using S = std::make_signed_t<U>;
+  S r = static_cast<S>(rest);
+  if (rest >= (U{1} << (b - 3))) {  // past 1/8 of a turn: from the next quadrant
+    r -= static_cast<S>(U{1} << (b - 2));
+    q = (q + 1) & 3u;
+  }
+  const C x = mul(static_cast<C>(r), F::inv_scale);  // r 2^-b, exact
+  const C t = mul(x, F::two_pi);
+  const C u = mul(t, t);
+  const C sn = add(t, mul(t, mul(u, F::sin_poly(u))));
+  const C cs = add(C(1), mul(u, F::cos_poly(u)));
+  switch (q) {
+    case 0: return {cs, sn};
+    case 1: return {-sn, cs};
+    case 2: return {-cs, -sn};
+    default: return {sn, -cs};
+  }
+}
+
+/// Box-Muller on two integers of `bits` bits: (rho cos phi, rho sin phi), rho =
+/// sqrt(-2 ln u1), u1 = (a + 1) 2^-bits in (0, 1], phi = 2 pi b 2^-bits.
+template <class C>
+SPMD_HD inline cos_sin<C> box_muller(typename fp<C>::bits_t a, typename fp<C>::bits_t b) {
+  const C rho = sqrt_rn(sub(C(0), mul(C(2), log_scaled<C>(a + 1))));  // 0 - 0 is +0
+  const cos_sin<C> cs = cos_sin_turn<C>(b);
+  return {mul(rho, cs.c), mul(rho, cs.s)};
+}
+
+/// The `bits`-bit integer of one (f32) or two (f64: low word first) words.
+SPMD_HD inline std::uint32_t low_bits(std::uint32_t w, int bits) {
+  return w & ((std::uint32_t{1} << bits) - 1u);
+}
+SPMD_HD inline std::uint64_t low_bits53(std::uint32_t lo, std::uint32_t hi) {
+  return ((std::uint64_t{hi} << 32) | lo) & ((std::uint64_t{1} << 53) - 1u);
+}
+
+/// C to T (RNE for the 16-bit types).
+template <class T, class C>
+SPMD_HD inline T to_element(C v) {
+  if constexpr (std::is_same_v<T, C>) return v;
+  else return T(v);
+}
+
+/// from + x (to - from) in C, kept below `to` (a value that rounds up to `to` becomes
+/// `from`, as PyTorch's CUDA kernels do).
+template <class T>
+SPMD_HD inline T uniform_value(const draw& d, compute_t<T> x01) {
+  using C = compute_t<T>;
+  const C from = static_cast<C>(d.a), to = static_cast<C>(d.b);
+  const T v = to_element<T>(add(mul(x01, sub(to, from)), from));
+  return v == to_element<T>(to) ? to_element<T>(from) : v;
+}
+template <class T>
+SPMD_HD inline T normal_value(const draw& d, compute_t<T> z) {
+  using C = compute_t<T>;
+  return to_element<T>(add(mul(z, static_cast<C>(d.b)), static_cast<C>(d.a)));
+}
+
+}  // namespace detail
+
+/// Elements one Philox block fills: 4 / words_per_element.
+template <class T>
+SPMD_HD constexpr int elements_per_block(distribution d) {
+  return 4 / words_per_element(d, sizeof(T));
+}
+
+/// Element `lane` of the block of words `w` (uniform, normal, bernoulli).
+template <class T>
+SPMD_HD inline T draw_in_block(const draw& d, const philox_block& w, int lane) {
+  using C = detail::compute_t<T>;
+  if (d.dist == distribution::bernoulli) return T(w[lane] < d.threshold ? 1.0f : 0.0f);
+  if constexpr (std::is_same_v<C, double>) {
+    const std::uint64_t a = detail::low_bits53(w[0], w[1]), b = detail::low_bits53(w[2], w[3]);
+    if (d.dist == distribution::uniform) {
+      const std::uint64_t k = lane == 0 ? a : b;
+      return detail::uniform_value<T>(d, detail::mul(static_cast<C>(k), detail::fp<double>::inv_scale));
+    }
+    const detail::cos_sin<C> z = detail::box_muller<C>(a, b);
+    return detail::normal_value<T>(d, lane == 0 ? z.c : z.s);
+  } else {
+    if (d.dist == distribution::uniform) {
+      constexpr int bits = detail::digits<T>;
+      const float x = detail::mul(static_cast<float>(detail::low_bits(w[lane], bits)),
+                                  1.0f / static_cast<float>(std::uint32_t{1} << bits));
+      return detail::uniform_value<T>(d, x);
+    }
+    const int p = lane & ~1;
+    const detail::cos_sin<C> z =
+        detail::box_muller<C>(detail::low_bits(w[p], 24), detail::low_bits(w[p + 1], 24));
+    return detail::normal_value<T>(d, (lane & 1) ? z.s : z.c);
+  }
+}
+
+/// The Philox block element i of the operator reads.
+template <class T>
+SPMD_HD inline philox_block block_of(const draw& d, std::uint64_t i) {
+  return philox_stream_block(d.seed, d.offset / 4 + i / static_cast<unsigned>(elements_per_block<T>(d.dist)));
+}
+
+/// Element i of the global tensor (row-major index) of a uniform, normal or bernoulli draw.
+template <class T>
+SPMD_HD inline T draw_at(const draw& d, std::uint64_t i) {
+  return draw_in_block<T>(d, block_of<T>(d, i), static_cast<int>(i % static_cast<unsigned>(elements_per_block<T>(d.dist))));
+}
+
+/// Dropout of x, element i of the global tensor: x * (1 / (1 - p)) where kept, x * 0 where
+/// dropped (so NaN stays NaN, as in PyTorch); p = 1 gives +0 everywhere (PyTorch's zeros).
+template <class T>
+SPMD_HD inline T dropout_at(const draw& d, std::uint64_t i, T x) {
+  using C = detail::compute_t<T>;
+  if (d.threshold >> 32) return T(0.0f);
+  const philox_block w = philox_stream_block(d.seed, d.offset / 4 + i / 4);
+  const bool keep = w[static_cast<int>(i % 4)] >= d.threshold;
+  const C scale = detail::div(C(1), detail::sub(C(1), static_cast<C>(d.a)));
+  return detail::to_element<T>(detail::mul(static_cast<C>(x), keep ? scale : C(0)));
+}
+
+}  // namespace spmd::random
