@@ -10,6 +10,10 @@
 //   spmd-plan explain --mesh 2x4 --op matmul_t --input 'S(0),R:16,32' --input 'R,S(0):64,32'
 //                    [--out PLACEMENTS] [--einsum TEXT] [--all] [--json]: an operator's sharding
 //                    candidates, their costs and the choice (explain_command.cpp)
+//   spmd-plan rand   --mesh 2x4 --shape 10,5 --placements 'S(0),R' --seed 42 [--offset 0]
+//                    [--dist uniform|normal] [--dtype f32|f64|bf16|f16] [--json]: every rank's
+//                    block of a random tensor and the generator's offset after the call
+//                    (rand_command.cpp)
 //
 // Exit codes: 0 success, 2 bad input (usage errors, unparsable or invalid layouts), 1 an
 // unexpected internal failure. Errors go to stderr; stdout then stays empty.
@@ -45,6 +49,8 @@
 #include "spmd/io/visualize.hpp"
 
 #include "explain_command.hpp"
+#include "json_out.hpp"
+#include "rand_command.hpp"
 
 namespace {
 
@@ -55,12 +61,8 @@ constexpr int exit_bad_input = 2;
 /// The most ranks `layout` lists (one line or JSON object each).
 constexpr spmd::index_t max_listed_ranks = spmd::index_t{1} << 20;
 
-template <int Cap>
-nlohmann::ordered_json json_list(const spmd::svec<spmd::index_t, Cap>& v) {
-  auto a = nlohmann::ordered_json::array();
-  for (spmd::index_t x : v) a.push_back(x);
-  return a;
-}
+using spmd_plan::json_list;
+using spmd_plan::json_number;
 
 // ---------------------------------------------------------------------------
 // layout
@@ -290,17 +292,6 @@ CLI::App* add_run_command(CLI::App& app, plan_options& o) {
 /// Ranks listed by `run` (each prints its data).
 constexpr spmd::index_t max_run_elements = spmd::index_t{1} << 24;
 
-/// JSON has no infinities (a fill with max's identity holds -inf): those print as the
-/// strings "inf", "-inf" and "nan".
-template <class T>
-nlohmann::ordered_json json_number(T v) {
-  if constexpr (std::is_floating_point_v<T>) {
-    if (std::isnan(v)) return "nan";
-    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  }
-  return v;
-}
-
 /// What run prints: the plan's fields, then every rank's coord, local shape and data.
 template <class T>
 void print_run(const plan_options& o, const transition& t, spmd::index_t element_bytes,
@@ -436,6 +427,8 @@ int spmd_plan_main(int argc, char** argv) {
   CLI::App* run_cmd = add_run_command(app, run_opts);
   explain_options explain_opts;
   CLI::App* explain_cmd = add_explain_command(app, explain_opts);
+  rand_options rand_opts;
+  CLI::App* rand_cmd = add_rand_command(app, rand_opts);
 
   try {
     app.parse(argc, argv);
@@ -451,7 +444,8 @@ int spmd_plan_main(int argc, char** argv) {
     if (plan_cmd->parsed()) return run_plan(plan_opts);
     if (run_cmd->parsed()) return run_run(run_opts);
     if (explain_cmd->parsed()) return run_explain(explain_opts);
-    std::cerr << "spmd-plan: a subcommand is required (layout, plan, run, explain)\n"
+    if (rand_cmd->parsed()) return run_rand(rand_opts);
+    std::cerr << "spmd-plan: a subcommand is required (layout, plan, run, explain, rand)\n"
                  "Run 'spmd-plan --help' for more information.\n";
     return exit_bad_input;
   } catch (const std::invalid_argument& e) {

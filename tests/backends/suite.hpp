@@ -296,6 +296,33 @@ void close_locals(report& rep, const DB& b, const DS& s, const std::string& what
   }
 }
 
+/// Random operators: every backend draws the simulation's bits (random/draw.hpp), each rank
+/// its own block, and its generator ends where the simulation's does.
+template <class B, class Mesh>
+void random_cases(report& rep) {
+  using namespace spmd;
+  using R = spmd::runtime::random_factories<B>;
+  using F = spmd::runtime::factories<B>;
+  namespace rt = spmd::runtime;
+  using LR = layout<Mesh, placements<shard<1>, shard<0>>, extents<9, 7>>;
+  using LP = layout<Mesh, placements<partial<reduce_op::sum>, shard<0>>, extents<9, 7>>;
+  using LU = layout<Mesh, placements<replicate, shard<0>>, extents<3, 0>>;  // zero-size
+  spmd::generator gb(77), gs(77);
+  same_locals(rep, R::template rand<float, LR>(gb, LR{}), sim::rand<float, LR>(gs), "rand f32 S(1),S(0)");
+  same_locals(rep, R::template randn<double, LP>(gb, LP{}), sim::randn<double, LP>(gs), "randn f64 P(sum),S(0)");
+  same_locals(rep, R::template randn<spmd::bfloat16, LR>(gb, LR{}), sim::randn<spmd::bfloat16, LR>(gs),
+              "randn bf16");
+  same_locals(rep, R::template rand<spmd::float16, LU>(gb, LU{}), sim::rand<spmd::float16, LU>(gs),
+              "rand f16 zero-size");
+  auto xb = F::template full<float, LR>(1.0f);
+  auto xs = sim::full<float, LR>(1.0f);
+  same_locals(rep, rt::uniform_(xb, -1.0, 3.0, gb), rt::uniform_(xs, -1.0, 3.0, gs), "uniform_");
+  same_locals(rep, rt::normal_(xb, 2.0, 0.5, gb), rt::normal_(xs, 2.0, 0.5, gs), "normal_");
+  same_locals(rep, rt::dropout(xb, 0.25, gb), rt::dropout(xs, 0.25, gs), "dropout");
+  same_locals(rep, rt::bernoulli_(xb, 0.4, gb), rt::bernoulli_(xs, 0.4, gs), "bernoulli_");
+  rep.check(gb.get_state() == gs.get_state(), "random: the generators end in the same state");
+}
+
 template <class B, class Mesh>
 void typed_cases(report& rep) {
   using namespace spmd;
@@ -333,6 +360,7 @@ void typed_cases(report& rep) {
     using LS = layout<Mesh, placements<partial<reduce_op::sum>, shard<1>>, extents<4, 6>>;
     same_locals(rep, F::template arange<float, LS>(), sim::arange<float, LS>(), "arange P(sum)");
   }
+  random_cases<B, Mesh>(rep);
 }
 
 /// The operators, the TP blocks and local_map against the simulation.
