@@ -191,6 +191,34 @@ TEST_CASE("every layout's locals are their boxes of the one global draw", "[rand
   f.report_checked();
 }
 
+TEST_CASE("long runs (batched Philox blocks) give the per-element values", "[random][layouts]") {
+  spmd_test::failures f;
+  for (distribution dist : {distribution::uniform, distribution::normal, distribution::bernoulli})
+    for (const std::uint64_t g : {0, 1, 2, 3, 5, 1000003})
+      for (const index_t n : {67, 68, 69, 130, 131, 1001}) {
+        const draw d{dist, 0x123456789abcdefull, 1u << 20, -1.0, 2.0, 0x40000000u};
+        std::vector<float> a(static_cast<std::size_t>(n));
+        std::vector<double> b(static_cast<std::size_t>(n));
+        std::vector<spmd::bfloat16> c(static_cast<std::size_t>(n));
+        spmd::host::fill_run<float>(d, g, n, a.data());
+        spmd::host::fill_run<double>(d, g, n, b.data());
+        spmd::host::fill_run<spmd::bfloat16>(d, g, n, c.data());
+        for (index_t k = 0; k < n; ++k) {
+          ++f.checks;
+          const auto i = g + static_cast<std::uint64_t>(k);
+          const float x = spmd::random::draw_at<float>(d, i);
+          const double y = spmd::random::draw_at<double>(d, i);
+          const spmd::bfloat16 z = spmd::random::draw_at<spmd::bfloat16>(d, i);
+          if (!same_bytes(&a[k], &x, 1) || !same_bytes(&b[k], &y, 1) || !same_bytes(&c[k], &z, 1)) {
+            f.add("run at " + std::to_string(g) + " length " + std::to_string(n) + " element " +
+                  std::to_string(k));
+            break;
+          }
+        }
+      }
+  f.report_checked();
+}
+
 TEST_CASE("a run that starts or ends inside a Philox block gives the per-element values",
           "[random][layouts]") {
   // fill_run computes whole blocks at once; every start and length around block edges.

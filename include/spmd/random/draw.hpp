@@ -182,10 +182,10 @@ SPMD_HD inline C log_scaled(typename fp<C>::bits_t n) {
   const U bits = spmd::detail::bf16_bit_cast<U>(static_cast<C>(n));  // exact: n fits
   int e = static_cast<int>(bits >> F::mantissa) - F::bias;
   U m_bits = (bits & ((U{1} << F::mantissa) - 1)) | (static_cast<U>(F::bias) << F::mantissa);
-  if (m_bits > F::sqrt2_bits) {  // m / 2, so m is in [sqrt(1/2), sqrt(2))
-    m_bits -= U{1} << F::mantissa;
-    ++e;
-  }
+  // m / 2 when m > sqrt(2), so m is in [sqrt(1/2), sqrt(2)) (no branch: it is a coin flip).
+  const U half = m_bits > F::sqrt2_bits ? U{1} : U{0};
+  m_bits -= half << F::mantissa;
+  e += static_cast<int>(half);
   const C m = spmd::detail::bf16_bit_cast<C>(m_bits);
   const C f = sub(m, C(1));                  // exact (Sterbenz)
   const C s = div(f, add(C(2), f));          // (m - 1) / (m + 1)
@@ -206,25 +206,21 @@ SPMD_HD inline cos_sin<C> cos_sin_turn(typename fp<C>::bits_t k) {
   using F = fp<C>;
   using U = typename F::bits_t;
   constexpr int b = F::uniform_bits;
-  unsigned q = static_cast<unsigned>(k >> (b - 2));
   const U rest = k & ((U{1} << (b - 2)) - 1);
   using S = std::make_signed_t<U>;
-  S r = static_cast<S>(rest);
-  if (rest >= (U{1} << (b - 3))) {  // past 1/8 of a turn: from the next quadrant
-    r -= static_cast<S>(U{1} << (b - 2));
-    q = (q + 1) & 3u;
-  }
+  // Past 1/8 of a turn: -1/8.. of the next quadrant (selects, not branches: random data).
+  const U next = rest >= (U{1} << (b - 3)) ? U{1} : U{0};
+  const unsigned q = static_cast<unsigned>((k >> (b - 2)) + next) & 3u;
+  const S r = static_cast<S>(rest) - static_cast<S>(next << (b - 2));
   const C x = mul(static_cast<C>(r), F::inv_scale);  // r 2^-b, exact
   const C t = mul(x, F::two_pi);
   const C u = mul(t, t);
   const C sn = add(t, mul(t, mul(u, F::sin_poly(u))));
   const C cs = add(C(1), mul(u, F::cos_poly(u)));
-  switch (q) {
-    case 0: return {cs, sn};
-    case 1: return {-sn, cs};
-    case 2: return {-cs, -sn};
-    default: return {sn, -cs};
-  }
+  // Quadrant q turns (cos, sin) by q quarter turns: (c, s), (-s, c), (-c, -s), (s, -c).
+  // Multiplying by +-1 is exact, so this equals negation bit for bit.
+  const C c = (q & 1u) ? sn : cs, s = (q & 1u) ? cs : sn;
+  return {mul(c, ((q + 1u) & 2u) ? C(-1) : C(1)), mul(s, (q & 2u) ? C(-1) : C(1))};
 }
 
 /// Box-Muller on two integers of `bits` bits: (rho cos phi, rho sin phi), rho =

@@ -26,6 +26,29 @@ namespace spmd::host {
 
 namespace detail {
 
+/// The `per` values of one whole block: draw_in_block's, with a normal pair computed once
+/// for both its lanes.
+template <class T, random::distribution Dist>
+inline void block_values(const random::draw& d, const random::philox_block& w, T* SPMD_RESTRICT out) {
+  constexpr int per = 4 / random::words_per_element(Dist, sizeof(T));
+  if constexpr (Dist == random::distribution::normal) {
+    using C = random::detail::compute_t<T>;
+    for (int p = 0; p < per; p += 2) {
+      random::detail::cos_sin<C> z;
+      if constexpr (std::is_same_v<C, double>)
+        z = random::detail::box_muller<C>(random::detail::low_bits53(w[0], w[1]),
+                                          random::detail::low_bits53(w[2], w[3]));
+      else
+        z = random::detail::box_muller<C>(random::detail::low_bits(w[p], 24),
+                                          random::detail::low_bits(w[p + 1], 24));
+      out[p] = random::detail::normal_value<T>(d, z.c);
+      out[p + 1] = random::detail::normal_value<T>(d, z.s);
+    }
+  } else {
+    for (int l = 0; l < per; ++l) out[l] = random::draw_in_block<T>(d, w, l);
+  }
+}
+
 /// Elements [g, g + n) of one distribution: block by block, every value of a block from one
 /// Philox call (a normal pair from one Box-Muller).
 template <class T, random::distribution Dist>
@@ -34,28 +57,30 @@ void fill_run_as(const random::draw& d, std::uint64_t g, index_t n, T* SPMD_REST
   random::draw dd = d;
   dd.dist = Dist;  // a constant for draw_in_block's branches
   index_t k = 0;
+  // Batches of whole blocks: the Philox rounds vectorised across `batch` blocks.
+  constexpr int batch = 16;
+  if (n >= per * (batch + 1)) {
+    while ((g + static_cast<std::uint64_t>(k)) % per != 0) {  // up to the first block edge
+      const std::uint64_t i = g + static_cast<std::uint64_t>(k);
+      out[k] = random::draw_in_block<T>(dd, random::philox_stream_block(dd.seed, dd.offset / 4 + i / per),
+                                        static_cast<int>(i % per));
+      ++k;
+    }
+    std::uint32_t w[4][batch];
+    while (n - k >= per * batch) {
+      const std::uint64_t b0 = dd.offset / 4 + (g + static_cast<std::uint64_t>(k)) / per;
+      random::philox_stream_blocks<batch>(dd.seed, b0, w);
+      for (int b = 0; b < batch; ++b)
+        block_values<T, Dist>(dd, random::philox_block{{w[0][b], w[1][b], w[2][b], w[3][b]}}, out + k + b * per);
+      k += per * batch;
+    }
+  }
   while (k < n) {
     const std::uint64_t i = g + static_cast<std::uint64_t>(k);
     int lane = static_cast<int>(i % per);
     const random::philox_block w = random::philox_stream_block(dd.seed, dd.offset / 4 + i / per);
     if (lane == 0 && n - k >= per) {  // a whole block
-      if constexpr (Dist == random::distribution::normal) {
-        for (int p = 0; p < per; p += 2) {
-          // draw_in_block's pair, computed once for both lanes.
-          using C = random::detail::compute_t<T>;
-          random::detail::cos_sin<C> z;
-          if constexpr (std::is_same_v<C, double>)
-            z = random::detail::box_muller<C>(random::detail::low_bits53(w[0], w[1]),
-                                              random::detail::low_bits53(w[2], w[3]));
-          else
-            z = random::detail::box_muller<C>(random::detail::low_bits(w[p], 24),
-                                              random::detail::low_bits(w[p + 1], 24));
-          out[k + p] = random::detail::normal_value<T>(dd, z.c);
-          out[k + p + 1] = random::detail::normal_value<T>(dd, z.s);
-        }
-      } else {
-        for (int l = 0; l < per; ++l) out[k + l] = random::draw_in_block<T>(dd, w, l);
-      }
+      block_values<T, Dist>(dd, w, out + k);
       k += per;
       continue;
     }
