@@ -24,6 +24,9 @@
 //   template <class U> static storage<U> cast(const storage<T>&);   // element type U
 //   template <class Op> static void run_op(op, storage<U>& out, offsets, const storage<T>&...);
 //                                                            // the op's local kernel, every rank
+//   template <class T> static void fill_random(storage<T>&, spec, global, const random::draw&);
+//   template <class T> static void dropout(storage<T>& out, const storage<T>& in, spec, global,
+//                                          const random::draw&);   // runtime/random.hpp
 //
 // Nothing else: the plan and its lowering to box operations (spmd/plan/lower.hpp), the
 // propagation rules and the operators are shared. See docs/backends.md.
