@@ -67,12 +67,13 @@ def box(mesh, shape, placements, coord):
     return size, off
 
 
-def block_of(glob, shape, size, off):
+def box_indices(shape, size, off):
+    """Global row-major indices of a box's elements, in the box's row-major order."""
     out = []
 
     def walk(d, base):
         if d == len(shape):
-            out.append(glob[base])
+            out.append(base)
             return
         stride = 1
         for e in shape[d + 1:]:
@@ -81,6 +82,10 @@ def block_of(glob, shape, size, off):
             walk(d + 1, base + i * stride)
     walk(0, 0)
     return out
+
+
+def block_of(glob, shape, size, off):
+    return [glob[k] for k in box_indices(shape, size, off)]
 
 
 def run_json(*args):
@@ -97,19 +102,7 @@ def assemble(j, shape):
     mesh = j["mesh"]
     for rank in j["ranks"]:
         size, off = box(mesh, shape, j["placements"], rank["coord"])
-        idx = []
-
-        def walk(d, base):
-            if d == len(shape):
-                idx.append(base)
-                return
-            stride = 1
-            for e in shape[d + 1:]:
-                stride *= e
-            for i in range(off[d], off[d] + size[d]):
-                walk(d + 1, base + i * stride)
-        walk(0, 0)
-        for k, v in zip(idx, rank["data"]):
+        for k, v in zip(box_indices(shape, size, off), rank["data"]):
             if glob[k] is not None and glob[k] != v:
                 return None  # replicas disagree
             glob[k] = v

@@ -121,17 +121,20 @@ struct random_factories {
   /// U[0, 1) (torch.rand).
   template <element T, class Layout>
   static dtensor<T, Layout, B> rand(generator& g, const Layout& layout) {
-    detail::check_random_element<T>();
-    dtensor<T, Layout, B> x = factories<B>::template empty<T>(layout);
-    detail::draw_into(x, detail::uniform_draw(0.0, 1.0, "spmd::rand"), g);
-    return x;
+    return drawn<T>(layout, detail::uniform_draw(0.0, 1.0, "spmd::rand"), g);
   }
   /// N(0, 1) (torch.randn).
   template <element T, class Layout>
   static dtensor<T, Layout, B> randn(generator& g, const Layout& layout) {
+    return drawn<T>(layout, detail::normal_draw(0.0, 1.0, "spmd::randn"), g);
+  }
+
+ private:
+  template <element T, class Layout>
+  static dtensor<T, Layout, B> drawn(const Layout& layout, const random::draw& proto, generator& g) {
     detail::check_random_element<T>();
     dtensor<T, Layout, B> x = factories<B>::template empty<T>(layout);
-    detail::draw_into(x, detail::normal_draw(0.0, 1.0, "spmd::randn"), g);
+    detail::draw_into(x, proto, g);
     return x;
   }
 };
