@@ -42,6 +42,7 @@
 #include <utility>
 #include <vector>
 
+#include "spmd/core/fixed_string.hpp"
 #include "spmd/core/layout.hpp"
 #include "spmd/plan/plan.hpp"
 #include "spmd/plan/typed_plan.hpp"
@@ -87,6 +88,11 @@ struct internal_t {};
 /// The random factories (rand, randn) over backend B: runtime/random.hpp.
 template <class B>
 struct random_factories;
+/// A struct of tensors distributed member by member (runtime/module.hpp).
+template <class S, template <fixed_string, class> class Partition, class Mesh, class B>
+class distributed_module;
+template <template <fixed_string, class> class Partition, class Mesh, class B, class S>
+distributed_module<S, Partition, Mesh, B> distribute_module_on(const S& module);
 
 /// Tag: communicate in element type U (DTensor's forward_dtype).
 template <element U>
@@ -256,7 +262,7 @@ class dtensor {
 // ---------------------------------------------------------------------------
 // Construction, through backend B: runtime::factories<B>, which every backend's namespace
 // exposes as spmd::<backend>::distribute_tensor, empty, full, zeros, ones, arange (and rand,
-// randn: runtime/random.hpp).
+// randn: runtime/random.hpp; distribute_module: runtime/module.hpp).
 // ---------------------------------------------------------------------------
 
 namespace detail {
@@ -419,6 +425,10 @@ struct factories {
   dtensor<T, Layout> randn(::spmd::generator& gen = ::spmd::default_generator(),             \
                            const Layout& layout = Layout{}) {                                \
     return ::spmd::runtime::random_factories<B>::template randn<T>(gen, layout);             \
+  }                                                                                          \
+  template <template <::spmd::fixed_string, class> class Partition, class Mesh, class S>      \
+  ::spmd::runtime::distributed_module<S, Partition, Mesh, B> distribute_module(const S& module) { \
+    return ::spmd::runtime::distribute_module_on<Partition, Mesh, B>(module);               \
   }                                                                                          \
   template <::spmd::runtime::element T, class Mesh, int TpDim, index_t In, index_t Out>      \
   using column_parallel_linear =                                                             \

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "spmd/core/box_runs.hpp"
 #include "spmd/core/layout_spec.hpp"
 #include "spmd/core/mesh_groups.hpp"
 #include "spmd/backends/host/distribute.hpp"
@@ -88,37 +89,6 @@ void fill_run_as(const random::draw& d, std::uint64_t g, index_t n, T* SPMD_REST
   }
 }
 
-/// Calls f(g, local_offset, n) for each run of `box` (last dim) within `global`: g the run's
-/// global row-major index, local_offset its start in the box's row-major local.
-template <class F>
-void for_each_run(const local_box& box, const shape_vec& global, F&& f) {
-  const int rank = global.size();
-  if (rank == 0) {
-    f(std::uint64_t{0}, index_t{0}, index_t{1});
-    return;
-  }
-  index_t gstride[max_tensor_dims]{};
-  index_t s = 1;
-  for (int d = rank - 1; d >= 0; --d) {
-    gstride[d] = s;
-    s *= global[d];
-  }
-  const index_t run = box.shape[rank - 1];
-  index_t rows = 1;
-  for (int d = 0; d < rank - 1; ++d) rows *= box.shape[d];
-  if (run == 0 || rows == 0) return;
-  index_t idx[max_tensor_dims]{};
-  for (index_t row = 0; row < rows; ++row) {
-    index_t g = box.offset[rank - 1];
-    for (int d = 0; d < rank - 1; ++d) g += (box.offset[d] + idx[d]) * gstride[d];
-    f(static_cast<std::uint64_t>(g), row * run, run);
-    for (int d = rank - 2; d >= 0; --d) {
-      if (++idx[d] < box.shape[d]) break;
-      idx[d] = 0;
-    }
-  }
-}
-
 }  // namespace detail
 
 /// Elements [g, g + n) of the global tensor of a uniform, normal or bernoulli draw.
@@ -137,8 +107,8 @@ void fill_run(const random::draw& d, std::uint64_t g, index_t n, T* out) {
 /// The block `box` of the draw's global tensor, into `out` (the box's row-major local).
 template <class T>
 void fill_draw(const random::draw& d, const local_box& box, const shape_vec& global, T* out) {
-  detail::for_each_run(box, global, [&](std::uint64_t g, index_t at, index_t n) {
-    fill_run<T>(d, g, n, out + at);
+  for_each_box_run(box, global, [&](index_t g, index_t at, index_t n) {
+    fill_run<T>(d, static_cast<std::uint64_t>(g), n, out + at);
   });
 }
 
@@ -146,9 +116,9 @@ void fill_draw(const random::draw& d, const local_box& box, const shape_vec& glo
 template <class T>
 void dropout_block(const random::draw& d, const local_box& box, const shape_vec& global,
                    const T* in, T* out) {
-  detail::for_each_run(box, global, [&](std::uint64_t g, index_t at, index_t n) {
+  for_each_box_run(box, global, [&](index_t g, index_t at, index_t n) {
     for (index_t k = 0; k < n; ++k)
-      out[at + k] = random::dropout_at<T>(d, g + static_cast<std::uint64_t>(k), in[at + k]);
+      out[at + k] = random::dropout_at<T>(d, static_cast<std::uint64_t>(g + k), in[at + k]);
   });
 }
 

@@ -64,6 +64,15 @@ local_set<T> gather_locals(const local_set<T>& in, const layout_spec& spec,
 struct backend {
   static constexpr const char* name = "mpi";
 
+  /// This process's rank in the backend's communicator, and a barrier over it: what a
+  /// checkpoint save coordinates with (io/checkpoint.hpp).
+  static int process_rank() {
+    int rank = 0;
+    MPI_Comm_rank(communicator(), &rank);
+    return rank;
+  }
+  static void barrier() { MPI_Barrier(communicator()); }
+
   /// This process's mesh index (none when the mesh does not name its rank). Every process
   /// checks that the communicator has every rank the mesh names.
   template <class M>

@@ -97,6 +97,20 @@ host::local_set<T> gather_locals(const device_set<T>& in, const layout_spec& spe
 struct backend : cuda::backend {
   static constexpr const char* name = "nccl";
 
+  /// This process's rank in the communicator in use, and a barrier over it (one ncclAllReduce
+  /// of an int, waited for): what a checkpoint save coordinates with (io/checkpoint.hpp).
+  static int process_rank() { return nccl::rank(); }
+  static void barrier() {
+    ncclComm_t c = require_communicator("spmd::nccl::barrier");
+    int* d = nullptr;
+    cuda::check(cudaMalloc(&d, sizeof(int)), "cudaMalloc (barrier)");
+    const ncclResult_t rc = ncclAllReduce(d, d, 1, ncclInt32, ncclSum, c, cuda::current_stream());
+    const cudaError_t sync = cudaStreamSynchronize(cuda::current_stream());
+    cudaFree(d);
+    detail::check(rc, "ncclAllReduce (barrier)", c);
+    cuda::check(sync, "cudaStreamSynchronize (barrier)");
+  }
+
   /// This process's mesh index: its rank in the communicator in use.
   template <class M>
   static held_range held() {
