@@ -14,6 +14,8 @@
 //                    [--dist uniform|normal] [--dtype f32|f64|bf16|f16] [--json]: every rank's
 //                    block of a random tensor and the generator's offset after the call
 //                    (rand_command.cpp)
+//   spmd-plan load   FILE --tensor NAME --mesh 2x4 --placements 'S(0),R' [--json] | FILE --list:
+//                    what every rank would load of a safetensors checkpoint (load_command.cpp)
 //
 // Exit codes: 0 success, 2 bad input (usage errors, unparsable or invalid layouts), 1 an
 // unexpected internal failure. Errors go to stderr; stdout then stays empty.
@@ -50,6 +52,7 @@
 
 #include "explain_command.hpp"
 #include "json_out.hpp"
+#include "load_command.hpp"
 #include "rand_command.hpp"
 
 namespace {
@@ -429,6 +432,8 @@ int spmd_plan_main(int argc, char** argv) {
   CLI::App* explain_cmd = add_explain_command(app, explain_opts);
   rand_options rand_opts;
   CLI::App* rand_cmd = add_rand_command(app, rand_opts);
+  load_options load_opts;
+  CLI::App* load_cmd = add_load_command(app, load_opts);
 
   try {
     app.parse(argc, argv);
@@ -445,7 +450,8 @@ int spmd_plan_main(int argc, char** argv) {
     if (run_cmd->parsed()) return run_run(run_opts);
     if (explain_cmd->parsed()) return run_explain(explain_opts);
     if (rand_cmd->parsed()) return run_rand(rand_opts);
-    std::cerr << "spmd-plan: a subcommand is required (layout, plan, run, explain, rand)\n"
+    if (load_cmd->parsed()) return run_load(load_opts);
+    std::cerr << "spmd-plan: a subcommand is required (layout, plan, run, explain, rand, load)\n"
                  "Run 'spmd-plan --help' for more information.\n";
     return exit_bad_input;
   } catch (const std::invalid_argument& e) {

@@ -5,6 +5,7 @@ usage: run_case.py CASE.cpp -- COMPILER [FLAGS...]
 
 The first line of CASE.cpp says what must happen:
   // expect: SENTENCE    compilation must fail, with SENTENCE in the compiler's output
+  // expect-also: TEXT   (second line, optional) TEXT must appear in the output as well
   // expect-success      compilation must succeed (a control: proves the flags and the
                          include path work, so a failure elsewhere is the expected one)
 SENTENCE must appear in a diagnostic line ("error:"), not just in an echoed source line;
@@ -24,6 +25,10 @@ def main(argv):
     case, compiler = argv[1], argv[3:]
     with open(case, encoding="utf-8") as f:
         first = f.readline().strip()
+        second = f.readline().strip()
+    # "// expect-also: TEXT" on the second line: TEXT must appear anywhere in the output too
+    # (a name the compiler prints in the instantiation notes, say).
+    also = re.fullmatch(r"//\s*expect-also:\s*(.+)", second)
 
     m = re.fullmatch(r"//\s*expect:\s*(.+)", first)
     expect_success = re.fullmatch(r"//\s*expect-success\s*", first) is not None
@@ -59,7 +64,11 @@ def main(argv):
         print(output)
         print(f"FAIL: compilation failed, but no error says: {expected}")
         return 1
-    print(f"PASS: failed to compile with: {expected}")
+    if also and " ".join(also.group(1).split()) not in " ".join(output.split()):
+        print(output)
+        print(f"FAIL: the output does not mention: {also.group(1)}")
+        return 1
+    print(f"PASS: failed to compile with: {expected}" + (f" (and mentions {also.group(1)})" if also else ""))
     return 0
 
 

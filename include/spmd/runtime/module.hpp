@@ -21,7 +21,8 @@
 // member's) or a whole layout on Mesh (whose extents must equal the member's). A Partition
 // with no `type` for a member replicates it. A member whose placements do not fit its shape,
 // or a layout whose extents differ from it, fails to compile with a sentence; the member's
-// name is in the instantiation the compiler names with it (module_member<"w1", ...>).
+// name is in the instantiation the compiler names with it (module_member<..., boost::hana::
+// string<'w', '1'>>).
 //
 // Boost.Hana reflects over the struct (BOOST_HANA_DEFINE_STRUCT / BOOST_HANA_ADAPT_STRUCT) on
 // the host only: nothing here is device code.
@@ -82,7 +83,7 @@ template <class HanaString>
 struct hana_name;
 template <char... C>
 struct hana_name<boost::hana::string<C...>> {
-  static constexpr char chars[] = {C..., '\0'};
+  static constexpr char chars[sizeof...(C) + 1] = {C..., '\0'};
   static constexpr fixed_string<sizeof...(C) + 1> value{chars};
 };
 
@@ -127,8 +128,11 @@ struct chosen_placements<spmd::layout<M, P, E>, Mesh> {
 
 }  // namespace detail
 
-/// The layout of member Name (of type Member) under Partition on Mesh, checked.
-template <fixed_string Name, class Member, template <fixed_string, class> class Partition, class Mesh>
+/// The layout of member Name (of type Member) under Partition on Mesh, checked. Spelled is
+/// the name as Hana spells it (boost::hana::string<'w', '1'>): compilers print it legibly in
+/// the notes of a failed check, where a fixed_string may print as character codes.
+template <fixed_string Name, class Member, template <fixed_string, class> class Partition, class Mesh,
+          class Spelled = void>
 struct module_member {
   static_assert(is_tensor_v<Member>,
                 "spmd::distribute_module: every member of a module is a spmd::tensor<T, "
@@ -170,9 +174,9 @@ struct module_members {
   struct one {
     using accessor = std::remove_cvref_t<decltype(boost::hana::second(std::declval<Pair>()))>;
     using member = std::remove_cvref_t<decltype(std::declval<accessor>()(std::declval<S&>()))>;
-    static constexpr auto name =
-        detail::hana_name<std::remove_cvref_t<decltype(boost::hana::first(std::declval<Pair>()))>>::value;
-    using type = module_member<name, member, Partition, Mesh>;
+    using spelled = std::remove_cvref_t<decltype(boost::hana::first(std::declval<Pair>()))>;
+    static constexpr auto name = detail::hana_name<spelled>::value;
+    using type = module_member<name, member, Partition, Mesh, spelled>;
   };
   template <class Tuple>
   struct all;
