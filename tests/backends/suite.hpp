@@ -20,7 +20,13 @@
 #include <type_traits>
 #include <vector>
 
+#include <unistd.h>
+
+#include <cstdio>
+
 #include "spmd/backends/sim/sim.hpp"
+#include "spmd/io/checkpoint.hpp"
+#include "spmd/runtime/module.hpp"
 #include "spmd/io/placement_text.hpp"
 #include "spmd/plan.hpp"
 #include "spmd/runtime/ops/cat.hpp"
@@ -323,6 +329,60 @@ void random_cases(report& rep) {
   rep.check(gb.get_state() == gs.get_state(), "random: the generators end in the same state");
 }
 
+/// A checkpoint: a module saved by backend B under one partition and loaded by B under
+/// another equals, rank by rank, what the simulation loads from the same file; the file
+/// holds the module's global values.
+struct suite_model {
+  BOOST_HANA_DEFINE_STRUCT(suite_model,
+    (spmd::tensor<float, spmd::extents<7, 5>>, a),
+    (spmd::tensor<double, spmd::extents<6>>, b),
+    (spmd::tensor<std::int64_t, spmd::extents<3, 4>>, c));
+};
+template <spmd::fixed_string Name, class M>
+struct suite_save_plan {};
+template <class M>
+struct suite_save_plan<"a", M> {
+  using type = spmd::placements<spmd::shard<0>, spmd::shard<1>>;
+};
+template <class M>
+struct suite_save_plan<"c", M> {
+  using type = spmd::placements<spmd::partial<spmd::reduce_op::sum>, spmd::shard<0>>;
+};
+template <spmd::fixed_string Name, class M>
+struct suite_load_plan {};
+template <class M>
+struct suite_load_plan<"a", M> {
+  using type = spmd::placements<spmd::shard<1>, spmd::shard<0>>;
+};
+template <class M>
+struct suite_load_plan<"b", M> {
+  using type = spmd::placements<spmd::replicate, spmd::shard<0>>;
+};
+
+template <class B, class Mesh>
+void checkpoint_cases(report& rep) {
+  using namespace spmd;
+  // Every process of a job must name the same file: no pid where B has a process per rank.
+  std::string path = "/tmp/spmd_suite_" + std::string(B::name) + "_" + std::to_string(Mesh::size);
+  if constexpr (!requires { B::process_rank(); }) path += "_" + std::to_string(::getpid());
+  path += ".safetensors";
+  suite_model m;
+  for (std::size_t i = 0; i < m.a.data.size(); ++i) m.a.data[i] = 0.25f * static_cast<float>(i) - 2;
+  for (std::size_t i = 0; i < m.b.data.size(); ++i) m.b.data[i] = 1.0 / (3.0 + static_cast<double>(i));
+  for (std::size_t i = 0; i < m.c.data.size(); ++i) m.c.data[i] = static_cast<std::int64_t>(i * i) - 7;
+  io::save(path, runtime::distribute_module_on<suite_save_plan, Mesh, B>(m));
+  const auto lb = io::load_module<suite_load_plan, Mesh, B, suite_model>(path);
+  const auto ls = io::load_module<suite_load_plan, Mesh, sim::backend, suite_model>(path);
+  same_locals(rep, lb.template get<"a">(), ls.template get<"a">(), "checkpoint a S(1),S(0)");
+  same_locals(rep, lb.template get<"b">(), ls.template get<"b">(), "checkpoint b R,S(0)");
+  same_locals(rep, lb.template get<"c">(), ls.template get<"c">(), "checkpoint c R,R (saved from P(sum))");
+  const suite_model back = ls.full_module();
+  rep.check(back.a.data == m.a.data && back.b.data == m.b.data && back.c.data == m.c.data,
+            "checkpoint: the file holds the module's values");
+  spmd::io::detail::barrier<B>();  // every process has read the file
+  if (spmd::io::detail::process_rank<B>() == 0) std::remove(path.c_str());
+}
+
 template <class B, class Mesh>
 void typed_cases(report& rep) {
   using namespace spmd;
@@ -361,6 +421,7 @@ void typed_cases(report& rep) {
     same_locals(rep, F::template arange<float, LS>(), sim::arange<float, LS>(), "arange P(sum)");
   }
   random_cases<B, Mesh>(rep);
+  checkpoint_cases<B, Mesh>(rep);
 }
 
 /// The operators, the TP blocks and local_map against the simulation.
