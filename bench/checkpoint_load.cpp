@@ -24,30 +24,19 @@
 #include <vector>
 
 #include "spmd/backends/sim/sim.hpp"
+
+#include "timing.hpp"
 #include "spmd/io/checkpoint.hpp"
 
 namespace {
 
 using namespace spmd;
-using clock_type = std::chrono::steady_clock;
+using bench::clock_type;
+using bench::median_s;
+using bench::seconds_since;
 constexpr index_t side = 8192;
 using E = extents<side, side>;
 
-double seconds_since(clock_type::time_point t0) {
-  return std::chrono::duration<double>(clock_type::now() - t0).count();
-}
-template <class F>
-double median_s(F&& f, int runs = 3) {
-  f();
-  std::vector<double> s;
-  for (int r = 0; r < runs; ++r) {
-    const auto t0 = clock_type::now();
-    f();
-    s.push_back(seconds_since(t0));
-  }
-  std::sort(s.begin(), s.end());
-  return s[s.size() / 2];
-}
 
 /// read() of the whole file into a buffer, bytes per second (the file cached).
 double read_bandwidth(const std::string& path, std::size_t bytes) {
@@ -61,7 +50,7 @@ double read_bandwidth(const std::string& path, std::size_t bytes) {
       at += static_cast<std::size_t>(n);
     }
     ::close(fd);
-  });
+  }, 3);
   return static_cast<double>(bytes) / s;
 }
 
@@ -74,7 +63,7 @@ double load_all(const std::string& path) {
       const auto x = io::load<float, L, sim::backend>(path, n);
       if (x.locals().size(0) < 0) std::puts("");
     }
-  });
+  }, 3);
 }
 
 }  // namespace

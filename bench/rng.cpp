@@ -23,28 +23,16 @@
 
 #include "spmd/backends/sim/sim.hpp"
 
+#include "timing.hpp"
+
 namespace {
 
 using spmd::dyn;
 using spmd::index_t;
-using clock_type = std::chrono::steady_clock;
+using bench::clock_type;
+using bench::median_s;
+using bench::seconds_since;
 
-double seconds_since(clock_type::time_point t0) {
-  return std::chrono::duration<double>(clock_type::now() - t0).count();
-}
-
-template <class F>
-double median_s(F&& f, int runs = 5) {
-  f();  // warm
-  std::vector<double> s;
-  for (int r = 0; r < runs; ++r) {
-    const auto t0 = clock_type::now();
-    f();
-    s.push_back(seconds_since(t0));
-  }
-  std::sort(s.begin(), s.end());
-  return s[s.size() / 2];
-}
 
 /// Bytes written per second by memset into a warm buffer.
 double write_bandwidth(std::size_t bytes) {

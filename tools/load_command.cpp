@@ -73,17 +73,8 @@ int show(const load_options& o, const spmd::io::safetensors_file& f, const spmd:
     local.assign(static_cast<std::size_t>(spmd::host::shape_elems(box.shape)), T{});
     if (spmd::host::holds_identity(spec, r)) std::fill(local.begin(), local.end(), spmd::host::identity<T>(op));
     else f.read_box<T>(o.tensor, e.shape, box, local.data());
-    nlohmann::ordered_json rank;
-    rank["rank"] = r;
-    rank["coord"] = spmd_plan::json_list(spmd::unravel(spec.mesh, r));
-    rank["local_shape"] = spmd_plan::json_list(box.shape);
-    auto data = nlohmann::ordered_json::array();
-    for (const T v : local) {
-      if constexpr (std::is_arithmetic_v<T>) data.push_back(spmd_plan::json_number(v));
-      else data.push_back(spmd_plan::json_number(static_cast<float>(v)));
-    }
-    rank["data"] = std::move(data);
-    ranks.push_back(std::move(rank));
+    ranks.push_back(spmd_plan::rank_json(r, spmd::unravel(spec.mesh, r), box.shape, local.data(),
+                                         static_cast<spmd::index_t>(local.size())));
   }
   j["ranks"] = std::move(ranks);
   if (o.json) {
@@ -92,10 +83,7 @@ int show(const load_options& o, const spmd::io::safetensors_file& f, const spmd:
   }
   std::string text = o.file + ": " + o.tensor + " " + spmd::io::dtype_name(e.type) + " " + j["shape"].dump() +
                      " on mesh " + spmd::format_mesh(spec.mesh) + ", placements " + spmd::format_placements(spec) + "\n";
-  for (const auto& rank : j["ranks"])
-    text += "rank " + rank["rank"].dump() + " " + rank["coord"].dump() + " shape " + rank["local_shape"].dump() +
-            ": " + rank["data"].dump() + "\n";
-  std::cout << text;
+  std::cout << text + spmd_plan::ranks_text(j["ranks"]);
   return 0;
 }
 

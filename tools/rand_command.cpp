@@ -61,19 +61,9 @@ int rand_as(const rand_options& o, const spmd::layout_spec& spec, const spmd::sh
   j["seed"] = seed;
   j["start_offset"] = offset;
   auto ranks = nlohmann::ordered_json::array();
-  for (spmd::index_t r = 0; r < spec.mesh_size(); ++r) {
-    nlohmann::ordered_json rank;
-    rank["rank"] = r;
-    rank["coord"] = spmd_plan::json_list(spmd::unravel(spec.mesh, r));
-    rank["local_shape"] = spmd_plan::json_list(locals.shape(r));
-    auto data = nlohmann::ordered_json::array();
-    for (spmd::index_t k = 0; k < locals.size(r); ++k) {
-      if constexpr (std::is_floating_point_v<T>) data.push_back(spmd_plan::json_number(locals.data(r)[k]));
-      else data.push_back(spmd_plan::json_number(static_cast<float>(locals.data(r)[k])));
-    }
-    rank["data"] = std::move(data);
-    ranks.push_back(std::move(rank));
-  }
+  for (spmd::index_t r = 0; r < spec.mesh_size(); ++r)
+    ranks.push_back(spmd_plan::rank_json(r, spmd::unravel(spec.mesh, r), locals.shape(r), locals.data(r),
+                                         locals.size(r)));
   j["ranks"] = std::move(ranks);
   j["offset"] = g.offset();
   if (o.json) {
@@ -84,9 +74,7 @@ int rand_as(const rand_options& o, const spmd::layout_spec& spec, const spmd::sh
                      ", offset " + std::to_string(offset) + ": mesh " + spmd::format_mesh(spec.mesh) +
                      ", shape " + spmd::format_list(shape) + ", placements " +
                      spmd::format_placements(spec) + "\n";
-  for (const auto& rank : j["ranks"])
-    text += "rank " + rank["rank"].dump() + " " + rank["coord"].dump() + " shape " +
-            rank["local_shape"].dump() + ": " + rank["data"].dump() + "\n";
+  text += spmd_plan::ranks_text(j["ranks"]);
   text += "offset after: " + std::to_string(g.offset()) + "\n";
   std::cout << text;
   return 0;

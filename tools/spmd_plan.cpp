@@ -301,27 +301,14 @@ void print_run(const plan_options& o, const transition& t, spmd::index_t element
                const spmd::host::local_set<T>& out) {
   nlohmann::ordered_json j = plan_json(t, element_bytes);
   auto ranks = nlohmann::ordered_json::array();
-  for (spmd::index_t r = 0; r < t.to.mesh_size(); ++r) {
-    nlohmann::ordered_json rank;
-    rank["rank"] = r;
-    rank["coord"] = json_list(spmd::unravel(t.to.mesh, r));
-    rank["local_shape"] = json_list(out.shape(r));
-    auto data = nlohmann::ordered_json::array();
-    const spmd::sim::strided_view<const T> v = out.view(r);
-    for (spmd::index_t k = 0; k < v.size(); ++k) data.push_back(json_number(v.data()[k]));
-    rank["data"] = std::move(data);
-    ranks.push_back(std::move(rank));
-  }
+  for (spmd::index_t r = 0; r < t.to.mesh_size(); ++r)
+    ranks.push_back(spmd_plan::rank_json(r, spmd::unravel(t.to.mesh, r), out.shape(r), out.data(r), out.size(r)));
   j["ranks"] = std::move(ranks);
   if (o.json) {
     std::cout << j.dump() << '\n';
     return;
   }
-  std::string text = plan_text_report(t, element_bytes) + "\n";
-  for (const auto& rank : j["ranks"])
-    text += "rank " + rank["rank"].dump() + " " + rank["coord"].dump() + " shape " +
-            rank["local_shape"].dump() + ": " + rank["data"].dump() + "\n";
-  std::cout << text;
+  std::cout << plan_text_report(t, element_bytes) + "\n" + spmd_plan::ranks_text(j["ranks"]);
 }
 
 /// run --backend mpi: this process runs its rank (its rank in MPI_COMM_WORLD = its mesh
