@@ -247,14 +247,6 @@ class distributed_module {
     gather(out, std::make_index_sequence<count>{});
     return out;
   }
-  /// Every member's local on `mesh_rank`, as host tensors, by name.
-  std::vector<std::pair<std::string, std::vector<index_t>>> local_shapes(index_t mesh_rank) const {
-    std::vector<std::pair<std::string, std::vector<index_t>>> out;
-    for_each([&](std::string_view name, const auto& d) {
-      out.emplace_back(std::string(name), d.to_local(mesh_rank).shape);
-    });
-    return out;
-  }
   /// Every member's local on `mesh_rank` (host copies), in the struct's order.
   auto to_local(index_t mesh_rank) const {
     return std::apply([&](const auto&... d) { return std::make_tuple(d.to_local(mesh_rank)...); }, t_);

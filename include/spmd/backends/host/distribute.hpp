@@ -234,6 +234,15 @@ local_set<T> distribute(std::span<const T> data, const layout_spec& spec,
   return distribute<T>(data, spec, global, held_range{0, spec.mesh_size()});
 }
 
+/// True when the rank at mesh index r holds the identity, not the value, of a generated
+/// tensor (the factories' rule on Partial placements: for sum and product, every member of
+/// a partial group but the first). Factories, random draws and checkpoint loads follow it.
+inline bool holds_identity(const layout_spec& spec, index_t r) {
+  const detail::partial_info part = detail::partial_of(spec);
+  return part.mask != 0 && (part.op == reduce_op::sum || part.op == reduce_op::product) &&
+         group_of(spec.mesh, part.mask, r).index != 0;
+}
+
 /// Fill every rank's local with f(global row-major index) over its box; then apply the
 /// partition rule for Partial placements (sum, product: ranks off the group's first member
 /// hold the identity; avg, max, min: every rank holds the value). The factories' rule.
@@ -249,10 +258,7 @@ local_set<T> generate(const layout_spec& spec, const shape_vec& global, F&& f,
     out.assign(r, b.shape);
     const index_t size = out.size(r);
     T* p = out.data(r);
-    const bool identity_rank =
-        part.mask != 0 && (part.op == reduce_op::sum || part.op == reduce_op::product) &&
-        group_of(spec.mesh, part.mask, r).index != 0;
-    if (identity_rank) {
+    if (holds_identity(spec, r)) {
       std::fill_n(p, size, identity<T>(part.op));
       continue;
     }

@@ -122,15 +122,6 @@ void dropout_block(const random::draw& d, const local_box& box, const shape_vec&
   });
 }
 
-/// True when the rank at mesh index r holds the identity, not the value, of a generated
-/// tensor (the factories' rule on Partial placements: for sum and product, every member of
-/// a partial group but the first).
-inline bool holds_identity(const layout_spec& spec, index_t r) {
-  const detail::partial_info part = detail::partial_of(spec);
-  return part.mask != 0 && (part.op == reduce_op::sum || part.op == reduce_op::product) &&
-         group_of(spec.mesh, part.mask, r).index != 0;
-}
-
 /// Fills the held locals of `out` (already shaped by the layout) with the draw.
 template <class T>
 void fill_locals(local_set<T>& out, const layout_spec& spec, const shape_vec& global,
