@@ -11,9 +11,19 @@
 //            output blocks allocated the same way (a local_set), no dtensor, no layout.
 // Both loops create and destroy their outputs every call, as a framework op does. The
 // figure is the time per call, the minimum over several samples of many calls each.
+// Timings drift with the machine's load; instructions do not. The small cases are also run
+// under valgrind's callgrind (when valgrind is installed): the program starts itself as
+// `valgrind --tool=callgrind ... op_overhead --callgrind`, which runs each small case's two
+// loops of `instr_calls` calls between CALLGRIND_ZERO_STATS and CALLGRIND_DUMP_STATS_AT, and
+// the parent reads the instruction counts (Ir) of each dump.
 // The last line: RESULT op_overhead_ratio=<worst dtensor / raw time over the small sizes>
+//                       op_overhead_instr=<worst dtensor / raw instructions per call, small>
 // (small: at most 1 Ki elements per rank block, where dispatch is all there is).
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -24,6 +34,11 @@
 #include "spmd/runtime/ops/matmul.hpp"
 #include "spmd/runtime/ops/reduction.hpp"
 #include "spmd/backends/sim/sim.hpp"
+
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#define SPMD_BENCH_CALLGRIND 1
+#endif
 
 namespace {
 
@@ -44,11 +59,34 @@ double ns_per_call(F&& f, double min_seconds) {
   }
 }
 
+/// In `--callgrind` mode (under valgrind): each case's two loops, counted separately.
+bool callgrind_mode = false;
+constexpr int instr_calls = 200;
+std::string current_case;
+
+template <class F>
+void count_instructions(F&& f, const std::string& name) {
+#ifdef SPMD_BENCH_CALLGRIND
+  for (int i = 0; i < 5; ++i) f();  // warm: pool blocks, schedules, caches
+  CALLGRIND_ZERO_STATS;
+  for (int i = 0; i < instr_calls; ++i) f();
+  CALLGRIND_DUMP_STATS_AT(name.c_str());
+#else
+  (void)f;
+  (void)name;
+#endif
+}
+
 /// Minimum time per call of each of two functions, sampled alternately and in alternating
 /// order (a b, b a, ...): whichever runs first in a pair pays for the other's allocator and
 /// cache state, about 10% at the smallest sizes, so a fixed order would bias the ratio.
 template <class A, class B>
 std::pair<double, double> compare(A&& a, B&& b, int samples, double min_seconds) {
+  if (callgrind_mode) {
+    count_instructions(a, current_case + "|dtensor");
+    count_instructions(b, current_case + "|raw");
+    return {0, 0};
+  }
   double ta = 1e300, tb = 1e300;
   for (int s = 0; s < samples; ++s) {
     if (s % 2 == 0) {
@@ -107,6 +145,7 @@ void bench_add(std::vector<row>& rows, int samples, double secs) {
   const auto x = sim::distribute_tensor<L>(iota(R * C)), y = sim::distribute_tensor<L>(iota(R * C));
   using Op = ops::binary<ops::add_fn>;
   const auto shapes = block_shapes<L>();
+  current_case = "add " + std::to_string(R) + "x" + std::to_string(C);
   auto [d, r] = compare([&] { auto z = sim::add(x, y); asm volatile("" : : "r"(&z) : "memory"); },
                         [&] {
                           auto z = raw_call(Op{}, shapes, x.locals(), y.locals());
@@ -124,6 +163,7 @@ void bench_matmul(std::vector<row>& rows, int samples, double secs) {
   const auto x = sim::distribute_tensor<LX>(iota(M * K));
   const auto w = sim::distribute_tensor<LW>(iota(K * N));
   const auto shapes = block_shapes<LY>();
+  current_case = "matmul " + std::to_string(M) + "x" + std::to_string(K) + "x" + std::to_string(N);
   auto [d, r] = compare([&] { auto z = sim::matmul(x, w); asm volatile("" : : "r"(&z) : "memory"); },
                         [&] {
                           auto z = raw_call(ops::matmul{}, shapes, x.locals(), w.locals());
@@ -141,6 +181,7 @@ void bench_sum(std::vector<row>& rows, int samples, double secs) {
   const auto x = sim::distribute_tensor<L>(iota(R * C));
   using Op = ops::reduction<ops::reduce_kind::sum, false, 1>;
   const auto shapes = block_shapes<LO>();
+  current_case = "sum(dim 1) " + std::to_string(R) + "x" + std::to_string(C);
   auto [d, r] = compare([&] { auto z = sim::sum<1>(x); asm volatile("" : : "r"(&z) : "memory"); },
                         [&] {
                           auto z = raw_call(Op{}, shapes, x.locals());
@@ -150,10 +191,41 @@ void bench_sum(std::vector<row>& rows, int samples, double secs) {
   rows.push_back({"sum(dim 1)", std::to_string(R) + "x" + std::to_string(C), (long)(R * C / Mesh::size), d, r});
 }
 
+
+/// Instructions per call of each small case's two paths, from the callgrind run of this
+/// program (`self --callgrind` under valgrind); empty when valgrind is missing or fails.
+std::map<std::string, double> callgrind_counts(const char* self) {
+  std::map<std::string, double> out;
+  if (std::system("valgrind --version > /dev/null 2>&1") != 0) return out;
+  const std::string prefix = "/tmp/spmd_op_overhead_callgrind";
+  std::system(("rm -f " + prefix + ".*").c_str());
+  const std::string cmd = "valgrind --tool=callgrind --callgrind-out-file=" + prefix +
+                          ".%p " + self + " --callgrind > /dev/null 2>&1";
+  if (std::system(cmd.c_str()) != 0) return out;
+  FILE* ls = popen(("ls " + prefix + ".*").c_str(), "r");
+  char path[512];
+  while (ls && std::fgets(path, sizeof path, ls)) {
+    std::string p(path);
+    p.erase(p.find_last_not_of("\n") + 1);
+    std::ifstream f(p);
+    std::string line, name;
+    double ir = -1;
+    while (std::getline(f, line)) {
+      if (line.rfind("desc: Trigger: Client Request: ", 0) == 0) name = line.substr(31);
+      if (line.rfind("summary: ", 0) == 0) ir = std::atof(line.c_str() + 9);
+    }
+    if (!name.empty() && ir >= 0) out[name] = ir / instr_calls;
+  }
+  if (ls) pclose(ls);
+  std::system(("rm -f " + prefix + ".*").c_str());
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  callgrind_mode = argc > 1 && std::strcmp(argv[1], "--callgrind") == 0;
   const int samples = quick ? 4 : 10;
   const double secs = quick ? 0.02 : 0.05;
   std::vector<row> rows;
@@ -161,27 +233,42 @@ int main(int argc, char** argv) {
   bench_add<8, 8>(rows, samples, secs);
   bench_add<16, 32>(rows, samples, secs);
   bench_add<64, 128>(rows, samples, secs);
-  bench_add<256, 512>(rows, samples, secs);
-  bench_add<1024, 2048>(rows, samples, secs);
+  if (!callgrind_mode) {
+    bench_add<256, 512>(rows, samples, secs);
+    bench_add<1024, 2048>(rows, samples, secs);
+  }
   bench_matmul<4, 4, 16>(rows, samples, secs);
   bench_matmul<16, 16, 32>(rows, samples, secs);
   bench_matmul<64, 64, 128>(rows, samples, secs);
-  bench_matmul<256, 256, 512>(rows, samples, secs);
+  if (!callgrind_mode) bench_matmul<256, 256, 512>(rows, samples, secs);
   bench_sum<64, 1>(rows, samples, secs);
   bench_sum<64, 8>(rows, samples, secs);
   bench_sum<256, 32>(rows, samples, secs);
+  if (callgrind_mode) return 0;
   bench_sum<4096, 32>(rows, samples, secs);
   bench_sum<16384, 128>(rows, samples, secs);
 
-  std::printf("%-11s %-14s %10s %14s %14s %8s\n", "op", "global shape", "per rank", "dtensor ns",
-              "raw ns", "ratio");
-  double worst_small = 0;
+  const std::map<std::string, double> instr = callgrind_counts(argv[0]);
+  std::printf("%-11s %-14s %10s %14s %14s %8s %12s %12s %8s\n", "op", "global shape", "per rank",
+              "dtensor ns", "raw ns", "ratio", "dtensor Ir", "raw Ir", "Ir ratio");
+  double worst_small = 0, worst_instr = 0;
   for (const row& r : rows) {
     const double ratio = r.dtensor_ns / r.raw_ns;
-    std::printf("%-11s %-14s %10ld %14.1f %14.1f %8.3f\n", r.op.c_str(), r.shape.c_str(), r.per_rank,
+    const auto d = instr.find(r.op + " " + r.shape + "|dtensor");
+    const auto w = instr.find(r.op + " " + r.shape + "|raw");
+    std::printf("%-11s %-14s %10ld %14.1f %14.1f %8.3f", r.op.c_str(), r.shape.c_str(), r.per_rank,
                 r.dtensor_ns, r.raw_ns, ratio);
+    if (d != instr.end() && w != instr.end()) {
+      std::printf(" %12.0f %12.0f %8.3f\n", d->second, w->second, d->second / w->second);
+      if (r.per_rank <= 1024) worst_instr = std::max(worst_instr, d->second / w->second);
+    } else {
+      std::printf(" %12s %12s %8s\n", "-", "-", "-");
+    }
     if (r.per_rank <= 1024) worst_small = std::max(worst_small, ratio);
   }
-  std::printf("RESULT op_overhead_ratio=%.3f\n", worst_small);
+  if (instr.empty())
+    std::printf("# no instruction counts: valgrind is not installed or its run failed\n");
+  std::printf("RESULT op_overhead_ratio=%.3f op_overhead_instr=%s\n", worst_small,
+              instr.empty() ? "n/a" : std::to_string(worst_instr).substr(0, 5).c_str());
   return 0;
 }

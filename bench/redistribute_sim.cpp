@@ -1,18 +1,26 @@
-// bench/redistribute_sim — the simulation backend's redistribute against the memcpy floor.
+// bench/redistribute_sim — the simulation backend's redistribute against the memcpy floor,
+// on one thread and on all of them, and the memory it holds.
 //
-//   meson compile -C build redistribute-sim-bench && build/bench/redistribute_sim [--quick]
+//   meson compile -C build redistribute_sim && build/bench/redistribute_sim [--quick]
 //
 // For S(0)->R, S(0)->S(1), P->R and P->S(0) on an 8-rank mesh and on a 2x4 mesh (both mesh
 // dims carry the placement), f32 square tensors of 4 KiB to 256 MiB. Columns follow
 // nccl-tests (size, time, algbw, busbw) plus the floor: the fewest bytes the simulation
-// must move — (bytes it must read + bytes it must write) / 2, so one memcpy of b bytes
-// counts b — over this machine's memcpy bandwidth, measured in the same run:
-//   S(0) -> R     every rank writes the whole tensor and reads every shard: n*S
+// must move — (bytes it must read + distinct blocks it must write) / 2, so one memcpy of b
+// bytes counts b — over this machine's memcpy bandwidth, measured in the same run. Ranks
+// whose new blocks are equal share one buffer (replicas), so a replicated result is
+// written once:
+//   S(0) -> R     read every shard once, write one tensor: S
 //   S(0) -> S(1)  every element lands in a new block: S
-//   P -> R        read n partial tensors, write n results: n*S
+//   P -> R        read n partial tensors, write one result: (n+1)/2*S
 //   P -> S(0)     read n partial tensors, write one tensor's worth of blocks: (n+1)/2*S
-// The last line: RESULT large_ratio=<floor / achieved at 256 MiB, worst op>
-//                       small_us=<median us per redistribute at 4 KiB, worst op>.
+// Each case is timed with 1 thread (`time(us)`, `ratio`) and with every thread of the
+// machine (`time_all`, `speedup`); `held` is the memory the result holds (bytes_held) over
+// the tensor's size.
+// The last line: RESULT large_ratio=<floor / achieved at 256 MiB, worst op, 1 thread>
+//                       small_us=<median us per redistribute at 4 KiB, worst op>
+//                       threads_speedup=<worst 1-thread / all-threads time at >= 64 MiB>
+//                       replica_memory=<bytes held by an 8-rank R tensor / bytes of one copy>.
 // Buffers: glibc is told to keep freed memory (no mmap/trim for large blocks), as a
 // caching allocator would, so repeated redistributes do not measure page faults.
 #include <malloc.h>
@@ -87,7 +95,10 @@ struct op_result {
   std::string name;
   double us_4k = 0;
   double ratio_large = 0;
+  double worst_speedup = 1e9;  // at >= 64 MiB
 };
+
+int all_threads = 1;  // the machine's, set in main
 
 enum class op { s0_r, s0_s1, p_r, p_s0 };
 
@@ -104,9 +115,9 @@ const char* op_name(op o) {
 /// Floor bytes (memcpy-equivalent) for a global tensor of `bytes` over n ranks.
 double floor_bytes(op o, double bytes, double n) {
   switch (o) {
-    case op::s0_r: return n * bytes;
+    case op::s0_r: return bytes;
     case op::s0_s1: return bytes;
-    case op::p_r: return n * bytes;
+    case op::p_r: return (n + 1) / 2 * bytes;
     case op::p_s0: return (n + 1) / 2 * bytes;
   }
   return 0;
@@ -135,9 +146,15 @@ struct op_placements<O, 2> {
                                                     placements<shard<0>, shard<0>>>>;
 };
 
-/// Time one op at one size; Ext is extents<...> (static for the small case).
+struct case_result {
+  double us = 0;      // 1 thread
+  double us_all = 0;  // every thread
+};
+
+/// Time one op at one size, on 1 thread and on all; Ext is extents<...> (static for the
+/// small case).
 template <class Mesh, op O, class Ext>
-double run_case(Ext ext, double memcpy_bw, bool print) {
+case_result run_case(Ext ext, double memcpy_bw, bool print) {
   using P = op_placements<O, Mesh::ndim>;
   using Src = layout<Mesh, typename P::src, Ext>;
   using Dst = layout<Mesh, typename P::dst, Ext>;
@@ -145,34 +162,44 @@ double run_case(Ext ext, double memcpy_bw, bool print) {
   std::vector<float> global(static_cast<std::size_t>(rows * cols));
   for (std::size_t i = 0; i < global.size(); ++i) global[i] = static_cast<float>(i % 1024);
   const auto x = spmd::sim::distribute_tensor<Src>(global, Src{ext});
-  const sample s = time_it([&] {
+  std::size_t held = 0;
+  auto once = [&] {
     auto y = x.template redistribute<typename P::dst>();
+    held = y.bytes_held();
     asm volatile("" : : "r"(&y) : "memory");
-  });
+  };
+  case_result r;
+  spmd::sim::set_threads(1);
+  r.us = time_it(once).median_us;
+  spmd::sim::set_threads(all_threads);
+  r.us_all = time_it(once).median_us;
   const double bytes = static_cast<double>(global.size() * sizeof(float));
   const double n = static_cast<double>(Mesh::size);
   const double floor_us = floor_bytes(O, bytes, n) / memcpy_bw * 1e6;
   if (print) {
-    const double algbw = bytes / (s.median_us * 1e-6) / 1e9;
-    std::printf("%12.0f %10lld %6s %-11s %11.2f %9.3f %9.3f %11.2f %7.3f  %s\n", bytes,
-                static_cast<long long>(rows * cols), "f32", op_name(O), s.median_us, algbw,
-                algbw * bus_factor(O, n), floor_us, floor_us / s.median_us,
+    const double algbw = bytes / (r.us * 1e-6) / 1e9;
+    std::printf("%12.0f %10lld %-11s %11.2f %9.3f %9.3f %11.2f %7.3f %11.2f %7.2f %5.2f %5.2f  %s\n",
+                bytes, static_cast<long long>(rows * cols), op_name(O), r.us, algbw,
+                algbw * bus_factor(O, n), floor_us, floor_us / r.us, r.us_all, r.us / r.us_all,
+                static_cast<double>(x.bytes_held()) / bytes, static_cast<double>(held) / bytes,
                 std::string(spmd::plan_of<Src, Dst, float>::trace().view()).c_str());
   }
-  return s.median_us;
+  return r;
 }
 
 template <class Mesh, op O>
 op_result run_op(const char* mesh_name, double memcpy_bw, int max_log4) {
   op_result r{std::string(mesh_name) + " " + op_name(O)};
   // 4 KiB = 32x32 f32, with static extents: the compile-time path, as for small tensors.
-  r.us_4k = run_case<Mesh, O>(extents<32, 32>{}, memcpy_bw, true);
+  r.us_4k = run_case<Mesh, O>(extents<32, 32>{}, memcpy_bw, true).us;
   double us = 0, floor_us = 0;
   for (int k = 1; k <= max_log4; ++k) {  // 16 KiB ... 256 MiB, dynamic extents
     const index_t side = index_t{32} << k;
-    us = run_case<Mesh, O>(extents<dyn, dyn>{side, side}, memcpy_bw, true);
+    const case_result c = run_case<Mesh, O>(extents<dyn, dyn>{side, side}, memcpy_bw, true);
+    us = c.us;
     const double bytes = static_cast<double>(side * side) * sizeof(float);
     floor_us = floor_bytes(O, bytes, static_cast<double>(Mesh::size)) / memcpy_bw * 1e6;
+    if (bytes >= 64.0 * (1 << 20)) r.worst_speedup = std::min(r.worst_speedup, c.us / c.us_all);
   }
   r.ratio_large = floor_us / us;
   return r;
@@ -181,8 +208,9 @@ op_result run_op(const char* mesh_name, double memcpy_bw, int max_log4) {
 template <class Mesh>
 void run_mesh(const char* mesh_name, double memcpy_bw, int max_log4, std::vector<op_result>& all) {
   std::printf("\n# mesh %s (%lld ranks)\n", mesh_name, static_cast<long long>(Mesh::size));
-  std::printf("%12s %10s %6s %-11s %11s %9s %9s %11s %7s  %s\n", "size(B)", "count", "type", "op",
-              "time(us)", "algbw", "busbw", "floor(us)", "ratio", "plan");
+  std::printf("%12s %10s %-11s %11s %9s %9s %11s %7s %11s %7s %5s %5s  %s\n", "size(B)", "count",
+              "op", "time(us)", "algbw", "busbw", "floor(us)", "ratio", "time_all", "speedup",
+              "in", "held", "plan");
   all.push_back(run_op<Mesh, op::s0_r>(mesh_name, memcpy_bw, max_log4));
   all.push_back(run_op<Mesh, op::s0_s1>(mesh_name, memcpy_bw, max_log4));
   all.push_back(run_op<Mesh, op::p_r>(mesh_name, memcpy_bw, max_log4));
@@ -197,24 +225,42 @@ int main(int argc, char** argv) {
   mallopt(M_MMAP_THRESHOLD, 1 << 30);
   mallopt(M_TRIM_THRESHOLD, -1);
 
+  all_threads = spmd::sim::threads();
   const double bw = memcpy_bandwidth();
   std::printf("# spmd simulation backend: redistribute, f32, median of repeated runs\n");
-  std::printf("# memcpy bandwidth (256 MiB, this run): %.2f GB/s\n", bw / 1e9);
+  std::printf("# memcpy bandwidth (256 MiB, this run): %.2f GB/s; threads: 1 and %d\n", bw / 1e9,
+              all_threads);
   std::printf("# algbw = size / time, busbw = algbw x (n-1)/n (x 2(n-1)/n for P->R), as nccl-tests\n");
   std::printf("# floor = fewest bytes the simulation must move / memcpy bandwidth; ratio = floor / time\n");
+  std::printf("# time, ratio: 1 thread; time_all, speedup: %d threads; in, held: bytes held by the\n"
+              "# input and the result / bytes of the tensor\n", all_threads);
   std::vector<op_result> all;
   run_mesh<spmd::mesh<8>>("8", bw, max_log4, all);
   run_mesh<spmd::mesh<2, 4>>("2x4", bw, max_log4, all);
 
-  double worst_ratio = 1e9, worst_us = 0;
-  std::string ratio_op, us_op;
+  // Memory of a replicated tensor: 8 ranks of R hold one copy.
+  const index_t side = quick ? 256 : 4096;
+  using R8 = layout<spmd::mesh<8>, placements<replicate>, extents<dyn, dyn>>;
+  const std::vector<float> w(static_cast<std::size_t>(side * side), 1.0f);
+  const auto r8 = spmd::sim::distribute_tensor<R8>(w, R8{extents<dyn, dyn>{side, side}});
+  const double replica_memory =
+      static_cast<double>(r8.bytes_held()) / static_cast<double>(w.size() * sizeof(float));
+
+  double worst_ratio = 1e9, worst_us = 0, worst_speedup = 1e9;
+  std::string ratio_op, us_op, speedup_op;
   for (const op_result& r : all) {
     if (r.ratio_large < worst_ratio) worst_ratio = r.ratio_large, ratio_op = r.name;
     if (r.us_4k > worst_us) worst_us = r.us_4k, us_op = r.name;
+    if (r.worst_speedup < worst_speedup) worst_speedup = r.worst_speedup, speedup_op = r.name;
   }
-  std::printf("\n# worst ratio at the largest size: %s; slowest at 4 KiB: %s\n", ratio_op.c_str(),
-              us_op.c_str());
-  std::printf("RESULT large_ratio=%.3f small_us=%.3f%s\n", worst_ratio, worst_us,
+  if (worst_speedup > 1e8) worst_speedup = 0;  // quick: no size >= 64 MiB
+  std::printf("\n# worst ratio at the largest size: %s; slowest at 4 KiB: %s; least speed-up: %s\n",
+              ratio_op.c_str(), us_op.c_str(), speedup_op.c_str());
+  std::printf("# an 8-rank replicated %lldx%lld f32 tensor holds %zu bytes (one copy: %zu)\n",
+              static_cast<long long>(side), static_cast<long long>(side), r8.bytes_held(),
+              w.size() * sizeof(float));
+  std::printf("RESULT large_ratio=%.3f small_us=%.3f threads_speedup=%.3f replica_memory=%.3f%s\n",
+              worst_ratio, worst_us, worst_speedup, replica_memory,
               quick ? " (quick run: largest size 256 KiB)" : "");
   return 0;
 }

@@ -8,7 +8,11 @@
 // shared free list is behind a mutex (sim/buffer.hpp).
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <cstdint>
+#include <limits>
+#include <span>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -79,4 +83,98 @@ TEST_CASE("redistributes, operators and counters from several threads at once", 
     INFO("thread " << t);
     CHECK(mismatches[static_cast<std::size_t>(t)] == 0);
   }
+}
+
+// --- the simulation's own threads (spmd::sim::set_threads) ------------------------------
+// Large steps and operators run on the simulation's worker threads. The results must be
+// the same bits for every thread count: each case runs with 1, 2 and 3 threads and the
+// locals of every rank are compared byte for byte (NaN payloads and signed zeros
+// included). The sizes are chosen to pass the thresholds that start the threads (4 MiB per
+// step, 64 Ki elements per operator).
+
+namespace {
+
+/// Every rank's local, as bytes.
+template <class D>
+std::vector<unsigned char> bytes_of(const D& x) {
+  std::vector<unsigned char> b;
+  for (index_t i = 0; i < x.locals().ranks(); ++i) {
+    const auto* p = reinterpret_cast<const unsigned char*>(x.locals().data(i));
+    b.insert(b.end(), p, p + x.locals().size(i) * static_cast<index_t>(sizeof(*x.locals().data(i))));
+  }
+  return b;
+}
+
+std::vector<std::vector<unsigned char>> large_work() {
+  using M8 = mesh<8>;
+  using P8 = layout<M8, placements<partial<>>, extents<dyn, dyn>>;
+  using S8 = layout<M8, placements<shard<0>>, extents<dyn, dyn>>;
+  using Ps = layout<mesh<2, 4>, placements<partial<reduce_op::max>, shard<1>>, extents<512, 256>>;
+  using A = layout<M8, placements<shard<0>>, extents<dyn, dyn>>;
+  using B = layout<M8, placements<replicate>, extents<dyn, dyn>>;
+  const index_t n = 512;
+  std::vector<float> g(static_cast<std::size_t>(n * n));
+  for (std::size_t i = 0; i < g.size(); ++i)
+    g[i] = static_cast<float>(static_cast<int>(i * 2654435761u % 2001) - 1000) * 0.37f;
+  g[5] = std::numeric_limits<float>::quiet_NaN();
+  g[77] = -0.0f;
+  const extents<dyn, dyn> e{n, n};
+  std::vector<std::vector<unsigned char>> out;
+  const auto p = sim::distribute_tensor<P8>(g, P8{e});
+  out.push_back(bytes_of(p.redistribute<placements<replicate>>()));      // P(sum) -> R
+  out.push_back(bytes_of(p.redistribute<placements<shard<1>>>()));       // P(sum) -> S(1)
+  const auto s = sim::distribute_tensor<S8>(g, S8{e});
+  out.push_back(bytes_of(s.redistribute<placements<replicate>>()));      // all_gather
+  out.push_back(bytes_of(s.redistribute<placements<shard<1>>>()));       // all_to_all
+  out.push_back(bytes_of(s.redistribute<placements<partial<reduce_op::avg>>>()));  // fill
+  const auto ps = sim::distribute_tensor<Ps>(std::span<const float>(g).first(512 * 256));
+  out.push_back(bytes_of(ps.redistribute<placements<replicate, replicate>>()));  // static
+  const auto a = sim::distribute_tensor<A>(g, A{e});
+  const auto b = sim::distribute_tensor<B>(std::span<const float>(g).first(512 * 64),
+                                           B{extents<dyn, dyn>{512, 64}});
+  out.push_back(bytes_of(sim::matmul(a, b)));                               // per-rank gemm
+  out.push_back(bytes_of(sim::relu(a) + a));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("results are the same bits for every thread count", "[threads][pool]") {
+  const int before = sim::threads();
+  sim::set_threads(1);
+  const auto want = large_work();
+  for (int t : {2, 3}) {
+    sim::set_threads(t);
+    CHECK(sim::threads() == t);
+    const auto got = large_work();
+    REQUIRE(got.size() == want.size());
+    for (std::size_t k = 0; k < want.size(); ++k) {
+      INFO("threads " << t << ", case " << k);
+      CHECK(got[k] == want[k]);
+    }
+  }
+  sim::set_threads(before);
+}
+
+TEST_CASE("parallel_for: every task once, exceptions rethrown, nesting and bad counts",
+          "[threads][pool]") {
+  const int before = sim::threads();
+  sim::set_threads(3);
+  std::vector<std::atomic<int>> hits(1000);
+  sim::parallel_for(1000, [&](index_t i) { hits[static_cast<std::size_t>(i)].fetch_add(1); });
+  int wrong = 0;
+  for (auto& h : hits) wrong += h.load() != 1;
+  CHECK(wrong == 0);
+  std::atomic<int> inner{0};
+  sim::parallel_for(4, [&](index_t) { sim::parallel_for(5, [&](index_t) { inner.fetch_add(1); }); });
+  CHECK(inner.load() == 20);
+  CHECK_THROWS_WITH(sim::parallel_for(10,
+                                      [](index_t i) {
+                                        if (i == 7) throw std::runtime_error("task 7 failed");
+                                      }),
+                    "task 7 failed");
+  CHECK_THROWS_WITH(sim::set_threads(0),
+                    "spmd::sim::set_threads: 0 is not a thread count from 1 to 1024");
+  CHECK(sim::threads() == 3);
+  sim::set_threads(before);
 }

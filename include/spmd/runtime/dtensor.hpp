@@ -198,6 +198,11 @@ class dtensor {
                              Layout::spec(), global);
   }
 
+  /// Bytes of memory this process's locals take. In the simulation ranks whose locals are
+  /// equal by construction (replicas) share one buffer, counted once; writing one rank's
+  /// local (local(rank)) gives it its own copy first.
+  std::size_t bytes_held() const { return locals_.bytes_held(); }
+
   /// The locals this process holds, by mesh index.
   const storage_type& locals() const& { return locals_; }
   storage_type&& locals() && { return std::move(locals_); }

@@ -84,6 +84,13 @@ class device_set {
   device_view<T> view(index_t i) { return {data(i), shape(i)}; }
   device_view<const T> view(index_t i) const { return {data(i), shape(i)}; }
 
+  /// Bytes of device memory the held locals take (device locals are never shared).
+  std::size_t bytes_held() const {
+    std::size_t b = 0;
+    for (const index_t r : held()) b += static_cast<std::size_t>(at(r).buf.capacity()) * sizeof(T);
+    return b;
+  }
+
   /// Give mesh index i an uninitialised local of `shape` (its old buffer when large enough).
   void assign(index_t i, const shape_vec& shape) {
     entry& e = at(i);

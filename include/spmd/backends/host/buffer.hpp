@@ -6,8 +6,14 @@
 // finds its buffers already mapped and touched, so it runs at memcpy speed instead of paying
 // for page faults, and small steps cost no malloc. `release_cached_memory()` frees the
 // cache; `cached_bytes()` tells its size.
+//
+// A block can have several owners (`share()`): ranks whose locals are equal by construction
+// (replicas) hold one block, and whoever writes first takes a copy (local_set::data). The
+// count of owners is allocated only when a block is first shared, so a block with one owner
+// costs what it did before sharing existed.
 #pragma once
 
+#include <atomic>
 #include <bit>
 #include <cstddef>
 #include <cstring>
@@ -165,10 +171,12 @@ inline std::size_t cached_bytes() {
 }
 
 /// An owning, uninitialised array of trivially copyable T from the pool; empty when it
-/// holds no block (a zero-size local tensor needs none).
+/// holds no block (a zero-size local tensor needs none). Move-only; `share()` gives another
+/// owner of the same block, which goes back to the pool when its last owner lets go.
 template <class T>
 class buffer {
   static_assert(std::is_trivially_copyable_v<T>, "spmd::sim: elements must be trivially copyable");
+  using count_t = std::atomic<long>;
 
  public:
   buffer() = default;
@@ -177,12 +185,17 @@ class buffer {
     cls_ = detail::buffer_pool::class_of(static_cast<std::size_t>(elems) * sizeof(T));
     data_ = static_cast<T*>(detail::thread_cache::instance().acquire(cls_));
   }
-  buffer(buffer&& o) noexcept : data_(std::exchange(o.data_, nullptr)), cls_(o.cls_) {}
+  buffer(buffer&& o) noexcept
+      : data_(std::exchange(o.data_, nullptr)),
+        cls_(o.cls_),
+        owners_(o.owners_.exchange(nullptr, std::memory_order_relaxed)) {}
   buffer& operator=(buffer&& o) noexcept {
     if (this != &o) {
       reset();
       data_ = std::exchange(o.data_, nullptr);
       cls_ = o.cls_;
+      owners_.store(o.owners_.exchange(nullptr, std::memory_order_relaxed),
+                    std::memory_order_relaxed);
     }
     return *this;
   }
@@ -190,21 +203,55 @@ class buffer {
   buffer& operator=(const buffer&) = delete;
   ~buffer() { reset(); }
 
+  /// Another owner of this block (an empty buffer when this one is empty). Safe to call
+  /// from several threads on one buffer (a const dtensor read by several threads).
+  buffer share() const {
+    buffer b;
+    if (!data_) return b;
+    count_t* c = owners_.load(std::memory_order_acquire);
+    if (c == nullptr) {  // first share: the count starts at this owner
+      count_t* fresh = new count_t(1);
+      if (owners_.compare_exchange_strong(c, fresh, std::memory_order_acq_rel))
+        c = fresh;
+      else
+        delete fresh;  // another thread shared first; c is its count
+    }
+    c->fetch_add(1, std::memory_order_relaxed);
+    b.data_ = data_;
+    b.cls_ = cls_;
+    b.owners_.store(c, std::memory_order_relaxed);
+    return b;
+  }
+  /// True when this is the block's only owner (it may be written in place).
+  bool unique() const {
+    if (!data_) return false;
+    const count_t* c = owners_.load(std::memory_order_acquire);
+    return c == nullptr || c->load(std::memory_order_acquire) == 1;
+  }
+
   T* data() const { return data_; }
   /// Elements the block can hold.
   index_t capacity() const {
     return data_ ? static_cast<index_t>((std::size_t{1} << cls_) / sizeof(T)) : 0;
   }
+  /// Bytes of the block (what it takes from the pool).
+  std::size_t block_bytes() const { return data_ ? std::size_t{1} << cls_ : 0; }
   explicit operator bool() const { return data_ != nullptr; }
 
   void reset() {
-    if (data_) detail::thread_cache::instance().release(data_, cls_);
+    if (!data_) return;
+    count_t* c = owners_.exchange(nullptr, std::memory_order_relaxed);
+    if (c == nullptr || c->fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      detail::thread_cache::instance().release(data_, cls_);
+      delete c;
+    }
     data_ = nullptr;
   }
 
  private:
   T* data_ = nullptr;
   int cls_ = 0;
+  mutable std::atomic<count_t*> owners_{nullptr};  // null: one owner, never shared
 };
 
 }  // namespace spmd::host

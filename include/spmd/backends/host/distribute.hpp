@@ -182,6 +182,15 @@ inline std::string shape_text(const shape_vec& s) {
 
 namespace detail {
 
+/// The first held mesh index q < r with same(q), or -1: ranks whose locals are equal by
+/// construction share the first one's buffer (local_set::share) instead of a copy.
+template <class Same>
+index_t first_held(held_range held, index_t r, Same&& same) {
+  for (index_t q = held.lo; q < r; ++q)
+    if (same(q)) return q;
+  return -1;
+}
+
 /// What distribute does for each rank, independent of the element type.
 struct rank_slice {
   shape_vec shape{};
@@ -221,6 +230,14 @@ local_set<T> distribute(std::span<const T> data, const layout_spec& spec,
   local_set<T> out(spec.mesh_size(), held);
   for (const index_t r : held.indices()) {
     const detail::rank_slice& s = plan[static_cast<std::size_t>(r)];
+    const index_t twin = detail::first_held(held, r, [&](index_t q) {
+      const detail::rank_slice& o = plan[static_cast<std::size_t>(q)];
+      return o.part == s.part && o.shape == s.shape && o.geo == s.geo;
+    });
+    if (twin >= 0) {  // the same block of the same split: a replica
+      out.share(r, twin);
+      continue;
+    }
     out.assign(r, s.shape);
     detail::copy_region(out.data(r), data.data(), s.geo);
     if (part.mask != 0 && n > 1) detail::split_partial(out.data(r), out.size(r), part.op, s.part, n);
@@ -246,15 +263,41 @@ inline bool holds_identity(const layout_spec& spec, index_t r) {
 /// Fill every rank's local with f(global row-major index) over its box; then apply the
 /// partition rule for Partial placements (sum, product: ranks off the group's first member
 /// hold the identity; avg, max, min: every rank holds the value). The factories' rule.
+/// For each mesh index, the first held one whose generated local is the same by
+/// construction (the same block of the global tensor, or the identity of a Partial layout
+/// in a block of the same shape), or -1: that rank's local is a replica (local_set::share).
+inline std::vector<index_t> generated_twins(const layout_spec& spec, const shape_vec& global,
+                                            held_range held) {
+  std::vector<local_box> boxes;
+  std::vector<bool> id;
+  std::vector<index_t> twins(static_cast<std::size_t>(spec.mesh_size()), -1);
+  for (index_t r = 0; r < spec.mesh_size(); ++r) {
+    boxes.push_back(box_at(spec, global, unravel(spec.mesh, r)));
+    id.push_back(holds_identity(spec, r));
+  }
+  for (const index_t r : held.indices())
+    twins[static_cast<std::size_t>(r)] = detail::first_held(held, r, [&](index_t q) {
+      const auto i = static_cast<std::size_t>(r), j = static_cast<std::size_t>(q);
+      return id[j] == id[i] && boxes[j].shape == boxes[i].shape &&
+             (id[i] || boxes[j].offset == boxes[i].offset);
+    });
+  return twins;
+}
+
 template <element T, class F>
 local_set<T> generate(const layout_spec& spec, const shape_vec& global, F&& f,
                       held_range held) {
   const index_t n_ranks = spec.mesh_size();
   const detail::partial_info part = detail::partial_of(spec);
   if (part.mask != 0) check_reduce_op<T>(part.op, "spmd::sim::generate");
+  const std::vector<index_t> twins = generated_twins(spec, global, held);
   local_set<T> out(n_ranks, held);
   for (const index_t r : held.indices()) {
     const local_box b = box_at(spec, global, unravel(spec.mesh, r));
+    if (const index_t twin = twins[static_cast<std::size_t>(r)]; twin >= 0) {
+      out.share(r, twin);  // the same block (or the identity of the same shape): a replica
+      continue;
+    }
     out.assign(r, b.shape);
     const index_t size = out.size(r);
     T* p = out.data(r);

@@ -6,8 +6,15 @@
 // this process's one (or none, outside the mesh) under MPI. It is the value-level state the
 // executors work on; `runtime::dtensor` wraps one with a typed layout. Code that works on
 // locals loops over `held()`, so it is the same for every backend.
+//
+// Ranks whose locals are equal by construction (replicas) may hold one buffer (`share`):
+// a copy of a set shares every buffer, and writing a rank's local through the non-const
+// `data(i)`/`view(i)` first gives that rank a copy of its own (copy on write), so changing
+// one rank's local changes only that rank, as in LocalTensor. Code that only reads a
+// non-const set says so with `cdata(i)`/`cview(i)`. `bytes_held()` counts each buffer once.
 #pragma once
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -74,15 +81,9 @@ class local_set {
 
   local_set(local_set&&) noexcept = default;
   local_set& operator=(local_set&&) noexcept = default;
-  /// A deep copy.
+  /// A copy: every rank's local shares the other set's buffer (copied when written).
   local_set(const local_set& o) : locals_(o.locals_.size()), held_(o.held_) {
-    for (const index_t r : held_.indices()) {
-      const auto i = static_cast<std::size_t>(r);
-      assign(r, o.locals_[i].shape);
-      if (const index_t n = o.locals_[i].size(); n > 0)
-        detail::copy_bytes(locals_[i].buf.data(), o.locals_[i].buf.data(),
-                           static_cast<std::size_t>(n) * sizeof(T));
-    }
+    for (const index_t r : held_.indices()) share_from(r, o, r);
   }
   local_set& operator=(const local_set& o) {
     if (this != &o) *this = local_set(o);
@@ -100,16 +101,53 @@ class local_set {
 
   const shape_vec& shape(index_t i) const { return locals_[idx(i)].shape; }
   index_t size(index_t i) const { return locals_[idx(i)].size(); }
-  T* data(index_t i) { return locals_[idx(i)].buf.data(); }
+  /// Mesh index i's elements, to write: a shared buffer is first copied (copy on write).
+  T* data(index_t i) {
+    rank_local<T>& l = locals_[idx(i)];
+    if (l.buf && !l.buf.unique()) unshare(l);
+    return l.buf.data();
+  }
   const T* data(index_t i) const { return locals_[idx(i)].buf.data(); }
+  /// Mesh index i's elements, to read (never copies).
+  const T* cdata(index_t i) const { return data(i); }
   strided_view<T> view(index_t i) { return {data(i), shape(i)}; }
   strided_view<const T> view(index_t i) const { return {data(i), shape(i)}; }
+  strided_view<const T> cview(index_t i) const { return view(i); }
+
+  /// Mesh index i holds the buffer (and shape) of mesh index j: a replica, not a copy.
+  void share(index_t i, index_t j) {
+    if (i != j) share_from(i, *this, j);
+  }
+  /// Mesh index i holds the buffer (and shape) of mesh index j of another set.
+  void share_from(index_t i, const local_set& o, index_t j) {
+    locals_[idx(i)].buf = o.locals_[idx(j)].buf.share();
+    locals_[idx(i)].shape = o.locals_[idx(j)].shape;
+  }
+  /// True when mesh indices i and j hold one buffer.
+  bool shares(index_t i, index_t j) const {
+    return locals_[idx(i)].buf && locals_[idx(i)].buf.data() == locals_[idx(j)].buf.data();
+  }
+  /// Bytes of memory the held locals take: each buffer once, however many ranks share it
+  /// (whole pool blocks: a block is a power of two of at least 64 bytes).
+  std::size_t bytes_held() const {
+    std::vector<const T*> seen;
+    seen.reserve(static_cast<std::size_t>(held_.count()));
+    std::size_t bytes = 0;
+    for (const index_t r : held_.indices()) {
+      const buffer<T>& b = locals_[idx(r)].buf;
+      if (!b || std::find(seen.begin(), seen.end(), b.data()) != seen.end()) continue;
+      seen.push_back(b.data());
+      bytes += b.block_bytes();
+    }
+    return bytes;
+  }
 
   /// Give mesh index i a new, uninitialised local of `shape`.
   void assign(index_t i, const shape_vec& shape) {
     rank_local<T>& l = locals_[idx(i)];
     const index_t n = shape_elems(shape);
-    if (l.buf.capacity() < n || (n == 0 && l.buf)) l.buf = buffer<T>(n);
+    if (l.buf.capacity() < n || (n == 0 && l.buf) || (l.buf && !l.buf.unique()))
+      l.buf = buffer<T>(n);
     l.shape = shape;
   }
   /// Install a buffer (at least shape's size) as mesh index i's local.
@@ -124,6 +162,12 @@ class local_set {
 
  private:
   static std::size_t idx(index_t i) { return static_cast<std::size_t>(i); }
+  static void unshare(rank_local<T>& l) {
+    buffer<T> own(l.size());
+    if (l.size() > 0)
+      detail::copy_bytes(own.data(), l.buf.data(), static_cast<std::size_t>(l.size()) * sizeof(T));
+    l.buf = std::move(own);
+  }
   std::vector<rank_local<T>> locals_;
   held_range held_{};
 };

@@ -19,6 +19,7 @@
 #include "spmd/core/layout_spec.hpp"
 #include "spmd/core/mesh_groups.hpp"
 #include "spmd/backends/host/distribute.hpp"
+#include "spmd/backends/host/thread_pool.hpp"
 #include "spmd/backends/host/element.hpp"
 #include "spmd/backends/host/local_set.hpp"
 #include "spmd/random/draw.hpp"
@@ -122,18 +123,27 @@ void dropout_block(const random::draw& d, const local_box& box, const shape_vec&
   });
 }
 
-/// Fills the held locals of `out` (already shaped by the layout) with the draw.
+/// Fills the held locals of `out` (already shaped by the layout) with the draw: each
+/// distinct block once, on the simulation's threads; ranks whose blocks are equal by
+/// construction (replicas) then share the first one's buffer.
 template <class T>
 void fill_locals(local_set<T>& out, const layout_spec& spec, const shape_vec& global,
                  const random::draw& d) {
   const reduce_op op = detail::partial_of(spec).op;
-  for (const index_t r : out.held()) {
-    if (holds_identity(spec, r)) {
+  const std::vector<index_t> twins = generated_twins(spec, global, out.held_ranks());
+  std::vector<index_t> todo;
+  for (const index_t r : out.held())
+    if (twins[static_cast<std::size_t>(r)] < 0) todo.push_back(r);
+  for (const index_t r : todo) (void)out.data(r);  // own buffers, before the threads write
+  parallel_for(static_cast<index_t>(todo.size()), [&](index_t k) {
+    const index_t r = todo[static_cast<std::size_t>(k)];
+    if (holds_identity(spec, r))
       std::fill_n(out.data(r), out.size(r), identity<T>(op));
-      continue;
-    }
-    fill_draw<T>(d, box_at(spec, global, unravel(spec.mesh, r)), global, out.data(r));
-  }
+    else
+      fill_draw<T>(d, box_at(spec, global, unravel(spec.mesh, r)), global, out.data(r));
+  });
+  for (const index_t r : out.held())
+    if (const index_t t = twins[static_cast<std::size_t>(r)]; t >= 0) out.share(r, t);
 }
 
 /// Every held rank's local of a draw over the global shape.

@@ -1,8 +1,8 @@
 // spmd/backends/host/slot.hpp — a rank's local while a plan runs, and what a step does to it.
 //
 // Both host executors (the simulation's and MPI's) walk a plan step by step over slots: a slot
-// points at the data a rank holds and owns it, or borrows it from a const input (never
-// written then). `dispose` applies a step's disposition (plan/lower.hpp): keep the buffer,
+// points at the data a rank holds and owns it (alone, or shared with replicas and a const
+// input: never written then), or borrows it. `dispose` applies a step's disposition (plan/lower.hpp): keep the buffer,
 // modify it in place when it is owned and large enough, or take a fresh one from the pool.
 // `checked_schedules` is the value-level entry both share: the plan and its input checked,
 // the schedules built.
@@ -22,31 +22,42 @@
 
 namespace spmd::host::detail {
 
-/// A rank's local while a plan runs: `data` is read (and written when `own` holds it);
-/// an empty `own` means the data is borrowed from the caller's input.
-template <class T>
+/// A rank's local while a plan runs: `data` is read, and written only when `own` is this
+/// slot's alone (`writable`). `own` may share its block with other ranks (replicas) or with
+/// the caller's const input; an empty `own` with data means the data is borrowed. `Buf`:
+/// host::buffer<T>, or a device backend's buffer (MPI and NCCL run the same steps).
+template <class T, class Buf = buffer<T>>
 struct slot {
   T* data = nullptr;
-  buffer<T> own;
+  Buf own;
   shape_vec shape{};
 };
 
-template <class T>
-SPMD_SIM_INLINE void dispose(const rank_plan& p, slot<T>& in, slot<T>& out) {
+/// True when the slot may write its block in place: it owns it, and no one else does.
+template <class Buf>
+SPMD_SIM_INLINE bool writable(const Buf& b) {
+  if constexpr (requires { b.unique(); }) return b.unique();
+  else return static_cast<bool>(b);
+}
+
+/// A step's disposition (plan/lower.hpp) for one rank: keep the buffer, modify it in place
+/// when the slot alone owns it and it is large enough, or take a fresh one.
+template <class T, class Buf>
+SPMD_SIM_INLINE void dispose(const rank_plan& p, slot<T, Buf>& in, slot<T, Buf>& out) {
   switch (p.how) {
     case disposition::keep:
       out.data = in.data;
       out.own = std::move(in.own);
       break;
     case disposition::modify:
-      if (in.own && in.own.capacity() >= p.elems) {
+      if (writable(in.own) && in.own.capacity() >= p.elems) {
         out.data = in.data;
         out.own = std::move(in.own);
         break;
       }
       [[fallthrough]];
     case disposition::fresh:
-      out.own = buffer<T>(p.elems);
+      out.own = Buf(p.elems);
       out.data = out.own.data();
       break;
   }

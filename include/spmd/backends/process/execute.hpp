@@ -48,6 +48,7 @@
 
 #include "spmd/backends/host/element.hpp"
 #include "spmd/backends/host/local_set.hpp"
+#include "spmd/backends/host/slot.hpp"
 #include "spmd/core/mesh_groups.hpp"
 #include "spmd/plan/lower.hpp"
 #include "spmd/plan/plan.hpp"
@@ -303,44 +304,11 @@ void run_local(Tr& tr, const step_schedule& s, index_t me, const T* in, T* out) 
   }
 }
 
-/// A rank's local while a plan runs: `data` is read (and written when `own` holds it); an
-/// empty `own` means the data is borrowed from the caller's input.
-template <class Buf, class T>
-struct slot {
-  T* data = nullptr;
-  Buf own;
-  shape_vec shape{};
-};
-
-/// A step's disposition (plan/lower.hpp) for this rank: keep the buffer, modify it in place
-/// when it is owned and large enough, or take a fresh one.
-template <class Buf, class T>
-void dispose(const rank_plan& p, slot<Buf, T>& in, slot<Buf, T>& out) {
-  switch (p.how) {
-    case disposition::keep:
-      out.data = in.data;
-      out.own = std::move(in.own);
-      break;
-    case disposition::modify:
-      if (in.own && in.own.capacity() >= p.elems) {
-        out.data = in.data;
-        out.own = std::move(in.own);
-        break;
-      }
-      [[fallthrough]];
-    case disposition::fresh:
-      out.own = Buf(p.elems);
-      out.data = out.own.data();
-      break;
-  }
-  out.shape = p.shape;
-}
-
 template <class T, class Tr, class Buf>
 void run_step(Tr& tr, const plan_step& step, const step_schedule& s, const place& w,
-              slot<Buf, T>& a, slot<Buf, T>& b) {
+              host::detail::slot<T, Buf>& a, host::detail::slot<T, Buf>& b) {
   const rank_plan& p = s.ranks[static_cast<std::size_t>(w.me)];
-  dispose(p, a, b);
+  host::detail::dispose(p, a, b);
   const T* in = a.data;
   T* out = b.data;
   switch (s.kind) {
@@ -381,16 +349,20 @@ Set run_schedules(Tr& tr, const plan& p, const std::vector<step_schedule>& sched
   w.comm_rank = std::move(comm_rank);
   w.mesh = p.steps[0].from.mesh;
 
-  slot<Buf, T> a;
+  host::detail::slot<T, Buf> a;
   a.shape = in.shape(w.me);
-  if constexpr (std::is_const_v<std::remove_reference_t<In>>) {
+  if constexpr (std::is_const_v<std::remove_reference_t<In>> &&
+                requires { Buf(in[w.me].buf.share()); }) {
+    a.own = in[w.me].buf.share();  // shared with the input: never written, never copied
+    a.data = a.own.data();
+  } else if constexpr (std::is_const_v<std::remove_reference_t<In>>) {
     a.data = const_cast<T*>(in.data(w.me));  // borrowed: never written
   } else {
     a.own = in.release(w.me);
     a.data = a.own.data();
   }
   for (std::size_t i = 0; i < scheds.size(); ++i) {
-    slot<Buf, T> b;
+    host::detail::slot<T, Buf> b;
     const plan_step& step = p.steps[static_cast<int>(i)];
     run_step<T>(tr, step, scheds[i], w, a, b);
     if (is_collective(step.kind) && runtime::detail::counting())

@@ -31,9 +31,10 @@ struct backend {
       return detail::execute_static<T, Holder, Ext>(std::forward<In>(in));
     } else {  // schedules built at run time, once per shape
       const shape_vec global = ext.to_vec();
-      return detail::run_schedules<T>(
-          Holder::value, cached_schedules<Holder>(global, "spmd::sim::redistribute"), global,
-          std::forward<In>(in));
+      const auto& scheds = cached_schedules<Holder>(global, "spmd::sim::redistribute");
+      return detail::run_schedules<T>(Holder::value, scheds,
+                                      detail::cached_replica_plans<Holder>(global, scheds), global,
+                                      std::forward<In>(in));
     }
   }
 

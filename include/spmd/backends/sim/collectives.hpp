@@ -21,8 +21,10 @@
 //   - every piece copied (a shard into its slot of an all_gather, a torch.chunk piece into
 //     an all_to_all's output, the broadcast source into each member) is a box copy:
 //     make_geom(region, src box, dst box) + copy_region, as a redistribute step's copy ops;
-//   - all_reduce is the all-reduce kernel (detail::all_reduce: reduce_into, chunk by chunk,
-//     stored to every member), as a P -> R step;
+//   - all_reduce is the reduction kernel (reduce_region: reduce_into, chunk by chunk) into
+//     the group's first member, whose block the others share, as a P -> R step;
+//   - all_gather's and broadcast's members share one block (local_set::share): the result
+//     is written once per group, or not at all (broadcast shares the source's block);
 //   - reduce_scatter is reduce_region over member j's torch.chunk box of the group's
 //     shards, as a P -> S(dim) step.
 // Uneven pieces are zero-size boxes (run = 0: the kernels do nothing).
@@ -140,16 +142,13 @@ local_tensor<T, Mesh> all_reduce(const local_tensor<T, Mesh>& x, reduce_op op,
     const std::vector<index_t> m = detail::group_members<Mesh>(group, g);
     detail::check_same_shapes<T, Mesh>(in, m, "all_reduce");
     std::vector<const T*> src;
-    std::vector<T*> dst;
-    for (index_t i : m) {
-      out.assign(i, in.shape(i));
-      src.push_back(in.data(i));
-      dst.push_back(out.data(i));
-    }
+    for (index_t i : m) src.push_back(in.data(i));
     const index_t len = in.size(m[0]);
     const index_t n = static_cast<index_t>(m.size());
-    if (len > 0)  // the backend's all-reduce kernel (a P -> R step)
-      detail::all_reduce(op, dst.data(), src.data(), n, len);
+    out.assign(m[0], in.shape(m[0]));
+    if (len > 0)  // the backend's reduction (a P -> R step): one result, shared by the group
+      detail::reduce_region(op, out.data(m[0]), src.data(), n, whole_geom(len));
+    for (std::size_t j = 1; j < m.size(); ++j) out.share(m[j], m[0]);
     for (index_t j = 0; j < n; ++j) received += 2 * (len - chunk(len, n, j).size);
   }
   if (detail::counting())
@@ -174,10 +173,8 @@ local_tensor<T, Mesh> broadcast(const local_tensor<T, Mesh>& x, index_t src_rank
   for (index_t g = 0; g < Mesh::group_count(group); ++g) {
     const index_t s = group_member(Mesh::shape_vec(), group, g, pos);
     const shape_vec& S = in.shape(s);
-    const shape_vec z = detail::zeros_like(S);
     for (index_t i : detail::group_members<Mesh>(group, g)) {
-      out.assign(i, S);
-      detail::copy_box(out.data(i), S, z, in.data(s), S, z, S);
+      out.share_from(i, in, s);  // the source's block itself (copied when written)
       if (i != s) received += shape_elems(S);
     }
   }
@@ -221,10 +218,7 @@ local_tensor<T, Mesh> all_gather(const local_tensor<T, Mesh>& x, int dim,
       pos[d] += in.shape(i)[d];
     }
     // ... then the whole result is copied to the other members.
-    for (std::size_t j = 1; j < m.size(); ++j) {
-      out.assign(m[j], O);
-      detail::copy_box(out.data(m[j]), O, z, out.data(first), O, z, O);
-    }
+    for (std::size_t j = 1; j < m.size(); ++j) out.share(m[j], first);  // one block, shared
     for (index_t i : m) received += shape_elems(O) - in.size(i);
   }
   if (detail::counting())

@@ -15,9 +15,12 @@
 // Buffers: a step writes into the rank's own buffer when it may (chunk, partition, in-place
 // all_reduce), keeps it when the rank's local does not change, and takes a fresh one from
 // the pool otherwise; buffers the step no longer needs go back to the pool. A `const`
-// input is borrowed, never written: ranks still borrowing at the end are copied once.
+// input's buffers are shared, never written (nor copied when a rank keeps its block).
+// Ranks whose new blocks are equal (replicas.hpp: all_gather to R, all_reduce, or the same
+// ops on shared inputs) share one buffer: each distinct block is written once.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <stdexcept>
@@ -34,8 +37,10 @@
 #include "spmd/backends/host/kernels.hpp"
 #include "spmd/backends/host/local_set.hpp"
 #include "spmd/backends/host/slot.hpp"
+#include "spmd/backends/host/thread_pool.hpp"
 #include "spmd/plan/lower.hpp"
 #include "spmd/backends/sim/names.hpp"
+#include "spmd/backends/sim/replicas.hpp"
 
 namespace spmd::sim {
 
@@ -90,6 +95,155 @@ void run_ops(const sched_op* ops, std::size_t n_ops, reduce_op op, index_t group
   }
 }
 
+/// The ops of a step where some ranks share another's new block (rep[r] >= 0, from
+/// resolve_replicas): their ops do not run, `replicate` ops never run, and an all_reduce
+/// (reduce_bcast) reduces into its group's first member only. Bundles run whole when none
+/// of their ranks shares.
+template <class T>
+void run_ops_shared(const sched_op* ops, std::size_t n_ops, reduce_op op, index_t group_size,
+                    const index_t* members, const T* const* in, T* const* out,
+                    const T** srcs, T** dsts, const index_t* rep) {
+  for (std::size_t k = 0; k < n_ops;) {
+    const sched_op& o = ops[k];
+    if (o.code == op_code::replicate || rep[o.dst] >= 0) {
+      ++k;
+      continue;
+    }
+    if (o.bundle_head && bundle_pays<T>(o)) {
+      bool whole = true;
+      for (index_t q = 1; q < o.bundle; ++q) whole = whole && rep[ops[k + q].dst] < 0;
+      if (whole) {
+        copy_bundle(&o, o.bundle, in, out);
+        k += static_cast<std::size_t>(o.bundle);
+        continue;
+      }
+    }
+    if (o.code == op_code::reduce_bcast) {
+      for (index_t j = 0; j < group_size; ++j) srcs[j] = in[members[o.src * group_size + j]];
+      reduce_region(op, out[o.dst], srcs, group_size, o.geo);
+    } else {
+      run_op<T>(o, op, group_size, members, in, out, srcs, dsts);
+    }
+    ++k;
+  }
+}
+
+// --- the same, on the simulation's threads -----------------------------------------------
+// A step's ops write disjoint regions of their ranks' blocks (the pieces of a gather, the
+// blocks of a reduce_scatter, one rank's all_reduce), except a fill step's, which fills a
+// rank's block and then copies into it: those run rank by rank. Large copies and reductions
+// are split along their outermost extent (or their one run) into pieces of about
+// task_bytes; in-place moves are not split (a later piece may read what an earlier one
+// overwrites). Every element is computed by the same kernel from the same operands in the
+// same order as on one thread.
+
+/// Steps moving fewer bytes than this run on the calling thread.
+inline constexpr std::size_t parallel_step_bytes = std::size_t{4} << 20;
+/// Bytes per piece of a split op.
+inline constexpr std::size_t task_bytes = std::size_t{2} << 20;
+
+/// The part [lo, hi) of g's outermost extent (of its run when it has one run).
+constexpr run_geom slice_geom(const run_geom& g, index_t lo, index_t hi) {
+  run_geom s = g;
+  if (g.nd == 0) {
+    s.run = hi - lo;
+    s.soff += lo * g.s_inner;
+    s.doff += lo * g.d_inner;
+  } else {
+    s.ext[0] = hi - lo;
+    s.soff += lo * g.sstr[0];
+    s.doff += lo * g.dstr[0];
+  }
+  return s;
+}
+
+/// Bytes an op reads and writes.
+template <class T>
+constexpr std::size_t op_bytes(const sched_op& o, index_t group_size) {
+  const bool reduces = o.code == op_code::reduce || o.code == op_code::reduce_bcast;
+  return static_cast<std::size_t>(o.geo.count()) * sizeof(T) *
+         static_cast<std::size_t>(reduces ? group_size + 1 : 2);
+}
+
+/// run_ops_shared's work, on the simulation's threads when the step is large.
+template <class T>
+void run_step_ops(step_kind kind, const sched_op* ops, std::size_t n_ops, reduce_op op,
+                  index_t group_size, const index_t* members, const T* const* in, T* const* out,
+                  const T** srcs, T** dsts, const index_t* rep) {
+  if (threads() <= 1 || n_ops == 0)
+    return run_ops_shared<T>(ops, n_ops, op, group_size, members, in, out, srcs, dsts, rep);
+  std::size_t total = 0;
+  for (std::size_t k = 0; k < n_ops; ++k) total += op_bytes<T>(ops[k], group_size);
+  if (total < parallel_step_bytes)
+    return run_ops_shared<T>(ops, n_ops, op, group_size, members, in, out, srcs, dsts, rep);
+
+  struct task {
+    std::size_t k = 0, count = 1;  // ops k .. k + count - 1, whole (a bundle: count = 0)
+    index_t lo = 0, hi = -1;       // hi >= 0: the part [lo, hi) of op k
+  };
+  std::vector<task> tasks;
+  auto skipped = [&](const sched_op& o) { return o.code == op_code::replicate || rep[o.dst] >= 0; };
+  for (std::size_t k = 0; k < n_ops;) {
+    const sched_op& o = ops[k];
+    if (skipped(o)) {
+      ++k;
+      continue;
+    }
+    if (kind == step_kind::fill) {  // a rank's ops in order
+      std::size_t e = k + 1;
+      while (e < n_ops && ops[e].dst == o.dst) ++e;
+      tasks.push_back({k, e - k});
+      k = e;
+      continue;
+    }
+    if (o.bundle_head && bundle_pays<T>(o)) {
+      bool whole = true;
+      for (index_t q = 1; q < o.bundle; ++q) whole = whole && !skipped(ops[k + q]);
+      if (whole) {
+        tasks.push_back({k, 0});
+        k += static_cast<std::size_t>(o.bundle);
+        continue;
+      }
+    }
+    const bool in_place = o.code == op_code::move && out[o.dst] == in[o.src];
+    const index_t extent = o.geo.nd == 0 ? o.geo.run : o.geo.ext[0];
+    const std::size_t bytes = op_bytes<T>(o, group_size);
+    const index_t pieces =
+        in_place ? 1 : std::min<index_t>(extent, static_cast<index_t>(bytes / task_bytes) + 1);
+    if (pieces <= 1) {
+      tasks.push_back({k, 1});
+    } else {
+      for (index_t p = 0; p < pieces; ++p)
+        tasks.push_back({k, 1, extent * p / pieces, extent * (p + 1) / pieces});
+    }
+    ++k;
+  }
+  parallel_for(static_cast<index_t>(tasks.size()), [&](index_t i) {
+    const task& t = tasks[static_cast<std::size_t>(i)];
+    std::vector<const T*> src(static_cast<std::size_t>(group_size));
+    std::vector<T*> dst(static_cast<std::size_t>(group_size));
+    if (t.count == 0) return copy_bundle(&ops[t.k], ops[t.k].bundle, in, out);
+    if (t.hi < 0) return run_ops_shared<T>(&ops[t.k], t.count, op, group_size, members, in, out,
+                                           src.data(), dst.data(), rep);
+    sched_op piece = ops[t.k];
+    piece.geo = slice_geom(piece.geo, t.lo, t.hi);
+    piece.bundle = 1;
+    piece.bundle_head = true;
+    run_ops_shared<T>(&piece, 1, op, group_size, members, in, out, src.data(), dst.data(), rep);
+  });
+}
+
+/// Ranks that share another's new block (rep[r] >= 0) take a share of it.
+template <class T>
+void share_replicas(const rank_plan* ranks, const index_t* rep, index_t n, slot<T>* next) {
+  for (index_t r = 0; r < n; ++r)
+    if (const index_t q = rep[r]; q >= 0) {
+      next[r].own = next[q].own.share();
+      next[r].data = next[r].own.data();
+      next[r].shape = ranks[r].shape;
+    }
+}
+
 template <class T>
 local_set<T> finish(slot<T>* slots, index_t n) {
   local_set<T> out(n);
@@ -111,7 +265,8 @@ void start(slot<T>* slots, In&& in) {
   for (index_t r = 0; r < in.ranks(); ++r) {
     slots[r].shape = in.shape(r);
     if constexpr (std::is_const_v<std::remove_reference_t<In>>) {
-      slots[r].data = const_cast<T*>(in.data(r));  // borrowed: never written
+      slots[r].own = in[r].buf.share();  // shared with the input: never written, never copied
+      slots[r].data = slots[r].own.data();
     } else {
       slots[r].own = std::move(in[r].buf);
       slots[r].data = slots[r].own.data();
@@ -120,21 +275,28 @@ void start(slot<T>* slots, In&& in) {
 }
 
 /// Run checked schedules (those of build_schedules(p, global)) on slots holding the
-/// plan's first state (start()).
+/// plan's first state (start()); `reps`: each schedule's replica plan.
 template <class T>
 local_set<T> run_slots(const plan& p, const std::vector<step_schedule>& scheds,
-                       const shape_vec& global, std::vector<slot<T>> a) {
+                       const std::vector<replica_plan>& reps, const shape_vec& global,
+                       std::vector<slot<T>> a) {
   const index_t n = static_cast<index_t>(a.size());
   std::vector<slot<T>> b(a.size());
   std::vector<const T*> ins(a.size()), srcs(a.size());
   std::vector<T*> outs(a.size()), dsts(a.size());
+  std::vector<index_t> rep(a.size());
   for (std::size_t i = 0; i < scheds.size(); ++i) {
     const step_schedule& s = scheds[i];
     for (index_t r = 0; r < n; ++r) ins[r] = a[r].data;
-    for (index_t r = 0; r < n; ++r) dispose(s.ranks[r], a[r], b[r]);
+    const bool shares = reps[i].any && resolve_replicas<T>(reps[i], s.ops.data(), s.members.data(),
+                                                           s.group_size, ins.data(), n, rep.data());
+    if (!shares) std::fill(rep.begin(), rep.end(), index_t{-1});
+    for (index_t r = 0; r < n; ++r)
+      if (rep[r] < 0) dispose(s.ranks[r], a[r], b[r]);
     for (index_t r = 0; r < n; ++r) outs[r] = b[r].data;
-    run_ops<T>(s.ops.data(), s.ops.size(), s.op, s.group_size, s.members.data(), ins.data(),
-               outs.data(), srcs.data(), dsts.data());
+    run_step_ops<T>(s.kind, s.ops.data(), s.ops.size(), s.op, s.group_size, s.members.data(),
+                    ins.data(), outs.data(), srcs.data(), dsts.data(), rep.data());
+    if (shares) share_replicas<T>(s.ranks.data(), rep.data(), n, b.data());
     for (index_t r = 0; r < n; ++r) a[r].own.reset();
     if (is_collective(s.kind) && comm_counter_top() != nullptr)  // bytes only when counted
       record_collective(
@@ -146,18 +308,43 @@ local_set<T> run_slots(const plan& p, const std::vector<step_schedule>& scheds,
   return finish<T>(a.data(), n);
 }
 
+inline std::vector<replica_plan> replica_plans(const std::vector<step_schedule>& scheds) {
+  std::vector<replica_plan> out;
+  out.reserve(scheds.size());
+  for (const step_schedule& s : scheds) out.push_back(build_replica_plan(s));
+  return out;
+}
+
+/// The replica plans of Holder's schedules for `global` (cached per thread, as the
+/// schedules are).
+template <class Holder>
+const std::vector<replica_plan>& cached_replica_plans(const shape_vec& global,
+                                                      const std::vector<step_schedule>& scheds) {
+  thread_local bool valid = false;
+  thread_local shape_vec last{};
+  thread_local std::vector<replica_plan> plans;
+  if (!valid || !(last == global)) {
+    valid = false;
+    plans = replica_plans(scheds);
+    last = global;
+    valid = true;
+  }
+  return plans;
+}
+
 template <class T, class In>
 local_set<T> run_schedules(const plan& p, const std::vector<step_schedule>& scheds,
-                           const shape_vec& global, In&& in) {
+                           const std::vector<replica_plan>& reps, const shape_vec& global,
+                           In&& in) {
   std::vector<slot<T>> a(static_cast<std::size_t>(in.ranks()));
   start<T>(a.data(), std::forward<In>(in));
-  return run_slots<T>(p, scheds, global, std::move(a));
+  return run_slots<T>(p, scheds, reps, global, std::move(a));
 }
 
 template <class T, class In>
 local_set<T> execute_runtime(const plan& p, const shape_vec& global, In&& in) {
   const std::vector<step_schedule> scheds = checked_schedules<T>(p, global, in, "spmd::sim::execute");
-  return run_schedules<T>(p, scheds, global, std::forward<In>(in));
+  return run_schedules<T>(p, scheds, replica_plans(scheds), global, std::forward<In>(in));
 }
 
 // ---------------------------------------------------------------------------
@@ -167,6 +354,14 @@ local_set<T> execute_runtime(const plan& p, const shape_vec& global, In&& in) {
 /// Steps with more ops than this run as a loop over their constant ops, not unrolled
 /// (an all_to_all over 32 ranks has up to 1024 copies).
 inline constexpr std::size_t unroll_limit = 512;
+
+template <std::size_t NR, std::size_t NO>
+struct fixed_replicas {
+  std::array<index_t, NR> from{}, twin{};
+  std::array<index_t, NR + 1> begin{};
+  std::array<index_t, NO> order{};
+  bool any = false;
+};
 
 template <std::size_t NR, std::size_t NO>
 struct fixed_schedule {
@@ -229,6 +424,18 @@ struct static_step {
     for (std::size_t k = 0; k < info.ops; ++k) f.ops[k] = s.ops[k];
     return f;
   }();
+  static constexpr fixed_replicas<n_ranks, info.ops> replicas = [] {
+    const replica_plan p = build_replica_plan(build_schedule(step, global));
+    fixed_replicas<n_ranks, info.ops> f{};
+    for (std::size_t r = 0; r < n_ranks; ++r) {
+      f.from[r] = p.from[r];
+      f.twin[r] = p.twin[r];
+    }
+    for (std::size_t r = 0; r <= n_ranks; ++r) f.begin[r] = p.begin[r];
+    for (std::size_t k = 0; k < info.ops; ++k) f.order[k] = p.order[k];
+    f.any = p.any;
+    return f;
+  }();
 };
 
 /// Op K of a compile-time step. Copies of one run, or of a row of runs, become memcpy calls
@@ -283,21 +490,44 @@ struct static_state {
 template <class T, class Step, std::size_t N>
 void exec_static_step(slot<T>* cur, slot<T>* next, static_state<T, N>& st) {
   constexpr auto& S = Step::sched;
+  constexpr auto& RP = Step::replicas;
   constexpr std::size_t n_ops = S.ops.size();
-  [&]<std::size_t... R>(std::index_sequence<R...>) {
-    ((st.in[R] = cur[R].data), ...);
-    (dispose(S.ranks[R], cur[R], next[R]), ...);
-    ((st.out[R] = next[R].data), ...);
-  }(std::make_index_sequence<N>{});
+  [&]<std::size_t... R>(std::index_sequence<R...>) { ((st.in[R] = cur[R].data), ...); }(
+      std::make_index_sequence<N>{});
   const T* const* in = st.in.data();
   T* const* out = st.out.data();
-  if constexpr (n_ops <= unroll_limit) {
-    [&]<std::size_t... K>(std::index_sequence<K...>) {
-      (static_op<T, Step, K>(in, out, st.srcs.data(), st.dsts.data()), ...);
-    }(std::make_index_sequence<n_ops>{});
+  constexpr std::size_t step_bytes = [] {
+    std::size_t b = 0;
+    for (const sched_op& o : S.ops) b += op_bytes<T>(o, S.group_size);
+    return b;
+  }();
+  if constexpr (RP.any || step_bytes >= parallel_step_bytes) {
+    // some ranks share a block, or the step is large enough for the threads: resolved,
+    // then a loop over the ops
+    std::array<index_t, N> rep;
+    const bool shares = RP.any && resolve_replicas<T>(RP, S.ops.data(), S.members.data(),
+                                                      S.group_size, in, static_cast<index_t>(N),
+                                                      rep.data());
+    if (!shares) rep.fill(-1);
+    for (std::size_t r = 0; r < N; ++r)
+      if (rep[r] < 0) dispose(S.ranks[r], cur[r], next[r]);
+    for (std::size_t r = 0; r < N; ++r) st.out[r] = next[r].data;
+    run_step_ops<T>(S.kind, S.ops.data(), n_ops, S.op, S.group_size, S.members.data(), in, out,
+                    st.srcs.data(), st.dsts.data(), rep.data());
+    if (shares) share_replicas<T>(S.ranks.data(), rep.data(), static_cast<index_t>(N), next);
   } else {
-    run_ops<T>(S.ops.data(), n_ops, S.op, S.group_size, S.members.data(), in, out,
-               st.srcs.data(), st.dsts.data());
+    [&]<std::size_t... R>(std::index_sequence<R...>) {
+      (dispose(S.ranks[R], cur[R], next[R]), ...);
+      ((st.out[R] = next[R].data), ...);
+    }(std::make_index_sequence<N>{});
+    if constexpr (n_ops <= unroll_limit) {
+      [&]<std::size_t... K>(std::index_sequence<K...>) {
+        (static_op<T, Step, K>(in, out, st.srcs.data(), st.dsts.data()), ...);
+      }(std::make_index_sequence<n_ops>{});
+    } else {
+      run_ops<T>(S.ops.data(), n_ops, S.op, S.group_size, S.members.data(), in, out,
+                 st.srcs.data(), st.dsts.data());
+    }
   }
   for (std::size_t r = 0; r < N; ++r) cur[r].own.reset();
   if constexpr (is_collective(S.kind)) record_collective(S.kind, S.mask, S.comm_bytes);

@@ -207,7 +207,10 @@ class local_tensor {
   }
   /// The same tensor on every rank.
   static local_tensor replicated(const host_tensor<T>& t) {
-    return local_tensor(std::vector<host_tensor<T>>(static_cast<std::size_t>(n_ranks), t));
+    local_set<T> s(n_ranks);
+    detail::install_shard(s, 0, Mesh::rank_at(0), t, "local_tensor::replicated");
+    for (index_t i = 1; i < n_ranks; ++i) s.share(i, 0);  // one buffer (copied when written)
+    return local_tensor(std::move(s));
   }
   /// Shards by mesh index, as the backend stores them (one per rank of the mesh).
   explicit local_tensor(local_set<T> shards) : shards_(std::move(shards)) {
@@ -251,6 +254,9 @@ class local_tensor {
     t.data.assign(v.data(), v.data() + v.size());
     return t;
   }
+  /// Bytes of memory the shards take, each buffer once: replicas (replicated(), a
+  /// collective's results, a redistribute to R) share one until a rank's shard is written.
+  std::size_t bytes_held() const { return shards_.bytes_held(); }
   /// Every shard, by mesh index.
   const local_set<T>& shards() const& { return shards_; }
   local_set<T>&& shards() && { return std::move(shards_); }

@@ -11,6 +11,9 @@
 // locals (strided_view<const T>...), and `info` the rank and the global offsets of its blocks
 // (for ops whose local result depends on where the block sits, like a masked embedding).
 // The primary template calls op.local(out, info, in...): a user's op needs only that member.
+// In the simulation the ranks of a large op run on the simulation's threads
+// (spmd::sim::set_threads): a kernel may run for several ranks at once, each on its own
+// blocks, so it must not write state shared between calls.
 // Nothing here branches on placements at run time: every choice is in the types.
 #pragma once
 
@@ -26,6 +29,7 @@
 #include "spmd/ops/typed_op.hpp"
 #include "spmd/runtime/dtensor.hpp"
 #include "spmd/backends/host/local_set.hpp"
+#include "spmd/backends/host/thread_pool.hpp"
 #include "spmd/backends/host/view.hpp"
 
 namespace spmd::runtime {
@@ -99,6 +103,11 @@ struct op_result<Op, T, std::void_t<typename Op::template result<T>>> {
 
 namespace detail {
 
+/// Operators whose ranks' blocks hold this many elements in all (inputs and output, by the
+/// first rank's sizes) run their ranks on the simulation's threads (host/thread_pool.hpp);
+/// smaller ones on the calling thread, where waking workers would cost more than it saves.
+inline constexpr index_t parallel_op_elems = index_t{1} << 16;
+
 template <class D>
 struct is_dtensor : std::false_type {};
 template <class T, class L, class Bk>
@@ -166,9 +175,9 @@ auto apply_impl(const Op& op, std::index_sequence<I...>, const dtensor<T, L, Bk>
   storage_t<Bk, U> out(Mesh::size, Bk::template held<Mesh>());
   for (const index_t i : out.held())
     out.assign(i, out_local_shape<typename R::compute_layout>(lo, i));
-  if constexpr (host_memory<Bk>) {  // the host kernel, rank by rank
-    op_rank_info info{};
-    for (const index_t i : out.held()) {
+  if constexpr (host_memory<Bk>) {  // the host kernel, rank by rank (on the threads when large)
+    auto run_rank = [&](index_t i) {
+      op_rank_info info{};
       info.rank = Mesh::rank_at(i);
       if constexpr (op_needs_offsets<Op>) {  // only ops that ask pay for the block offsets
         op_rank_info::offsets off;
@@ -180,6 +189,13 @@ auto apply_impl(const Op& op, std::index_sequence<I...>, const dtensor<T, L, Bk>
       } else {
         op_kernel<Op>::run(op, out.view(i), info, std::get<I>(ins).locals().view(i)...);
       }
+    };
+    const held_range h = out.held_ranks();
+    if (h.count() > 1 && (out.size(h.lo) + (std::get<I>(ins).locals().size(h.lo) + ...)) *
+                                 h.count() >= parallel_op_elems) {
+      parallel_for(h.count(), [&](index_t k) { run_rank(h.lo + k); });
+    } else {
+      for (const index_t i : out.held()) run_rank(i);
     }
   } else {  // the device backend's kernel, every rank it holds at once
     auto offsets_of = [&](index_t i) {

@@ -1,0 +1,154 @@
+// bench/sim_scale — the MLP demo's layers on an 8x8 mesh (64 simulated ranks): time and
+// memory, on 1 thread and on all; and the cost per rank of a small redistribute on the
+// runtime path (64 ranks) against the compile-time path (32 ranks and fewer).
+//
+//   meson compile -C build sim_scale && build/bench/sim_scale [--quick]
+//
+// The model: x (batch, d_model) [S(0) on dp, R on tp]; W1 (d_hidden, d_model) column-parallel
+// on tp; relu; W2 (d_model, d_hidden) row-parallel on tp (one all_reduce over tp); f32.
+// Memory: what the weights, the input and the output hold (bytes_held: replicas once) against
+// what 64 separate copies would take (the sum of the ranks' local sizes, as LocalTensor
+// stores them), and the process's peak resident set.
+// The last line: RESULT scale_forward_ms=<1 thread> scale_forward_all_ms=<all threads>
+//                       scale_memory=<held / per-rank copies, weights> runtime_path_ratio=
+//                       <64-rank runtime path / 32-rank compile-time path, us per rank>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "spmd/runtime/ops/elementwise.hpp"
+#include "spmd/runtime/ops/tp.hpp"
+#include "spmd/backends/sim/sim.hpp"
+
+namespace {
+
+using namespace spmd;
+namespace sim = spmd::sim;
+using clock_type = std::chrono::steady_clock;
+
+std::vector<float> randn(std::size_t n, unsigned seed, float scale) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = normal(rng);
+  return v;
+}
+
+double peak_rss_mib() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;  // KiB on Linux
+}
+
+template <class F>
+double median_ms(F&& f, int runs) {
+  f();  // warm
+  std::vector<double> t;
+  for (int i = 0; i < runs; ++i) {
+    const auto t0 = clock_type::now();
+    f();
+    t.push_back(std::chrono::duration<double, std::milli>(clock_type::now() - t0).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+/// Locals' sizes summed over ranks: what storing every rank's local separately takes.
+template <class D>
+double per_rank_bytes(const D& x) {
+  double b = 0;
+  for (index_t i = 0; i < x.locals().ranks(); ++i)
+    b += static_cast<double>(x.locals().size(i)) * sizeof(float);
+  return b;
+}
+
+template <index_t Batch, index_t DModel, index_t DHidden>
+struct mlp_case {
+  using Mesh = mesh<8, 8>::named<"dp", "tp">;
+  static constexpr int tp = Mesh::dim<"tp">();
+  using X = layout<Mesh, placements<shard<0>, replicate>, extents<Batch, DModel>>;
+  using Up = sim::column_parallel_linear<float, Mesh, tp, DModel, DHidden>;
+  using Down = sim::row_parallel_linear<float, Mesh, tp, DHidden, DModel>;
+
+  static void run(bool quick, double& ms1, double& ms_all, double& mem_ratio) {
+    const auto x = sim::distribute_tensor<X>(randn(Batch * DModel, 1, 1.f));
+    const Up up = Up::from_full(randn(DHidden * DModel, 2, 0.05f), randn(DHidden, 3, 0.1f));
+    const Down down = Down::from_full(randn(DModel * DHidden, 4, 0.05f), randn(DModel, 5, 0.1f));
+    auto forward = [&] {
+      auto y = down(sim::relu(up(x)));
+      asm volatile("" : : "r"(&y) : "memory");
+      return y;
+    };
+    const int runs = quick ? 3 : 7;
+    const int all = sim::threads();
+    sim::set_threads(1);
+    ms1 = median_ms(forward, runs);
+    sim::set_threads(all);
+    ms_all = median_ms(forward, runs);
+    const auto y = forward();
+    const double held_w = static_cast<double>(up.weight.bytes_held() + down.weight.bytes_held());
+    const double sep_w = per_rank_bytes(up.weight) + per_rank_bytes(down.weight);
+    mem_ratio = held_w / sep_w;
+    std::printf("mesh 8x8 (dp=8, tp=8), x (%lld, %lld), W1 (%lld, %lld), W2 (%lld, %lld), f32\n",
+                (long long)Batch, (long long)DModel, (long long)DHidden, (long long)DModel,
+                (long long)DModel, (long long)DHidden);
+    std::printf("  forward: %.2f ms on 1 thread, %.2f ms on %d threads (speed-up %.2f)\n", ms1,
+                ms_all, all, ms1 / ms_all);
+    std::printf("  weights: %.1f MiB held, %.1f MiB as 64 per-rank copies (%.3f); one copy of "
+                "W1 and W2: %.1f MiB\n",
+                held_w / (1 << 20), sep_w / (1 << 20), mem_ratio,
+                2.0 * DHidden * DModel * sizeof(float) / (1 << 20));
+    std::printf("  x: %.2f MiB held (%.2f MiB per-rank); y: %.2f MiB held (%.2f MiB per-rank)\n",
+                static_cast<double>(x.bytes_held()) / (1 << 20), per_rank_bytes(x) / (1 << 20),
+                static_cast<double>(y.bytes_held()) / (1 << 20), per_rank_bytes(y) / (1 << 20));
+    std::printf("  peak resident set of the process: %.1f MiB\n", peak_rss_mib());
+  }
+};
+
+/// us per call of S(0)->R on a mesh of N ranks, 4 KiB, static extents (the compile-time
+/// path up to static_ranks_limit ranks, the runtime path above).
+template <index_t N>
+double small_us() {
+  using L = layout<mesh<N>, placements<shard<0>>, extents<64, 16>>;
+  std::vector<float> g(64 * 16, 1.0f);
+  const auto x = sim::distribute_tensor<L>(g);
+  const double ms = median_ms(
+      [&] {
+        for (int i = 0; i < 200; ++i) {
+          auto y = x.template redistribute<placements<replicate>>();
+          asm volatile("" : : "r"(&y) : "memory");
+        }
+      },
+      9);
+  return ms * 1000.0 / 200.0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  double ms1 = 0, ms_all = 0, mem = 0;
+  if (quick)
+    mlp_case<64, 256, 1024>::run(true, ms1, ms_all, mem);
+  else
+    mlp_case<512, 1024, 4096>::run(false, ms1, ms_all, mem);
+
+  std::printf("\nS(0) -> R of a 64x16 f32 tensor (4 KiB), static extents, 1 thread:\n");
+  const double us8 = small_us<8>(), us16 = small_us<16>(), us32 = small_us<32>(),
+               us64 = small_us<64>();
+  std::printf("  %2d ranks: %8.2f us (%.3f us per rank)  compile-time path\n", 8, us8, us8 / 8);
+  std::printf("  %2d ranks: %8.2f us (%.3f us per rank)  compile-time path\n", 16, us16, us16 / 16);
+  std::printf("  %2d ranks: %8.2f us (%.3f us per rank)  compile-time path\n", 32, us32, us32 / 32);
+  std::printf("  %2d ranks: %8.2f us (%.3f us per rank)  runtime path (cached schedules)\n", 64,
+              us64, us64 / 64);
+  std::printf("RESULT scale_forward_ms=%.2f scale_forward_all_ms=%.2f scale_memory=%.3f "
+              "runtime_path_ratio=%.3f\n",
+              ms1, ms_all, mem, (us64 / 64) / (us32 / 32));
+  return 0;
+}

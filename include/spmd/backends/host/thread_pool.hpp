@@ -1,0 +1,186 @@
+// spmd/backends/host/thread_pool.hpp — the simulation's worker threads.
+//
+//   spmd::sim::set_threads(4);        // 1: everything on the calling thread
+//   spmd::sim::threads();             // the setting (default: the machine's cores, or
+//                                     // SPMD_SIM_THREADS from the environment)
+//
+// The redistribute kernels and the per-rank operator loops hand their work to
+// `parallel_for(n, f)`: f(0) .. f(n - 1), each task on one thread, the caller working too.
+// Work is split by what it computes, never by how: every element is computed by the same
+// code with the same operands in the same order whatever the thread count, so results are
+// identical bit for bit for any setting (tests/sim/threads.cpp checks 1, 2 and 3).
+//
+// One job at a time: a call made while the workers are busy (another user thread, or a task
+// that itself calls parallel_for) runs its tasks on its own thread instead of waiting, so
+// nested and concurrent calls cannot deadlock. The first exception a task throws is
+// rethrown by parallel_for once every task has ended.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <exception>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "spmd/core/config.hpp"
+
+namespace spmd::host {
+
+namespace detail {
+
+class thread_pool {
+ public:
+  static thread_pool& instance() {
+    static thread_pool* pool = new thread_pool;  // never destroyed: workers may outlive main
+    return *pool;
+  }
+
+  int threads() const { return threads_.load(std::memory_order_relaxed); }
+
+  void set_threads(int n) {
+    std::lock_guard<std::mutex> job(job_mutex_);  // not while a job runs
+    threads_.store(n, std::memory_order_relaxed);
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (static_cast<int>(workers_.size()) < n - 1) {
+      workers_.emplace_back([this, id = static_cast<int>(workers_.size())] { work(id); });
+      workers_.back().detach();
+    }
+  }
+
+  template <class F>
+  void run(index_t n, F& f) {
+    const int t = threads();
+    if (n <= 1 || t <= 1 || inside_task()) return serial(n, f);
+    std::unique_lock<std::mutex> job(job_mutex_, std::try_to_lock);
+    if (!job.owns_lock()) return serial(n, f);  // busy: this caller works alone
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      finished_.wait(lock, [&] { return busy_ == 0; });  // the last job's late workers left
+      call_ = [](void* fp, index_t i) { (*static_cast<F*>(fp))(i); };
+      fn_ = &f;
+      n_ = n;
+      next_.store(0, std::memory_order_relaxed);
+      done_.store(0, std::memory_order_relaxed);
+      error_ = nullptr;
+      active_ = t - 1;  // workers 0 .. t-2 join this job
+      ++generation_;
+    }
+    wake_.notify_all();
+    drain();
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      finished_.wait(lock, [&] { return done_.load(std::memory_order_acquire) == n_ && busy_ == 0; });
+    }
+    fn_ = nullptr;
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  thread_pool() {
+    int n = static_cast<int>(std::thread::hardware_concurrency());
+    if (const char* env = std::getenv("SPMD_SIM_THREADS")) {
+      char* end = nullptr;
+      const long v = std::strtol(env, &end, 10);
+      if (end == env || *end != '\0' || v < 1 || v > 1024)
+        throw std::invalid_argument(std::string("spmd::sim: SPMD_SIM_THREADS=") + env +
+                                    " is not a thread count from 1 to 1024");
+      n = static_cast<int>(v);
+    }
+    threads_.store(n < 1 ? 1 : n, std::memory_order_relaxed);
+    for (int i = 0; i < threads() - 1; ++i) {
+      workers_.emplace_back([this, i] { work(i); });
+      workers_.back().detach();
+    }
+  }
+
+  static bool& inside_task() {
+    thread_local bool inside = false;
+    return inside;
+  }
+
+  template <class F>
+  static void serial(index_t n, F& f) {
+    for (index_t i = 0; i < n; ++i) f(i);
+  }
+
+  /// Take tasks until none is left.
+  void drain() {
+    const bool was = inside_task();
+    inside_task() = true;
+    for (;;) {
+      const index_t i = next_.fetch_add(1, std::memory_order_relaxed);
+      if (i >= n_) break;
+      try {
+        call_(fn_, i);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (!error_) error_ = std::current_exception();
+      }
+      if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == n_) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        finished_.notify_all();
+      }
+    }
+    inside_task() = was;
+  }
+
+  void work(int id) {
+    unsigned long seen = 0;
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [&] { return generation_ != seen; });
+        seen = generation_;
+        if (id >= active_) continue;  // fewer threads wanted for this job
+        ++busy_;
+      }
+      drain();
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        --busy_;
+        finished_.notify_all();
+      }
+    }
+  }
+
+  std::atomic<int> threads_{1};
+  std::mutex job_mutex_;  // one job at a time
+  std::mutex mutex_;      // the fields below
+  std::condition_variable wake_, finished_;
+  std::vector<std::thread> workers_;
+  unsigned long generation_ = 0;
+  int active_ = 0;
+  int busy_ = 0;
+  void (*call_)(void*, index_t) = nullptr;
+  void* fn_ = nullptr;
+  index_t n_ = 0;
+  std::atomic<index_t> next_{0}, done_{0};
+  std::exception_ptr error_;
+};
+
+}  // namespace detail
+
+/// f(0), ..., f(n - 1) on the simulation's threads (the caller's among them); returns when
+/// all have run. Tasks must not depend on one another's order.
+template <class F>
+void parallel_for(index_t n, F&& f) {
+  detail::thread_pool::instance().run(n, f);
+}
+
+/// The number of threads the simulation uses (the caller's included).
+inline int threads() { return detail::thread_pool::instance().threads(); }
+
+/// Use n threads (n >= 1; 1: everything on the calling thread). Throws
+/// std::invalid_argument naming n otherwise.
+inline void set_threads(int n) {
+  if (n < 1 || n > 1024)
+    throw std::invalid_argument("spmd::sim::set_threads: " + std::to_string(n) +
+                                " is not a thread count from 1 to 1024");
+  detail::thread_pool::instance().set_threads(n);
+}
+
+}  // namespace spmd::host

@@ -1,0 +1,215 @@
+// tests/sim/replicas.cpp — replicas stored once (backends/sim/replicas.hpp, local_set::share):
+// ranks whose locals are equal by construction hold one buffer, `bytes_held()` counts it
+// once, and writing one rank's local changes that rank only (copy on write), as LocalTensor's
+// per-rank tensors do.
+//
+// The values are checked against a plain model: the global tensor each layout's box is cut
+// from by index arithmetic written here, and "a write to rank r" applied to a copy of every
+// rank's expected local. Memory is checked in whole buffers: a layout whose ranks hold k
+// distinct blocks holds k pool blocks (the block of b bytes is the power of two >= b).
+#include <bit>
+#include <cstddef>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "spmd/backends/sim/sim.hpp"
+
+namespace {
+
+using namespace spmd;
+namespace sim = spmd::sim;
+
+std::size_t block_of(std::size_t bytes) { return std::max<std::size_t>(64, std::bit_ceil(bytes)); }
+
+std::vector<float> iota(std::size_t n) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<float>(i) * 0.5f - 7.0f;
+  return v;
+}
+
+/// Every rank's local, as plain vectors.
+template <class D>
+std::vector<std::vector<float>> locals_of(const D& x) {
+  using M = typename D::mesh_type;
+  std::vector<std::vector<float>> out;
+  for (index_t i = 0; i < M::size; ++i) {
+    const auto v = x.local(M::rank_at(i));
+    out.emplace_back(v.data(), v.data() + v.size());
+  }
+  return out;
+}
+
+/// The number of distinct buffers among the ranks' locals.
+template <class Set>
+int distinct(const Set& s) {
+  int n = 0;
+  for (index_t i = 0; i < s.ranks(); ++i) {
+    bool seen = false;
+    for (index_t j = 0; j < i; ++j) seen = seen || s.shares(i, j);
+    if (!seen && s.size(i) > 0) ++n;
+  }
+  return n;
+}
+
+template <class X>
+void check_write_one(X& x, index_t rank) {
+  using M = typename X::mesh_type;
+  auto before = locals_of(x);
+  const std::size_t held = x.bytes_held();
+  auto v = x.local(rank);  // write access: rank's local becomes its own
+  REQUIRE(v.size() > 0);
+  v.data()[0] = 12345.0f;
+  before[static_cast<std::size_t>(M::index_of(rank))][0] = 12345.0f;
+  CHECK(locals_of(x) == before);  // the other ranks still hold what they held
+  const std::size_t one = block_of(static_cast<std::size_t>(v.size()) * sizeof(float));
+  CHECK(x.bytes_held() == held + one);
+}
+
+}  // namespace
+
+TEST_CASE("replicated layouts hold one buffer; a write copies it for that rank only",
+          "[replicas]") {
+  using M = mesh<8>;
+  using R = layout<M, placements<replicate>, extents<16, 8>>;
+  const std::vector<float> g = iota(128);
+  auto x = sim::distribute_tensor<R>(g);
+  CHECK(distinct(x.locals()) == 1);
+  CHECK(x.bytes_held() == 512);
+  for (const auto& l : locals_of(x)) CHECK(l == g);
+  check_write_one(x, 3);
+  CHECK(distinct(x.locals()) == 2);
+  CHECK(x.local(2).data()[0] == g[0]);
+
+  auto z = sim::zeros<float, R>();
+  CHECK(z.bytes_held() == 512);
+  auto a = sim::arange<float, layout<M, placements<partial<reduce_op::sum>>, extents<16, 8>>>();
+  CHECK(distinct(a.locals()) == 2);  // the value on rank 0, the identity shared by 1..7
+  CHECK(a.full_tensor() == std::vector<float>(sim::arange<float, R>().full_tensor()));
+}
+
+TEST_CASE("a copy of a dtensor shares its buffers; writing either leaves the other alone",
+          "[replicas]") {
+  using M = mesh<2, 2>;
+  using L = layout<M, placements<shard<0>, replicate>, extents<8, 4>>;
+  const std::vector<float> g = iota(32);
+  const auto x = sim::distribute_tensor<L>(g);
+  CHECK(distinct(x.locals()) == 2);
+  auto y = x;
+  for (index_t i = 0; i < 4; ++i) CHECK(y.locals().data(i) == x.locals().data(i));
+  check_write_one(y, 1);
+  CHECK(x.full_tensor() == g);
+  CHECK(locals_of(x)[1][0] == g[0]);
+}
+
+TEST_CASE("redistributes to replicated layouts write each distinct block once",
+          "[replicas]") {
+  const std::vector<float> g = iota(16 * 8);
+  SECTION("S(0) -> R, P(sum) -> R, P(max) -> R on 8 ranks (static and dynamic extents)") {
+    using M = mesh<8>;
+    using S = layout<M, placements<shard<0>>, extents<16, 8>>;
+    using P = layout<M, placements<partial<>>, extents<16, 8>>;
+    using Pm = layout<M, placements<partial<reduce_op::max>>, extents<16, 8>>;
+    using Sd = layout<M, placements<shard<0>>, extents<dyn, 8>>;
+    auto r1 = sim::distribute_tensor<S>(g).redistribute<placements<replicate>>();
+    auto r2 = sim::distribute_tensor<P>(g).redistribute<placements<replicate>>();
+    auto r3 = sim::distribute_tensor<Pm>(g).redistribute<placements<replicate>>();
+    auto r4 = sim::distribute_tensor<Sd>(g, Sd{extents<dyn, 8>{16}}).redistribute<placements<replicate>>();
+    CHECK(distinct(r1.locals()) == 1);
+    CHECK(distinct(r2.locals()) == 1);
+    CHECK(distinct(r3.locals()) == 1);
+    CHECK(distinct(r4.locals()) == 1);
+    CHECK(r1.bytes_held() == 512);
+    for (const auto& l : locals_of(r1)) CHECK(l == g);
+    for (const auto& l : locals_of(r2)) CHECK(l == g);  // the split reduces exactly
+    for (const auto& l : locals_of(r3)) CHECK(l == g);
+    for (const auto& l : locals_of(r4)) CHECK(l == g);
+    check_write_one(r2, 5);
+    check_write_one(r4, 0);
+  }
+  SECTION("2x4: S(0),S(0) -> R,R (two all_gathers: the second step's groups read one pair)") {
+    using M = mesh<2, 4>;
+    using S = layout<M, placements<shard<0>, shard<0>>, extents<16, 8>>;
+    using Sd = layout<M, placements<shard<0>, shard<0>>, extents<dyn, dyn>>;
+    using P = layout<M, placements<partial<>, partial<>>, extents<16, 8>>;
+    auto r1 = sim::distribute_tensor<S>(g).redistribute<placements<replicate, replicate>>();
+    auto r2 = sim::distribute_tensor<Sd>(g, Sd{extents<dyn, dyn>{16, 8}})
+                  .redistribute<placements<replicate, replicate>>();
+    auto r3 = sim::distribute_tensor<P>(g).redistribute<placements<replicate, replicate>>();
+    CHECK(distinct(r1.locals()) == 1);
+    CHECK(distinct(r2.locals()) == 1);
+    CHECK(distinct(r3.locals()) == 1);
+    for (const auto& l : locals_of(r1)) CHECK(l == g);
+    for (const auto& l : locals_of(r2)) CHECK(l == g);
+    for (const auto& l : locals_of(r3)) CHECK(l == g);
+    // R,R -> S(0),R: ranks of one row of the mesh read one buffer the same way
+    auto s = r1.redistribute<placements<shard<0>, replicate>>();
+    CHECK(distinct(s.locals()) == 2);
+    CHECK(s.full_tensor() == g);
+    check_write_one(s, 4);          // coordinate (1, 0): the block full_tensor reads
+    CHECK(s.full_tensor() != g);
+    CHECK(r1.full_tensor() == g);
+  }
+  SECTION("a const input is shared, never written: keep, chunk and in-place all_reduce") {
+    using M = mesh<4>;
+    using P = layout<M, placements<partial<>>, extents<16, 8>>;
+    const auto x = sim::distribute_tensor<P>(g);
+    const auto before = locals_of(x);
+    auto same = x.redistribute<placements<partial<>>>();
+    for (index_t i = 0; i < 4; ++i)
+      CHECK(std::as_const(same.locals()).data(i) == x.locals().data(i));  // no copy
+    auto y = x;                                            // shares every buffer with x
+    auto r = std::move(y).redistribute<placements<replicate>>();  // all_reduce "in place"
+    CHECK(locals_of(x) == before);                         // x's buffers were not written
+    for (const auto& l : locals_of(r)) CHECK(l == g);
+    auto xr = sim::distribute_tensor<layout<M, placements<replicate>, extents<16, 8>>>(g);
+    auto xr2 = xr;
+    auto c = std::move(xr2).redistribute<placements<shard<1>>>();  // chunk "in place"
+    CHECK(xr.full_tensor() == g);
+    CHECK(c.full_tensor() == g);
+    CHECK(distinct(c.locals()) == 4);
+  }
+}
+
+TEST_CASE("local tensors: replicated(), all_reduce, all_gather and broadcast share",
+          "[replicas]") {
+  using M = mesh<2, 2>;
+  using T = sim::local_tensor<float, M>;
+  const sim::host_tensor<float> t{{2, 3}, {1, 2, 3, 4, 5, 6}};
+  T r = T::replicated(t);
+  CHECK(r.bytes_held() == 64);
+  CHECK(distinct(r.shards()) == 1);
+  r.local(2).data()[1] = -1;  // rank 2 only
+  CHECK(r.to_local(2).data == std::vector<float>{1, -1, 3, 4, 5, 6});
+  for (index_t k : {0, 1, 3}) CHECK(r.to_local(k).data == t.data);
+  CHECK(r.bytes_held() == 128);
+
+  const T s = sim::all_reduce(r, reduce_op::sum);
+  CHECK(distinct(s.shards()) == 1);
+  CHECK(s.to_local(3).data == std::vector<float>{4, 5, 12, 16, 20, 24});
+  const T rows = sim::all_reduce(r, reduce_op::max, 0b01);  // groups {0,2} and {1,3}
+  CHECK(distinct(rows.shards()) == 2);
+  CHECK(rows.to_local(0).data == std::vector<float>{1, 2, 3, 4, 5, 6});
+  const T b = sim::broadcast(r, 2);
+  CHECK(distinct(b.shards()) == 1);
+  CHECK(b.shards().data(0) == r.shards().data(2));  // the source's own block
+  const T gth = sim::all_gather(r, 0, 0b10);         // groups {0,1} and {2,3}
+  CHECK(distinct(gth.shards()) == 2);
+  CHECK(gth.to_local(3).data ==
+        std::vector<float>{1, -1, 3, 4, 5, 6, 1, 2, 3, 4, 5, 6});
+}
+
+TEST_CASE("64 ranks (8x8): a replicated weight is held once", "[replicas]") {
+  using M = mesh<8, 8>;
+  using R = layout<M, placements<replicate, replicate>, extents<dyn, dyn>>;
+  const std::vector<float> g = iota(256 * 64);
+  auto w = sim::distribute_tensor<R>(g, R{extents<dyn, dyn>{256, 64}});
+  CHECK(w.bytes_held() == 256 * 64 * 4);
+  auto s = w.redistribute<placements<shard<0>, replicate>>();  // 8 distinct blocks
+  CHECK(distinct(s.locals()) == 8);
+  auto back = s.redistribute<placements<replicate, replicate>>();
+  CHECK(distinct(back.locals()) == 1);
+  CHECK(back.full_tensor() == g);
+}
