@@ -20,7 +20,9 @@
 // The last line: RESULT large_ratio=<floor / achieved at 256 MiB, worst op, 1 thread>
 //                       small_us=<median us per redistribute at 4 KiB, worst op>
 //                       threads_speedup=<worst 1-thread / all-threads time at >= 64 MiB>
-//                       replica_memory=<bytes held by an 8-rank R tensor / bytes of one copy>.
+//                       replica_memory=<bytes held by an 8-rank R tensor / bytes of one copy>
+//                       threads_ceiling=<memcpy bandwidth on all threads / on 1, this run>:
+// a memory-bound step cannot speed up more than the machine's copy bandwidth does.
 // Buffers: glibc is told to keep freed memory (no mmap/trim for large blocks), as a
 // caching allocator would, so repeated redistributes do not measure page faults.
 #include <malloc.h>
@@ -52,14 +54,26 @@ double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
 }
 
+/// Two warm 256 MiB buffers from the simulation's pool (the memory the locals live in: heap
+/// memory measured slower on this machine, see bench/RESULTS.md).
+struct copy_buffers {
+  static constexpr std::size_t bytes = std::size_t{256} << 20;
+  spmd::host::buffer<char> a{static_cast<index_t>(bytes)}, b{static_cast<index_t>(bytes)};
+  copy_buffers() {
+    std::memset(a.data(), 1, bytes);
+    std::memset(b.data(), 2, bytes);
+  }
+};
+
 /// memcpy bandwidth in bytes/s (bytes copied per second), large warm buffers.
 double memcpy_bandwidth() {
-  const std::size_t bytes = std::size_t{256} << 20;
-  std::vector<char> a(bytes, 1), b(bytes, 2);
+  copy_buffers c;
+  const std::size_t bytes = copy_buffers::bytes;
+  char *a = c.a.data(), *b = c.b.data();
   std::vector<double> rates;
   for (int i = 0; i < 7; ++i) {
     const auto t0 = clock_type::now();
-    std::memcpy(b.data(), a.data(), bytes);
+    std::memcpy(b, a, bytes);
     rates.push_back(static_cast<double>(bytes) / seconds_since(t0));
     std::swap(a, b);
   }
@@ -67,28 +81,61 @@ double memcpy_bandwidth() {
   return rates[rates.size() / 2];
 }
 
+/// The same with every thread copying its share (the machine's copy bandwidth with all
+/// cores: the ceiling of a memory-bound step's speed-up is this over memcpy_bandwidth()).
+double memcpy_bandwidth_all_threads() {
+  copy_buffers c;
+  const std::size_t bytes = copy_buffers::bytes;
+  char *a = c.a.data(), *b = c.b.data();
+  const index_t t = spmd::sim::threads();
+  std::vector<double> rates;
+  for (int i = 0; i < 7; ++i) {
+    const auto t0 = clock_type::now();
+    spmd::sim::parallel_for(t, [&](index_t k) {
+      const std::size_t lo = bytes * static_cast<std::size_t>(k) / static_cast<std::size_t>(t);
+      const std::size_t hi = bytes * static_cast<std::size_t>(k + 1) / static_cast<std::size_t>(t);
+      std::memcpy(b + lo, a + lo, hi - lo);
+    });
+    rates.push_back(static_cast<double>(bytes) / seconds_since(t0));
+    std::swap(a, b);
+  }
+  std::sort(rates.begin(), rates.end());
+  return rates[rates.size() / 2];
+}
+
+int all_threads = 1;  // the machine's, set in main
+
 struct sample {
-  double median_us;
+  double median_us;      // 1 thread
+  double median_all_us;  // every thread
 };
 
-/// Median time of f over repeated runs: enough runs to fill ~0.3 s, at least 5; tiny
-/// calls are timed in batches so the clock's cost does not count.
+/// Median time of f on 1 thread and on every thread, sampled alternately (1, all, 1, all,
+/// ...) so that a slow spell of the machine (a shared host's other tenants) falls on both:
+/// enough runs to fill ~0.3 s each, at least 5; tiny calls are timed in batches so the
+/// clock's cost does not count.
 template <class F>
 sample time_it(F&& f) {
+  spmd::sim::set_threads(1);
   f();  // warm: allocations, schedules
   const auto t0 = clock_type::now();
   f();
   const double once = std::max(seconds_since(t0), 1e-9);
+  spmd::sim::set_threads(all_threads);
+  f();
   const int batch = once < 1e-4 ? static_cast<int>(1e-4 / once) + 1 : 1;
   const int runs = std::max(5, std::min(200, static_cast<int>(0.3 / (once * batch))));
-  std::vector<double> us;
-  for (int r = 0; r < runs; ++r) {
-    const auto t = clock_type::now();
-    for (int b = 0; b < batch; ++b) f();
-    us.push_back(seconds_since(t) * 1e6 / batch);
-  }
+  std::vector<double> us, us_all;
+  for (int r = 0; r < runs; ++r)
+    for (int threads : {1, all_threads}) {
+      spmd::sim::set_threads(threads);
+      const auto t = clock_type::now();
+      for (int b = 0; b < batch; ++b) f();
+      (threads == 1 ? us : us_all).push_back(seconds_since(t) * 1e6 / batch);
+    }
   std::sort(us.begin(), us.end());
-  return {us[us.size() / 2]};
+  std::sort(us_all.begin(), us_all.end());
+  return {us[us.size() / 2], us_all[us_all.size() / 2]};
 }
 
 struct op_result {
@@ -98,7 +145,6 @@ struct op_result {
   double worst_speedup = 1e9;  // at >= 64 MiB
 };
 
-int all_threads = 1;  // the machine's, set in main
 
 enum class op { s0_r, s0_s1, p_r, p_s0 };
 
@@ -169,10 +215,9 @@ case_result run_case(Ext ext, double memcpy_bw, bool print) {
     asm volatile("" : : "r"(&y) : "memory");
   };
   case_result r;
-  spmd::sim::set_threads(1);
-  r.us = time_it(once).median_us;
-  spmd::sim::set_threads(all_threads);
-  r.us_all = time_it(once).median_us;
+  const sample t = time_it(once);
+  r.us = t.median_us;
+  r.us_all = t.median_all_us;
   const double bytes = static_cast<double>(global.size() * sizeof(float));
   const double n = static_cast<double>(Mesh::size);
   const double floor_us = floor_bytes(O, bytes, n) / memcpy_bw * 1e6;
@@ -228,8 +273,10 @@ int main(int argc, char** argv) {
   all_threads = spmd::sim::threads();
   const double bw = memcpy_bandwidth();
   std::printf("# spmd simulation backend: redistribute, f32, median of repeated runs\n");
-  std::printf("# memcpy bandwidth (256 MiB, this run): %.2f GB/s; threads: 1 and %d\n", bw / 1e9,
-              all_threads);
+  const double bw_all = memcpy_bandwidth_all_threads();
+  std::printf("# memcpy bandwidth (256 MiB, this run): %.2f GB/s on 1 thread, %.2f GB/s on %d "
+              "(the ceiling of a memory-bound speed-up: %.2f)\n",
+              bw / 1e9, bw_all / 1e9, all_threads, bw_all / bw);
   std::printf("# algbw = size / time, busbw = algbw x (n-1)/n (x 2(n-1)/n for P->R), as nccl-tests\n");
   std::printf("# floor = fewest bytes the simulation must move / memcpy bandwidth; ratio = floor / time\n");
   std::printf("# time, ratio: 1 thread; time_all, speedup: %d threads; in, held: bytes held by the\n"
@@ -259,8 +306,9 @@ int main(int argc, char** argv) {
   std::printf("# an 8-rank replicated %lldx%lld f32 tensor holds %zu bytes (one copy: %zu)\n",
               static_cast<long long>(side), static_cast<long long>(side), r8.bytes_held(),
               w.size() * sizeof(float));
-  std::printf("RESULT large_ratio=%.3f small_us=%.3f threads_speedup=%.3f replica_memory=%.3f%s\n",
-              worst_ratio, worst_us, worst_speedup, replica_memory,
+  std::printf("RESULT large_ratio=%.3f small_us=%.3f threads_speedup=%.3f replica_memory=%.3f "
+              "threads_ceiling=%.3f%s\n",
+              worst_ratio, worst_us, worst_speedup, replica_memory, bw_all / bw,
               quick ? " (quick run: largest size 256 KiB)" : "");
   return 0;
 }

@@ -7,6 +7,7 @@
 // from by index arithmetic written here, and "a write to rank r" applied to a copy of every
 // rank's expected local. Memory is checked in whole buffers: a layout whose ranks hold k
 // distinct blocks holds k pool blocks (the block of b bytes is the power of two >= b).
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <cstring>
@@ -16,6 +17,9 @@
 #include <catch2/catch.hpp>
 
 #include "spmd/backends/sim/sim.hpp"
+#include "spmd/ops/rule.hpp"
+#include "spmd/runtime/ops/apply.hpp"
+#include "spmd/runtime/ops/elementwise.hpp"
 
 namespace {
 
@@ -212,4 +216,54 @@ TEST_CASE("64 ranks (8x8): a replicated weight is held once", "[replicas]") {
   auto back = s.redistribute<placements<replicate, replicate>>();
   CHECK(distinct(back.locals()) == 1);
   CHECK(back.full_tensor() == g);
+}
+
+namespace {
+
+/// A user's op whose result depends on the rank: replicas must not share its results.
+struct plus_rank {
+  static constexpr ops::op_rule rule(const ops::op_context&) { return ops::einsum("ij->ij"); }
+  static constexpr shape_vec out_shape(const svec<shape_vec, ops::max_op_inputs>& in) {
+    return in[0];
+  }
+  template <class T>
+  void local(sim::strided_view<T> out, const sim::op_rank_info& info,
+             sim::strided_view<const T> x) const {
+    for (index_t k = 0; k < x.size(); ++k) out.data()[k] = x.data()[k] + static_cast<T>(info.rank);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("operators on replicas compute each distinct block once", "[replicas]") {
+  using M = mesh<2, 4>;
+  using L = layout<M, placements<shard<0>, replicate>, extents<8, 6>>;
+  using R = layout<M, placements<replicate, replicate>, extents<6>>;
+  const std::vector<float> g = iota(48), b = iota(6);
+  const auto x = sim::distribute_tensor<L>(g);
+  const auto bias = sim::distribute_tensor<R>(b);
+  REQUIRE(distinct(x.locals()) == 2);
+  auto y = sim::relu(x + bias);  // replicated over mesh dim 1: one block per row of the mesh
+  CHECK(distinct(y.locals()) == 2);
+  std::vector<float> want(48);
+  for (std::size_t i = 0; i < 48; ++i) want[i] = std::max(0.0f, g[i] + b[i % 6]);
+  CHECK(y.full_tensor() == want);
+  for (index_t r = 0; r < 8; ++r) {
+    const auto v = y.local(r);
+    const std::size_t row0 = static_cast<std::size_t>(r / 4) * 24;
+    CHECK(std::vector<float>(v.data(), v.data() + v.size()) ==
+          std::vector<float>(want.begin() + static_cast<std::ptrdiff_t>(row0),
+                             want.begin() + static_cast<std::ptrdiff_t>(row0 + 24)));
+  }
+  // a rank whose input was written holds its own input: it computes its own result
+  auto x2 = x;
+  x2.local(5).data()[0] = 100.0f;
+  auto y2 = sim::relu(x2 + bias);
+  CHECK(distinct(y2.locals()) == 3);
+  CHECK(y2.local(5).data()[0] == 100.0f + b[0]);
+  CHECK(y2.local(4).data()[0] == want[24]);
+  // a user's op may depend on the rank: never shared
+  const auto s = sim::apply(plus_rank{}, x);
+  CHECK(distinct(s.locals()) == 8);
+  for (index_t r = 0; r < 8; ++r) CHECK(s.local(r).data()[1] == g[static_cast<std::size_t>(r / 4) * 24 + 1] + static_cast<float>(r));
 }

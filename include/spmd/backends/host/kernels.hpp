@@ -315,6 +315,49 @@ SPMD_SIM_NOINLINE void reduce_chunk(T* acc, const T* const* in, index_t n, index
   }
 }
 
+/// Elements per block of reduce_stream: two cache lines of each input per step (measured
+/// on the development machine: 128 bytes reach 0.98 of the floor, 32 bytes 0.93).
+template <class T>
+inline constexpr index_t stream_block_elems = static_cast<index_t>(128 / sizeof(T));
+
+/// out[0, m) = op over k of in[k][off, off + m), stored with non-temporal stores straight
+/// from registers, block by block (no scratch array): a large reduction into one output
+/// reads its n inputs once and writes the output once. The same arithmetic, in the same
+/// order, as reduce_chunk. out may be one of the inputs (in[k] + off == out): a block is
+/// read from every input before it is stored. @pre out is 16-byte aligned.
+template <reduce_op Op, class T>
+SPMD_SIM_NOINLINE void reduce_stream(T* out, const T* const* in, index_t n, index_t off,
+                                     index_t m) {
+  constexpr index_t B = stream_block_elems<T>;
+  index_t i = 0;
+#if defined(__SSE2__)
+  static_assert(B * sizeof(T) % 16 == 0);
+  for (; i + B <= m; i += B) {
+    alignas(16) T x[B];
+    const T* p0 = in[0] + off + i;
+    SPMD_SIM_UNROLL
+    for (index_t k = 0; k < B; ++k) x[k] = p0[k];
+    for (index_t j = 1; j < n; ++j) {
+      const T* p = in[j] + off + i;
+      SPMD_SIM_UNROLL
+      for (index_t k = 0; k < B; ++k) x[k] = combine<Op>(x[k], p[k]);
+    }
+    if constexpr (Op == reduce_op::avg)
+      for (index_t k = 0; k < B; ++k) x[k] = divide(x[k], n);
+    SPMD_SIM_UNROLL
+    for (std::size_t q = 0; q < B * sizeof(T) / 16; ++q)
+      _mm_stream_si128(reinterpret_cast<__m128i*>(out + i) + q,
+                       _mm_load_si128(reinterpret_cast<const __m128i*>(x) + q));
+  }
+#endif
+  for (; i < m; ++i) {
+    T x = in[0][off + i];
+    for (index_t j = 1; j < n; ++j) x = combine<Op>(x, in[j][off + i]);
+    if constexpr (Op == reduce_op::avg) x = divide(x, n);
+    out[i] = x;
+  }
+}
+
 template <class T>
 using chunk_kernel = void (*)(T*, const T* const*, index_t, index_t, index_t);
 
@@ -334,9 +377,31 @@ constexpr chunk_kernel<T> chunk_kernel_of(reduce_op op) {
 /// its own rank's input (in place): each chunk is reduced into a scratch array, from every
 /// input, before it is stored to any output.
 template <class T>
+constexpr chunk_kernel<T> stream_kernel_of(reduce_op op) {
+  switch (op) {
+    case reduce_op::sum: return reduce_stream<reduce_op::sum, T>;
+    case reduce_op::avg: return reduce_stream<reduce_op::avg, T>;
+    case reduce_op::max: return reduce_stream<reduce_op::max, T>;
+    case reduce_op::min: return reduce_stream<reduce_op::min, T>;
+    case reduce_op::product: return reduce_stream<reduce_op::product, T>;
+  }
+  return nullptr;
+}
+
+template <class T>
 SPMD_SIM_NOINLINE void reduce_into(reduce_op op, T* const* out, index_t n_out,
                                    const T* const* in, index_t n, index_t off, index_t len,
                                    bool stream) {
+  if (stream && n_out == 1) {  // one large output: straight from registers (reduce_stream)
+    T* o = out[0];
+    // elements up to the first 16-byte boundary of the output, as a scalar block
+    index_t head = static_cast<index_t>(((16 - (reinterpret_cast<std::uintptr_t>(o) & 15)) & 15) / sizeof(T));
+    if (reinterpret_cast<std::uintptr_t>(o) % sizeof(T) != 0 || head > len) head = len;
+    const chunk_kernel<T> kernel = chunk_kernel_of<T>(op);
+    if (head > 0) kernel(o, in, n, off, head);
+    if (len > head) stream_kernel_of<T>(op)(o + head, in, n, off + head, len - head);
+    return;
+  }
   constexpr index_t chunk = reduce_chunk_elems<T>;
   const chunk_kernel<T> kernel = chunk_kernel_of<T>(op);
   alignas(64) T acc[chunk];

@@ -139,8 +139,10 @@ void run_ops_shared(const sched_op* ops, std::size_t n_ops, reduce_op op, index_
 
 /// Steps moving fewer bytes than this run on the calling thread.
 inline constexpr std::size_t parallel_step_bytes = std::size_t{4} << 20;
-/// Bytes per piece of a split op.
+/// Bytes written per piece of a split op (at least stream_bytes_min, so that pieces store
+/// as the whole op would).
 inline constexpr std::size_t task_bytes = std::size_t{2} << 20;
+static_assert(task_bytes >= stream_bytes_min);
 
 /// The part [lo, hi) of g's outermost extent (of its run when it has one run).
 constexpr run_geom slice_geom(const run_geom& g, index_t lo, index_t hi) {
@@ -207,9 +209,11 @@ void run_step_ops(step_kind kind, const sched_op* ops, std::size_t n_ops, reduce
     }
     const bool in_place = o.code == op_code::move && out[o.dst] == in[o.src];
     const index_t extent = o.geo.nd == 0 ? o.geo.run : o.geo.ext[0];
-    const std::size_t bytes = op_bytes<T>(o, group_size);
+    // pieces of task_bytes written or more (>= stream_bytes_min: each piece still streams
+    // its stores, as the whole op would)
+    const std::size_t written = static_cast<std::size_t>(o.geo.count()) * sizeof(T);
     const index_t pieces =
-        in_place ? 1 : std::min<index_t>(extent, static_cast<index_t>(bytes / task_bytes) + 1);
+        in_place ? 1 : std::max<index_t>(1, std::min<index_t>(extent, static_cast<index_t>(written / task_bytes)));
     if (pieces <= 1) {
       tasks.push_back({k, 1});
     } else {

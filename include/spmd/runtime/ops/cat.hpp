@@ -18,6 +18,7 @@ namespace spmd::runtime {
 
 template <int Dim>
 struct op_kernel<ops::cat<Dim>> {
+  static constexpr bool rank_independent = true;  // apply.hpp: replicas share results
   template <class T, class... In>
   static void run(const ops::cat<Dim>&, strided_view<T> out, const op_rank_info&, In... in) {
     index_t offset = 0;

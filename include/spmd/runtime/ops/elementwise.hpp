@@ -195,6 +195,7 @@ inline constexpr bool is_floating = is_floating_element<T>;
 
 template <class Fn>
 struct op_kernel<ops::unary<Fn>> {
+  static constexpr bool rank_independent = true;  // apply.hpp: replicas share results
   template <class T>
   static void run(const ops::unary<Fn>&, strided_view<T> out, const op_rank_info&, strided_view<const T> x) {
     ew_detail::map1(out, x, [](T v) { return ew_detail::unary_elem<Fn>(v); });
@@ -203,6 +204,7 @@ struct op_kernel<ops::unary<Fn>> {
 
 template <class Fn>
 struct op_kernel<ops::binary<Fn>> {
+  static constexpr bool rank_independent = true;  // apply.hpp: replicas share results
   template <class T>
   static void run(const ops::binary<Fn>&, strided_view<T> out, const op_rank_info&, strided_view<const T> a,
                   strided_view<const T> b) {
@@ -212,6 +214,7 @@ struct op_kernel<ops::binary<Fn>> {
 
 template <class Fn, bool ScalarLeft, class S>
 struct op_kernel<ops::with_scalar<Fn, ScalarLeft, S>> {
+  static constexpr bool rank_independent = true;  // apply.hpp: replicas share results
   template <class T>
   static void run(const ops::with_scalar<Fn, ScalarLeft, S>& op, strided_view<T> out, const op_rank_info&,
                   strided_view<const T> x) {
@@ -307,7 +310,8 @@ auto binary_apply(const dtensor<T, LX, Bk>& x, const dtensor<T, LY, Bk>& y) {
   static_assert(!std::is_same_v<Fn, ops::div_fn> || is_floating<T>,
                 "spmd::sim::div: integer division truncates, which does not distribute over a "
                 "Partial(sum); convert to float or double first.");
-  check_dynamic_extents<LX, LY>(x.shape(), y.shape(), Fn::name);
+  if constexpr (!(LX::extents_type::is_static() && LY::extents_type::is_static()))
+    check_dynamic_extents<LX, LY>(x.shape(), y.shape(), Fn::name);  // nothing to check else
   return apply<Forced>(ops::binary<Fn>{}, x, y);
 }
 

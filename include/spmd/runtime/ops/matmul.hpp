@@ -25,6 +25,7 @@ constexpr bool extents_agree() {
 
 template <>
 struct op_kernel<ops::matmul> {
+  static constexpr bool rank_independent = true;  // apply.hpp: replicas share results
   template <class T>
   static void run(const ops::matmul&, strided_view<T> out, const op_rank_info&,
                   strided_view<const T> a, strided_view<const T> b) {
@@ -33,14 +34,26 @@ struct op_kernel<ops::matmul> {
 };
 template <>
 struct op_kernel<ops::matmul_t> {
+  static constexpr bool rank_independent = true;  // apply.hpp: replicas share results
   template <class T>
   static void run(const ops::matmul_t&, strided_view<T> out, const op_rank_info&,
                   strided_view<const T> a, strided_view<const T> b) {
     detail::gemm(out.data(), a.data(), b.data(), a.extent(0), b.extent(0), a.extent(1), true);
   }
 };
+#if defined(SPMD_HAVE_CBLAS)
+// BLAS already runs each rank's product on every core (apply.hpp: op_ranks_in_parallel).
+template <>
+inline constexpr bool op_ranks_in_parallel<ops::matmul> = false;
+template <>
+inline constexpr bool op_ranks_in_parallel<ops::matmul_t> = false;
+template <>
+inline constexpr bool op_ranks_in_parallel<ops::bmm> = false;
+#endif
+
 template <>
 struct op_kernel<ops::bmm> {
+  static constexpr bool rank_independent = true;  // apply.hpp: replicas share results
   template <class T>
   static void run(const ops::bmm&, strided_view<T> out, const op_rank_info&,
                   strided_view<const T> a, strided_view<const T> b) {

@@ -83,6 +83,7 @@ constexpr bool normalised_extents_match() {
 
 template <int Dim, bool Log>
 struct op_kernel<ops::softmax<Dim, Log>> {
+  static constexpr bool rank_independent = true;  // apply.hpp: replicas share results
   template <class U, class T>
   static void run(const ops::softmax<Dim, Log>&, strided_view<U> out, const op_rank_info&,
                   strided_view<const T> x) {
@@ -109,6 +110,7 @@ struct op_kernel<ops::softmax<Dim, Log>> {
 
 template <int N, bool Affine>
 struct op_kernel<ops::layer_norm<N, Affine>> {
+  static constexpr bool rank_independent = true;  // apply.hpp: replicas share results
   template <class U, class T, class... WB>
   static void run(const ops::layer_norm<N, Affine>& op, strided_view<U> out, const op_rank_info&,
                   strided_view<const T> x, WB... wb) {
@@ -147,6 +149,7 @@ struct op_kernel<ops::layer_norm<N, Affine>> {
 
 template <>
 struct op_kernel<ops::embedding> {
+  static constexpr bool rank_independent = true;  // apply.hpp: replicas share results
   template <class U, class T, class I>
   static void run(const ops::embedding& op, strided_view<U> out, const op_rank_info& info,
                   strided_view<const T> w, strided_view<const I> idx) {

@@ -29,6 +29,7 @@ namespace spmd::runtime {
 
 template <ops::reduce_kind Kind, bool KeepDim, int... Dims>
 struct op_kernel<ops::reduction<Kind, KeepDim, Dims...>> {
+  static constexpr bool rank_independent = true;  // apply.hpp: replicas share results
   using op_type = ops::reduction<Kind, KeepDim, Dims...>;
   // A mean combines as a sum; the division comes last.
   static constexpr reduce_op combine_op = Kind == ops::reduce_kind::mean ? reduce_op::sum : ops::partial_op_of(Kind);

@@ -112,6 +112,7 @@ constexpr int dim_index(int d, int rank) { return d < 0 ? d + rank : d; }
 
 template <int D0, int D1>
 struct op_kernel<ops::transpose<D0, D1>> {
+  static constexpr bool rank_independent = true;  // apply.hpp: replicas share results
   template <class T>
   static void run(const ops::transpose<D0, D1>&, strided_view<T> out, const op_rank_info&,
                   strided_view<const T> in) {
@@ -123,6 +124,7 @@ struct op_kernel<ops::transpose<D0, D1>> {
 
 template <int... P>
 struct op_kernel<ops::permute<P...>> {
+  static constexpr bool rank_independent = true;  // apply.hpp: replicas share results
   template <class T>
   static void run(const ops::permute<P...>&, strided_view<T> out, const op_rank_info&,
                   strided_view<const T> in) {
@@ -132,6 +134,7 @@ struct op_kernel<ops::permute<P...>> {
 
 template <int D>
 struct op_kernel<ops::squeeze<D>> {
+  static constexpr bool rank_independent = true;  // apply.hpp: replicas share results
   template <class T>
   static void run(const ops::squeeze<D>&, strided_view<T> out, const op_rank_info&, strided_view<const T> in) {
     detail::reshape_copy(out, in);
@@ -140,6 +143,7 @@ struct op_kernel<ops::squeeze<D>> {
 
 template <int D>
 struct op_kernel<ops::unsqueeze<D>> {
+  static constexpr bool rank_independent = true;  // apply.hpp: replicas share results
   template <class T>
   static void run(const ops::unsqueeze<D>&, strided_view<T> out, const op_rank_info&,
                   strided_view<const T> in) {
@@ -149,6 +153,7 @@ struct op_kernel<ops::unsqueeze<D>> {
 
 template <int S, int E>
 struct op_kernel<ops::flatten<S, E>> {
+  static constexpr bool rank_independent = true;  // apply.hpp: replicas share results
   template <class T>
   static void run(const ops::flatten<S, E>&, strided_view<T> out, const op_rank_info&,
                   strided_view<const T> in) {
@@ -158,6 +163,7 @@ struct op_kernel<ops::flatten<S, E>> {
 
 template <index_t... E>
 struct op_kernel<ops::reshape<E...>> {
+  static constexpr bool rank_independent = true;  // apply.hpp: replicas share results
   template <class T>
   static void run(const ops::reshape<E...>&, strided_view<T> out, const op_rank_info&,
                   strided_view<const T> in) {
