@@ -22,7 +22,11 @@
 //                       threads_speedup=<worst 1-thread / all-threads time at >= 64 MiB>
 //                       replica_memory=<bytes held by an 8-rank R tensor / bytes of one copy>
 //                       threads_ceiling=<memcpy bandwidth on all threads / on 1, this run>:
-// a memory-bound step cannot speed up more than the machine's copy bandwidth does.
+//                       threads_efficiency=<worst speed-up / the copy speed-up measured
+//                       alongside that case, >= 64 MiB>:
+// a memory-bound step cannot speed up more than the machine's copy bandwidth does, and on a
+// shared host that changes while the benchmark runs ("ceil" column: a 64 MiB copy on all
+// threads against 1, timed in the same rounds as the case).
 // Buffers: glibc is told to keep freed memory (no mmap/trim for large blocks), as a
 // caching allocator would, so repeated redistributes do not measure page faults.
 #include <malloc.h>
@@ -108,14 +112,30 @@ int all_threads = 1;  // the machine's, set in main
 struct sample {
   double median_us;      // 1 thread
   double median_all_us;  // every thread
+  double ceiling = 0;    // memcpy all threads / 1 thread, sampled alongside (large cases)
 };
 
-/// Median time of f on 1 thread and on every thread, sampled alternately (1, all, 1, all,
+/// Seconds of a 64 MiB memcpy split over `threads` threads (the pool's blocks).
+double copy_seconds(int threads) {
+  static copy_buffers c;
+  constexpr std::size_t bytes = std::size_t{64} << 20;
+  spmd::sim::set_threads(threads);
+  const auto t0 = clock_type::now();
+  spmd::sim::parallel_for(threads, [&](index_t k) {
+    const std::size_t lo = bytes * static_cast<std::size_t>(k) / static_cast<std::size_t>(threads);
+    const std::size_t hi = bytes * static_cast<std::size_t>(k + 1) / static_cast<std::size_t>(threads);
+    std::memcpy(c.b.data() + lo, c.a.data() + lo, hi - lo);
+  });
+  return seconds_since(t0);
+}
+
+/// Median time of f on 1 thread and on every thread (with the machine's copy speed-up
+/// alongside when `large`), sampled alternately (1, all, 1, all,
 /// ...) so that a slow spell of the machine (a shared host's other tenants) falls on both:
 /// enough runs to fill ~0.3 s each, at least 5; tiny calls are timed in batches so the
 /// clock's cost does not count.
 template <class F>
-sample time_it(F&& f) {
+sample time_it(F&& f, bool large) {
   spmd::sim::set_threads(1);
   f();  // warm: allocations, schedules
   const auto t0 = clock_type::now();
@@ -125,24 +145,35 @@ sample time_it(F&& f) {
   f();
   const int batch = once < 1e-4 ? static_cast<int>(1e-4 / once) + 1 : 1;
   const int runs = std::max(5, std::min(200, static_cast<int>(0.3 / (once * batch))));
-  std::vector<double> us, us_all;
-  for (int r = 0; r < runs; ++r)
+  // Large cases also time a 64 MiB copy on 1 and on all threads in each round: the
+  // machine's own speed-up while the case ran (its second core's bandwidth varies).
+  std::vector<double> us, us_all, copy1, copy_all;
+  for (int r = 0; r < runs; ++r) {
     for (int threads : {1, all_threads}) {
       spmd::sim::set_threads(threads);
       const auto t = clock_type::now();
       for (int b = 0; b < batch; ++b) f();
       (threads == 1 ? us : us_all).push_back(seconds_since(t) * 1e6 / batch);
     }
-  std::sort(us.begin(), us.end());
-  std::sort(us_all.begin(), us_all.end());
-  return {us[us.size() / 2], us_all[us_all.size() / 2]};
+    if (large) {
+      copy1.push_back(copy_seconds(1));
+      copy_all.push_back(copy_seconds(all_threads));
+    }
+  }
+  spmd::sim::set_threads(all_threads);
+  auto median = [](std::vector<double>& v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  return {median(us), median(us_all), large ? median(copy1) / median(copy_all) : 0.0};
 }
 
 struct op_result {
   std::string name;
   double us_4k = 0;
   double ratio_large = 0;
-  double worst_speedup = 1e9;  // at >= 64 MiB
+  double worst_speedup = 1e9;     // at >= 64 MiB
+  double worst_efficiency = 1e9;  // speed-up / the machine's copy speed-up, >= 64 MiB
 };
 
 
@@ -193,8 +224,9 @@ struct op_placements<O, 2> {
 };
 
 struct case_result {
-  double us = 0;      // 1 thread
-  double us_all = 0;  // every thread
+  double us = 0;       // 1 thread
+  double us_all = 0;   // every thread
+  double ceiling = 0;  // the machine's copy speed-up meanwhile (large cases)
 };
 
 /// Time one op at one size, on 1 thread and on all; Ext is extents<...> (static for the
@@ -215,17 +247,19 @@ case_result run_case(Ext ext, double memcpy_bw, bool print) {
     asm volatile("" : : "r"(&y) : "memory");
   };
   case_result r;
-  const sample t = time_it(once);
+  const sample t = time_it(once, global.size() * sizeof(float) >= (std::size_t{64} << 20));
   r.us = t.median_us;
   r.us_all = t.median_all_us;
+  r.ceiling = t.ceiling;
   const double bytes = static_cast<double>(global.size() * sizeof(float));
   const double n = static_cast<double>(Mesh::size);
   const double floor_us = floor_bytes(O, bytes, n) / memcpy_bw * 1e6;
   if (print) {
     const double algbw = bytes / (r.us * 1e-6) / 1e9;
-    std::printf("%12.0f %10lld %-11s %11.2f %9.3f %9.3f %11.2f %7.3f %11.2f %7.2f %5.2f %5.2f  %s\n",
+    std::printf("%12.0f %10lld %-11s %11.2f %9.3f %9.3f %11.2f %7.3f %11.2f %7.2f %5.2f %5.2f %5.2f  %s\n",
                 bytes, static_cast<long long>(rows * cols), op_name(O), r.us, algbw,
                 algbw * bus_factor(O, n), floor_us, floor_us / r.us, r.us_all, r.us / r.us_all,
+                r.ceiling,
                 static_cast<double>(x.bytes_held()) / bytes, static_cast<double>(held) / bytes,
                 std::string(spmd::plan_of<Src, Dst, float>::trace().view()).c_str());
   }
@@ -244,7 +278,10 @@ op_result run_op(const char* mesh_name, double memcpy_bw, int max_log4) {
     us = c.us;
     const double bytes = static_cast<double>(side * side) * sizeof(float);
     floor_us = floor_bytes(O, bytes, static_cast<double>(Mesh::size)) / memcpy_bw * 1e6;
-    if (bytes >= 64.0 * (1 << 20)) r.worst_speedup = std::min(r.worst_speedup, c.us / c.us_all);
+    if (bytes >= 64.0 * (1 << 20)) {
+      r.worst_speedup = std::min(r.worst_speedup, c.us / c.us_all);
+      if (c.ceiling > 0) r.worst_efficiency = std::min(r.worst_efficiency, c.us / c.us_all / c.ceiling);
+    }
   }
   r.ratio_large = floor_us / us;
   return r;
@@ -253,9 +290,9 @@ op_result run_op(const char* mesh_name, double memcpy_bw, int max_log4) {
 template <class Mesh>
 void run_mesh(const char* mesh_name, double memcpy_bw, int max_log4, std::vector<op_result>& all) {
   std::printf("\n# mesh %s (%lld ranks)\n", mesh_name, static_cast<long long>(Mesh::size));
-  std::printf("%12s %10s %-11s %11s %9s %9s %11s %7s %11s %7s %5s %5s  %s\n", "size(B)", "count",
-              "op", "time(us)", "algbw", "busbw", "floor(us)", "ratio", "time_all", "speedup",
-              "in", "held", "plan");
+  std::printf("%12s %10s %-11s %11s %9s %9s %11s %7s %11s %7s %5s %5s %5s  %s\n", "size(B)",
+              "count", "op", "time(us)", "algbw", "busbw", "floor(us)", "ratio", "time_all",
+              "speedup", "ceil", "in", "held", "plan");
   all.push_back(run_op<Mesh, op::s0_r>(mesh_name, memcpy_bw, max_log4));
   all.push_back(run_op<Mesh, op::s0_s1>(mesh_name, memcpy_bw, max_log4));
   all.push_back(run_op<Mesh, op::p_r>(mesh_name, memcpy_bw, max_log4));
@@ -293,22 +330,24 @@ int main(int argc, char** argv) {
   const double replica_memory =
       static_cast<double>(r8.bytes_held()) / static_cast<double>(w.size() * sizeof(float));
 
-  double worst_ratio = 1e9, worst_us = 0, worst_speedup = 1e9;
+  double worst_ratio = 1e9, worst_us = 0, worst_speedup = 1e9, worst_efficiency = 1e9;
   std::string ratio_op, us_op, speedup_op;
   for (const op_result& r : all) {
     if (r.ratio_large < worst_ratio) worst_ratio = r.ratio_large, ratio_op = r.name;
     if (r.us_4k > worst_us) worst_us = r.us_4k, us_op = r.name;
     if (r.worst_speedup < worst_speedup) worst_speedup = r.worst_speedup, speedup_op = r.name;
+    worst_efficiency = std::min(worst_efficiency, r.worst_efficiency);
   }
   if (worst_speedup > 1e8) worst_speedup = 0;  // quick: no size >= 64 MiB
+  if (worst_efficiency > 1e8) worst_efficiency = 0;
   std::printf("\n# worst ratio at the largest size: %s; slowest at 4 KiB: %s; least speed-up: %s\n",
               ratio_op.c_str(), us_op.c_str(), speedup_op.c_str());
   std::printf("# an 8-rank replicated %lldx%lld f32 tensor holds %zu bytes (one copy: %zu)\n",
               static_cast<long long>(side), static_cast<long long>(side), r8.bytes_held(),
               w.size() * sizeof(float));
   std::printf("RESULT large_ratio=%.3f small_us=%.3f threads_speedup=%.3f replica_memory=%.3f "
-              "threads_ceiling=%.3f%s\n",
-              worst_ratio, worst_us, worst_speedup, replica_memory, bw_all / bw,
+              "threads_ceiling=%.3f threads_efficiency=%.3f%s\n",
+              worst_ratio, worst_us, worst_speedup, replica_memory, bw_all / bw, worst_efficiency,
               quick ? " (quick run: largest size 256 KiB)" : "");
   return 0;
 }
