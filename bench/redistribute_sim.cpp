@@ -69,40 +69,27 @@ struct copy_buffers {
   }
 };
 
-/// memcpy bandwidth in bytes/s (bytes copied per second), large warm buffers.
-double memcpy_bandwidth() {
-  copy_buffers c;
-  const std::size_t bytes = copy_buffers::bytes;
-  char *a = c.a.data(), *b = c.b.data();
-  std::vector<double> rates;
-  for (int i = 0; i < 7; ++i) {
-    const auto t0 = clock_type::now();
-    std::memcpy(b, a, bytes);
-    rates.push_back(static_cast<double>(bytes) / seconds_since(t0));
-    std::swap(a, b);
-  }
-  std::sort(rates.begin(), rates.end());
-  return rates[rates.size() / 2];
+/// Seconds of one memcpy of the first `bytes` of c.a into c.b, split over `threads` threads.
+double copy_seconds(copy_buffers& c, std::size_t bytes, int threads) {
+  spmd::sim::set_threads(threads);
+  const auto t0 = clock_type::now();
+  spmd::sim::parallel_for(threads, [&](index_t k) {
+    const std::size_t lo = bytes * static_cast<std::size_t>(k) / static_cast<std::size_t>(threads);
+    const std::size_t hi = bytes * static_cast<std::size_t>(k + 1) / static_cast<std::size_t>(threads);
+    std::memcpy(c.b.data() + lo, c.a.data() + lo, hi - lo);
+  });
+  return seconds_since(t0);
 }
 
-/// The same with every thread copying its share (the machine's copy bandwidth with all
-/// cores: the ceiling of a memory-bound step's speed-up is this over memcpy_bandwidth()).
-double memcpy_bandwidth_all_threads() {
+/// memcpy bandwidth in bytes/s (bytes copied per second) on `threads` threads, 256 MiB,
+/// warm buffers, median of 7. With every thread, over the 1-thread figure: the ceiling of a
+/// memory-bound step's speed-up.
+double memcpy_bandwidth(int threads) {
   copy_buffers c;
-  const std::size_t bytes = copy_buffers::bytes;
-  char *a = c.a.data(), *b = c.b.data();
-  const index_t t = spmd::sim::threads();
   std::vector<double> rates;
-  for (int i = 0; i < 7; ++i) {
-    const auto t0 = clock_type::now();
-    spmd::sim::parallel_for(t, [&](index_t k) {
-      const std::size_t lo = bytes * static_cast<std::size_t>(k) / static_cast<std::size_t>(t);
-      const std::size_t hi = bytes * static_cast<std::size_t>(k + 1) / static_cast<std::size_t>(t);
-      std::memcpy(b + lo, a + lo, hi - lo);
-    });
-    rates.push_back(static_cast<double>(bytes) / seconds_since(t0));
-    std::swap(a, b);
-  }
+  for (int i = 0; i < 7; ++i)
+    rates.push_back(static_cast<double>(copy_buffers::bytes) /
+                    copy_seconds(c, copy_buffers::bytes, threads));
   std::sort(rates.begin(), rates.end());
   return rates[rates.size() / 2];
 }
@@ -114,20 +101,6 @@ struct sample {
   double median_all_us;  // every thread
   double ceiling = 0;    // memcpy all threads / 1 thread, sampled alongside (large cases)
 };
-
-/// Seconds of a 64 MiB memcpy split over `threads` threads (the pool's blocks).
-double copy_seconds(int threads) {
-  static copy_buffers c;
-  constexpr std::size_t bytes = std::size_t{64} << 20;
-  spmd::sim::set_threads(threads);
-  const auto t0 = clock_type::now();
-  spmd::sim::parallel_for(threads, [&](index_t k) {
-    const std::size_t lo = bytes * static_cast<std::size_t>(k) / static_cast<std::size_t>(threads);
-    const std::size_t hi = bytes * static_cast<std::size_t>(k + 1) / static_cast<std::size_t>(threads);
-    std::memcpy(c.b.data() + lo, c.a.data() + lo, hi - lo);
-  });
-  return seconds_since(t0);
-}
 
 /// Median time of f on 1 thread and on every thread (with the machine's copy speed-up
 /// alongside when `large`), sampled alternately (1, all, 1, all,
@@ -156,8 +129,10 @@ sample time_it(F&& f, bool large) {
       (threads == 1 ? us : us_all).push_back(seconds_since(t) * 1e6 / batch);
     }
     if (large) {
-      copy1.push_back(copy_seconds(1));
-      copy_all.push_back(copy_seconds(all_threads));
+      static copy_buffers c;
+      constexpr std::size_t bytes = std::size_t{64} << 20;
+      copy1.push_back(copy_seconds(c, bytes, 1));
+      copy_all.push_back(copy_seconds(c, bytes, all_threads));
     }
   }
   spmd::sim::set_threads(all_threads);
@@ -308,9 +283,9 @@ int main(int argc, char** argv) {
   mallopt(M_TRIM_THRESHOLD, -1);
 
   all_threads = spmd::sim::threads();
-  const double bw = memcpy_bandwidth();
+  const double bw = memcpy_bandwidth(1);
   std::printf("# spmd simulation backend: redistribute, f32, median of repeated runs\n");
-  const double bw_all = memcpy_bandwidth_all_threads();
+  const double bw_all = memcpy_bandwidth(all_threads);
   std::printf("# memcpy bandwidth (256 MiB, this run): %.2f GB/s on 1 thread, %.2f GB/s on %d "
               "(the ceiling of a memory-bound speed-up: %.2f)\n",
               bw / 1e9, bw_all / 1e9, all_threads, bw_all / bw);

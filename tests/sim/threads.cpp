@@ -178,3 +178,10 @@ TEST_CASE("parallel_for: every task once, exceptions rethrown, nesting and bad c
   CHECK(sim::threads() == 3);
   sim::set_threads(before);
 }
+
+// Run by the test `threads-bad-env` with SPMD_SIM_THREADS=abc (hidden otherwise): the pool
+// refuses the setting with a message naming it.
+TEST_CASE("a bad SPMD_SIM_THREADS is refused, naming the value", "[.env]") {
+  CHECK_THROWS_WITH(sim::threads(),
+                    "spmd::sim: SPMD_SIM_THREADS=abc is not a thread count from 1 to 1024");
+}

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "spmd/core/config.hpp"
@@ -526,21 +527,30 @@ inline std::vector<step_schedule> build_schedules(const plan& p, const shape_vec
   return out;
 }
 
+/// build() for the last global shape it was called with, kept per thread and per (Holder,
+/// Build) instantiation: a compile-time plan's run-time data on dynamic extents, rebuilt
+/// only when the shape changes. A build that throws leaves no value behind.
+template <class Holder, class Build>
+const auto& cached_per_shape(const shape_vec& global, Build&& build) {
+  using V = std::remove_cvref_t<decltype(build())>;
+  thread_local bool valid = false;
+  thread_local shape_vec last{};
+  thread_local V value{};
+  if (!valid || !(last == global)) {
+    valid = false;
+    value = build();
+    last = global;
+    valid = true;
+  }
+  return value;
+}
+
 /// The schedules of the compile-time plan Holder::value for `global`, built once per
 /// thread and global shape (the typed path with dynamic extents).
 template <class Holder>
 const std::vector<step_schedule>& cached_schedules(const shape_vec& global,
                                                    const char* who = "spmd::execute") {
-  thread_local bool valid = false;
-  thread_local shape_vec last{};
-  thread_local std::vector<step_schedule> scheds;
-  if (!valid || !(last == global)) {
-    valid = false;
-    scheds = build_schedules(Holder::value, global, who);
-    last = global;
-    valid = true;
-  }
-  return scheds;
+  return cached_per_shape<Holder>(global, [&] { return build_schedules(Holder::value, global, who); });
 }
 
 }  // namespace spmd

@@ -11,7 +11,7 @@
 // a copy of a set shares every buffer, and writing a rank's local through the non-const
 // `data(i)`/`view(i)` first gives that rank a copy of its own (copy on write), so changing
 // one rank's local changes only that rank, as in LocalTensor. Code that only reads a
-// non-const set says so with `cdata(i)`/`cview(i)`. `bytes_held()` counts each buffer once.
+// non-const set says so with `cdata(i)`. `bytes_held()` counts each buffer once.
 #pragma once
 
 #include <algorithm>
@@ -112,7 +112,6 @@ class local_set {
   const T* cdata(index_t i) const { return data(i); }
   strided_view<T> view(index_t i) { return {data(i), shape(i)}; }
   strided_view<const T> view(index_t i) const { return {data(i), shape(i)}; }
-  strided_view<const T> cview(index_t i) const { return view(i); }
 
   /// Mesh index i holds the buffer (and shape) of mesh index j: a replica, not a copy.
   void share(index_t i, index_t j) {

@@ -134,7 +134,9 @@ void fill_locals(local_set<T>& out, const layout_spec& spec, const shape_vec& gl
   std::vector<index_t> todo;
   for (const index_t r : out.held())
     if (twins[static_cast<std::size_t>(r)] < 0) todo.push_back(r);
-  for (const index_t r : todo) (void)out.data(r);  // own buffers, before the threads write
+  // a buffer of its own for each rank that is written (a shared one is not copied first: every
+  // element is drawn anew)
+  for (const index_t r : todo) out.assign(r, out.shape(r));
   parallel_for(static_cast<index_t>(todo.size()), [&](index_t k) {
     const index_t r = todo[static_cast<std::size_t>(k)];
     if (holds_identity(spec, r))

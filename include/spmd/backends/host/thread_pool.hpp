@@ -24,7 +24,6 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
-#include <vector>
 
 #include "spmd/core/config.hpp"
 
@@ -45,10 +44,7 @@ class thread_pool {
     std::lock_guard<std::mutex> job(job_mutex_);  // not while a job runs
     threads_.store(n, std::memory_order_relaxed);
     std::unique_lock<std::mutex> lock(mutex_);
-    while (static_cast<int>(workers_.size()) < n - 1) {
-      workers_.emplace_back([this, id = static_cast<int>(workers_.size())] { work(id); });
-      workers_.back().detach();
-    }
+    while (workers_ < n - 1) start_worker();
   }
 
   template <class F>
@@ -91,10 +87,14 @@ class thread_pool {
       n = static_cast<int>(v);
     }
     threads_.store(n < 1 ? 1 : n, std::memory_order_relaxed);
-    for (int i = 0; i < threads() - 1; ++i) {
-      workers_.emplace_back([this, i] { work(i); });
-      workers_.back().detach();
-    }
+    while (workers_ < threads() - 1) start_worker();
+  }
+
+  /// A worker with the next id; it lives as long as the process (the pool is never
+  /// destroyed).
+  void start_worker() {
+    std::thread([this, id = workers_] { work(id); }).detach();
+    ++workers_;
   }
 
   static bool& inside_task() {
@@ -151,7 +151,7 @@ class thread_pool {
   std::mutex job_mutex_;  // one job at a time
   std::mutex mutex_;      // the fields below
   std::condition_variable wake_, finished_;
-  std::vector<std::thread> workers_;
+  int workers_ = 0;  // started so far (ids 0 .. workers_ - 1)
   unsigned long generation_ = 0;
   int active_ = 0;
   int busy_ = 0;

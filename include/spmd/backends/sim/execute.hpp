@@ -248,19 +248,30 @@ void share_replicas(const rank_plan* ranks, const index_t* rep, index_t n, slot<
     }
 }
 
+/// One step on n ranks (`S`: a step_schedule or its fixed-size copy; `RP`: its replica plan):
+/// the ranks that share another's new block are resolved (rep), the others get their
+/// buffers, the ops run (on the threads when large), and the sharing ranks take their
+/// shares. `in`: the ranks' current data; `out`, `srcs`, `dsts`, `rep`: scratch of n.
+template <class T, class S, class RP>
+void run_step(const S& s, const RP& rp, slot<T>* cur, slot<T>* next, const T* const* in,
+              T** out, const T** srcs, T** dsts, index_t* rep, index_t n) {
+  const bool shares = rp.any && resolve_replicas<T>(rp, s.ops.data(), s.members.data(),
+                                                    s.group_size, in, n, rep);
+  if (!shares) std::fill(rep, rep + n, index_t{-1});
+  for (index_t r = 0; r < n; ++r)
+    if (rep[r] < 0) dispose(s.ranks[static_cast<std::size_t>(r)], cur[r], next[r]);
+  for (index_t r = 0; r < n; ++r) out[r] = next[r].data;
+  run_step_ops<T>(s.kind, s.ops.data(), s.ops.size(), s.op, s.group_size, s.members.data(), in,
+                  out, srcs, dsts, rep);
+  if (shares) share_replicas<T>(s.ranks.data(), rep, n, next);
+}
+
+/// The locals the slots hold at the end (every slot owns, or shares, its block: start()
+/// shares a const input's buffers rather than borrowing them).
 template <class T>
 local_set<T> finish(slot<T>* slots, index_t n) {
   local_set<T> out(n);
-  for (index_t r = 0; r < n; ++r) {
-    slot<T>& s = slots[r];
-    const index_t elems = shape_elems(s.shape);
-    if (!s.own && elems > 0) {  // still borrowed from a const input: copy once
-      buffer<T> b(elems);
-      copy_bytes(b.data(), s.data, static_cast<std::size_t>(elems) * sizeof(T));
-      s.own = std::move(b);
-    }
-    out.adopt(r, std::move(s.own), s.shape);
-  }
+  for (index_t r = 0; r < n; ++r) out.adopt(r, std::move(slots[r].own), slots[r].shape);
   return out;
 }
 
@@ -292,15 +303,8 @@ local_set<T> run_slots(const plan& p, const std::vector<step_schedule>& scheds,
   for (std::size_t i = 0; i < scheds.size(); ++i) {
     const step_schedule& s = scheds[i];
     for (index_t r = 0; r < n; ++r) ins[r] = a[r].data;
-    const bool shares = reps[i].any && resolve_replicas<T>(reps[i], s.ops.data(), s.members.data(),
-                                                           s.group_size, ins.data(), n, rep.data());
-    if (!shares) std::fill(rep.begin(), rep.end(), index_t{-1});
-    for (index_t r = 0; r < n; ++r)
-      if (rep[r] < 0) dispose(s.ranks[r], a[r], b[r]);
-    for (index_t r = 0; r < n; ++r) outs[r] = b[r].data;
-    run_step_ops<T>(s.kind, s.ops.data(), s.ops.size(), s.op, s.group_size, s.members.data(),
-                    ins.data(), outs.data(), srcs.data(), dsts.data(), rep.data());
-    if (shares) share_replicas<T>(s.ranks.data(), rep.data(), n, b.data());
+    run_step<T>(s, reps[i], a.data(), b.data(), ins.data(), outs.data(), srcs.data(), dsts.data(),
+                rep.data(), n);
     for (index_t r = 0; r < n; ++r) a[r].own.reset();
     if (is_collective(s.kind) && comm_counter_top() != nullptr)  // bytes only when counted
       record_collective(
@@ -324,16 +328,7 @@ inline std::vector<replica_plan> replica_plans(const std::vector<step_schedule>&
 template <class Holder>
 const std::vector<replica_plan>& cached_replica_plans(const shape_vec& global,
                                                       const std::vector<step_schedule>& scheds) {
-  thread_local bool valid = false;
-  thread_local shape_vec last{};
-  thread_local std::vector<replica_plan> plans;
-  if (!valid || !(last == global)) {
-    valid = false;
-    plans = replica_plans(scheds);
-    last = global;
-    valid = true;
-  }
-  return plans;
+  return cached_per_shape<Holder>(global, [&] { return replica_plans(scheds); });
 }
 
 template <class T, class In>
@@ -509,16 +504,8 @@ void exec_static_step(slot<T>* cur, slot<T>* next, static_state<T, N>& st) {
     // some ranks share a block, or the step is large enough for the threads: resolved,
     // then a loop over the ops
     std::array<index_t, N> rep;
-    const bool shares = RP.any && resolve_replicas<T>(RP, S.ops.data(), S.members.data(),
-                                                      S.group_size, in, static_cast<index_t>(N),
-                                                      rep.data());
-    if (!shares) rep.fill(-1);
-    for (std::size_t r = 0; r < N; ++r)
-      if (rep[r] < 0) dispose(S.ranks[r], cur[r], next[r]);
-    for (std::size_t r = 0; r < N; ++r) st.out[r] = next[r].data;
-    run_step_ops<T>(S.kind, S.ops.data(), n_ops, S.op, S.group_size, S.members.data(), in, out,
-                    st.srcs.data(), st.dsts.data(), rep.data());
-    if (shares) share_replicas<T>(S.ranks.data(), rep.data(), static_cast<index_t>(N), next);
+    run_step<T>(S, RP, cur, next, in, st.out.data(), st.srcs.data(), st.dsts.data(), rep.data(),
+                static_cast<index_t>(N));
   } else {
     [&]<std::size_t... R>(std::index_sequence<R...>) {
       (dispose(S.ranks[R], cur[R], next[R]), ...);

@@ -135,6 +135,33 @@ constexpr index_t rank0_elems() {
   return n;
 }
 
+/// For each mesh index, the rank whose result it shares, or -1 when it computes its own. With
+/// `Same` the mesh dims on which an op's inputs and output are all replicated, ranks that
+/// differ only there read equal blocks; when those are the same buffers as the blocks of
+/// the rank with coordinates 0 on those dims (replicas), their results are equal by
+/// construction and that rank's is shared. Empty when Same is 0 (nothing to share: no
+/// per-call cost); all -1 unless the process holds every rank.
+template <dim_mask Same, class Mesh, class... Sets>
+auto result_twins(held_range h, const Sets&... in) {
+  std::array<index_t, Same != 0 ? static_cast<std::size_t>(Mesh::size) : 0> twin{};
+  if constexpr (Same != 0) {
+    static constexpr auto first = [] {
+      std::array<index_t, static_cast<std::size_t>(Mesh::size)> f{};
+      const mesh_shape_vec m = Mesh::shape_vec();
+      for (index_t i = 0; i < Mesh::size; ++i)
+        f[static_cast<std::size_t>(i)] = group_member(m, Same, group_of(m, Same, i).group, 0);
+      return f;
+    }();
+    twin.fill(-1);
+    if (h.count() == Mesh::size)
+      for (index_t i = 0; i < Mesh::size; ++i) {
+        const index_t f = first[static_cast<std::size_t>(i)];
+        if (f != i && ((in.cdata(i) == in.cdata(f)) && ...)) twin[static_cast<std::size_t>(i)] = f;
+      }
+  }
+  return twin;
+}
+
 template <class D>
 struct is_dtensor : std::false_type {};
 template <class T, class L, class Bk>
@@ -203,7 +230,10 @@ auto apply_impl(const Op& op, std::index_sequence<I...>, const dtensor<T, L, Bk>
   for (const index_t i : out.held())
     out.assign(i, out_local_shape<typename R::compute_layout>(lo, i));
   if constexpr (host_memory<Bk>) {  // the host kernel, rank by rank (on the threads when large)
-    auto run_rank = [&](index_t i) {
+    // Always inlined into the loops below, as the raw per-rank loop is: left to g++'s
+    // heuristics it went out of line with its view constructors when this function grew
+    // (+30 instructions per rank of a small matmul, bench/op_overhead).
+    auto run_rank = [&](index_t i) SPMD_SIM_INLINE_LAMBDA {
       op_rank_info info{};
       info.rank = Mesh::rank_at(i);
       if constexpr (op_needs_offsets<Op>) {  // only ops that ask pay for the block offsets
@@ -219,69 +249,52 @@ auto apply_impl(const Op& op, std::index_sequence<I...>, const dtensor<T, L, Bk>
     };
     const held_range h = out.held_ranks();
     using Ins = std::tuple<std::remove_cvref_t<decltype(std::get<I>(ins))>...>;
-    // Mesh dims on which every input and the output are replicated: ranks that differ only
-    // there read equal blocks, and when those are one buffer (replicas) their results are
-    // equal by construction. Such a rank shares the result of the rank with its
-    // coordinates on those dims at 0 (`first`) instead of computing it.
+    // Mesh dims on which every input and the output are replicated (result_twins).
     constexpr dim_mask same = op_rank_independent<Op>
         ? (replicate_mask(R::compute_layout::spec()) & ... &
            replicate_mask(std::tuple_element_t<I, Ins>::layout_type::spec()))
         : dim_mask{0};
-    [[maybe_unused]] index_t twins = 0;
-    std::array<index_t, (same != 0 ? static_cast<std::size_t>(Mesh::size) : 0)> twin{};
-    if constexpr (same != 0) {
-      if (h.count() == Mesh::size) {
-        static constexpr auto first = [] {
-          std::array<index_t, static_cast<std::size_t>(Mesh::size)> f{};
-          const mesh_shape_vec m = Mesh::shape_vec();
-          for (index_t i = 0; i < Mesh::size; ++i)
-            f[static_cast<std::size_t>(i)] = group_member(m, same, group_of(m, same, i).group, 0);
-          return f;
-        }();
-        for (index_t i = 0; i < Mesh::size; ++i) {
-          const index_t f = first[static_cast<std::size_t>(i)];
-          const bool share = f != i && ((std::get<I>(ins).locals().cdata(i) ==
-                                         std::get<I>(ins).locals().cdata(f)) && ...);
-          twin[static_cast<std::size_t>(i)] = share ? f : -1;
-          twins += share;
-        }
-      } else {
-        twin.fill(-1);
-      }
-    }
+    [[maybe_unused]] const auto twin = result_twins<same, Mesh>(h, std::get<I>(ins).locals()...);
     auto run_own = [&](index_t i) {
       if constexpr (same != 0) {
         if (twin[static_cast<std::size_t>(i)] >= 0) return;
       }
       run_rank(i);
     };
-    auto parallel = [&] { parallel_for(h.count(), [&](index_t k) { run_own(h.lo + k); }); };
+    // On the threads when the ranks' blocks are large. For static extents that is decided
+    // by the compiler: a small op instantiates no parallel path at all (its per-rank
+    // kernel stays inlined in one loop, as in the raw loop bench/op_overhead compares).
+    constexpr bool static_extents =
+        R::out_extents_type::is_static() && (L::extents_type::is_static() && ...);
+    constexpr bool may_thread = [] {
+      if constexpr (!op_ranks_in_parallel<Op>) {
+        return false;
+      } else if constexpr (static_extents) {
+        constexpr index_t elems =
+            rank0_elems<typename R::compute_layout>() +
+            (rank0_elems<typename std::tuple_element_t<I, Ins>::layout_type>() + ...);
+        return elems * Mesh::size >= parallel_op_elems;
+      } else {
+        return true;  // decided below from the run-time sizes
+      }
+    }();
     auto serial = [&] {
       for (const index_t i : out.held()) run_own(i);
     };
-    if constexpr (R::out_extents_type::is_static() && (L::extents_type::is_static() && ...)) {
-      // static extents: the decision is a constant (no per-call cost on small ops)
-      constexpr index_t elems =
-          rank0_elems<typename R::compute_layout>() +
-          (rank0_elems<typename std::tuple_element_t<I, Ins>::layout_type>() + ...);
-      if constexpr (op_ranks_in_parallel<Op> && elems * Mesh::size >= parallel_op_elems) {
-        if (h.count() > 1) parallel();
-        else serial();
-      } else {
+    if constexpr (may_thread) {
+      if (h.count() > 1 &&
+          (static_extents ||
+           (out.size(h.lo) + (std::get<I>(ins).locals().size(h.lo) + ...)) * h.count() >=
+               parallel_op_elems))
+        parallel_for(h.count(), [&](index_t k) { run_own(h.lo + k); });
+      else
         serial();
-      }
-    } else if (op_ranks_in_parallel<Op> && h.count() > 1 &&
-               (out.size(h.lo) + (std::get<I>(ins).locals().size(h.lo) + ...)) * h.count() >=
-                   parallel_op_elems) {
-      parallel();
     } else {
       serial();
     }
-    if constexpr (same != 0) {
-      if (twins > 0)
-        for (const index_t i : out.held())
-          if (const index_t f = twin[static_cast<std::size_t>(i)]; f >= 0) out.share(i, f);
-    }
+    if constexpr (same != 0)
+      for (const index_t i : out.held())
+        if (const index_t f = twin[static_cast<std::size_t>(i)]; f >= 0) out.share(i, f);
   } else {  // the device backend's kernel, every rank it holds at once
     auto offsets_of = [&](index_t i) {
       op_rank_info::offsets off;
