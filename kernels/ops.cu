@@ -10,7 +10,9 @@ namespace spmd::cuda::kernels {
   SPMD_UNARY(neg, T) SPMD_UNARY(abs, T) SPMD_UNARY(relu, T)
 #define SPMD_UNARY_FLOAT(T)                                                                  \
   SPMD_UNARY(exp, T) SPMD_UNARY(log, T) SPMD_UNARY(sqrt, T) SPMD_UNARY(gelu, T)              \
-  SPMD_UNARY(tanh, T) SPMD_UNARY(sigmoid, T)
+  SPMD_UNARY(tanh, T) SPMD_UNARY(sigmoid, T) SPMD_UNARY(gelu_tanh, T)                        \
+  SPMD_BINARY(relu_backward, T) SPMD_BINARY(gelu_backward, T)                                \
+  SPMD_BINARY(gelu_tanh_backward, T) SPMD_BINARY(sign_mul, T) SPMD_BINARY(equal, T)
 
 #define SPMD_BINARY(F, T)                                                                    \
   template void binary<binary_fn::F, T>(T*, const T*, const T*, const index_geom&, cudaStream_t); \

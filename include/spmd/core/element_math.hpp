@@ -20,8 +20,15 @@
 
 namespace spmd {
 
-enum class unary_fn : std::uint8_t { neg, abs, exp, log, sqrt, relu, gelu, tanh, sigmoid };
-enum class binary_fn : std::uint8_t { add, sub, mul, div, maximum, minimum };
+enum class unary_fn : std::uint8_t { neg, abs, exp, log, sqrt, relu, gelu, tanh, sigmoid, gelu_tanh };
+// The *_backward functions are the derivatives the autograd layer needs that no composition
+// of the others gives in one pass (runtime/autograd/): f(g, x) = g · f'(x), with PyTorch's
+// formulas (threshold_backward, GeluBackward); `equal` is 1 where a == b, else 0 (the
+// tie mask of max/min's backward); `sign_mul` is g · sign(x) (abs's backward, 0 at 0).
+enum class binary_fn : std::uint8_t {
+  add, sub, mul, div, maximum, minimum,
+  relu_backward, gelu_backward, gelu_tanh_backward, equal, sign_mul
+};
 
 namespace element_math {
 
@@ -53,6 +60,10 @@ SPMD_HD constexpr C unary_value(C x) {
     return std::tanh(x);
   } else if constexpr (F == unary_fn::sigmoid) {
     return C(1) / (C(1) + std::exp(-x));
+  } else if constexpr (F == unary_fn::gelu_tanh) {
+    // torch's gelu(approximate='tanh'): 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³))).
+    const C inner = C(0.79788456080286535588) * (x + C(0.044715) * x * x * x);
+    return C(0.5) * x * (C(1) + std::tanh(inner));
   } else {
     static_assert(F == unary_fn::gelu);
     // x Φ(x), Φ the normal CDF through erf.
@@ -76,9 +87,29 @@ SPMD_HD constexpr C binary_value(C a, C b) {
     return a / b;
   } else if constexpr (F == binary_fn::maximum) {
     return spmd::maximum(a, b);
-  } else {
-    static_assert(F == binary_fn::minimum);
+  } else if constexpr (F == binary_fn::minimum) {
     return spmd::minimum(a, b);
+  } else if constexpr (F == binary_fn::relu_backward) {
+    return b > C(0) ? a : C(0);  // torch's threshold_backward: 0 at x == 0 and for NaN x
+  } else if constexpr (F == binary_fn::gelu_backward) {
+    // torch's GeluBackward (approximate='none'): g (Φ(x) + x φ(x)).
+    const C cdf = C(0.5) * (C(1) + std::erf(b * C(0.70710678118654752440)));
+    const C pdf = std::exp(C(-0.5) * b * b) * C(0.39894228040143267794);
+    return a * (cdf + b * pdf);
+  } else if constexpr (F == binary_fn::gelu_tanh_backward) {
+    // torch's GeluBackward (approximate='tanh'), in its order of operations.
+    const C beta = C(0.79788456080286535588), kappa = C(0.044715);
+    const C x_sq = b * b, x_cube = x_sq * b;
+    const C t = std::tanh(beta * (b + kappa * x_cube));
+    const C left = C(0.5) * b, right = C(1) + t;
+    const C left_d = C(0.5) * right, right_d = C(1) - t * t;
+    const C inner_d = beta * (C(1) + C(3) * kappa * x_sq);
+    return a * (left_d + left * right_d * inner_d);
+  } else if constexpr (F == binary_fn::equal) {
+    return a == b ? C(1) : C(0);
+  } else {
+    static_assert(F == binary_fn::sign_mul);
+    return b > C(0) ? a : (b < C(0) ? -a : C(0));
   }
 }
 

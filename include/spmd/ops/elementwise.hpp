@@ -55,6 +55,7 @@ struct sqrt_fn { static constexpr const char* name = "sqrt"; static constexpr un
 struct relu_fn { static constexpr const char* name = "relu"; static constexpr unary_fn id = unary_fn::relu; static constexpr partial_traits traits{false, true, false, false}; };
 // gelu is not monotone (it dips below 0 near x = -0.75): no Partial passes.
 struct gelu_fn { static constexpr const char* name = "gelu"; static constexpr unary_fn id = unary_fn::gelu; static constexpr partial_traits traits{false, false, false, true}; };
+struct gelu_tanh_fn { static constexpr const char* name = "gelu_tanh"; static constexpr unary_fn id = unary_fn::gelu_tanh; static constexpr partial_traits traits{false, false, false, true}; };
 struct tanh_fn { static constexpr const char* name = "tanh"; static constexpr unary_fn id = unary_fn::tanh; static constexpr partial_traits traits{false, true, false, true}; };
 struct sigmoid_fn { static constexpr const char* name = "sigmoid"; static constexpr unary_fn id = unary_fn::sigmoid; static constexpr partial_traits traits{false, true, false, true}; };
 
@@ -65,6 +66,19 @@ struct mul_fn { static constexpr const char* name = "mul"; static constexpr bina
 struct div_fn { static constexpr const char* name = "div"; static constexpr binary_fn id = binary_fn::div; };
 struct maximum_fn { static constexpr const char* name = "maximum"; static constexpr binary_fn id = binary_fn::maximum; };
 struct minimum_fn { static constexpr const char* name = "minimum"; static constexpr binary_fn id = binary_fn::minimum; };
+// Derivatives for the autograd layer (core/element_math.hpp): f(g, x) = g · f'(x) is linear in
+// g, so a Partial(sum) gradient passes when x is replicated (as the numerator of div).
+struct relu_backward_fn { static constexpr const char* name = "relu_backward"; static constexpr binary_fn id = binary_fn::relu_backward; };
+struct gelu_backward_fn { static constexpr const char* name = "gelu_backward"; static constexpr binary_fn id = binary_fn::gelu_backward; };
+struct gelu_tanh_backward_fn { static constexpr const char* name = "gelu_tanh_backward"; static constexpr binary_fn id = binary_fn::gelu_tanh_backward; };
+struct sign_mul_fn { static constexpr const char* name = "sign_mul"; static constexpr binary_fn id = binary_fn::sign_mul; };
+// 1 where a == b, else 0: no Partial passes.
+struct equal_fn { static constexpr const char* name = "equal"; static constexpr binary_fn id = binary_fn::equal; };
+
+template <class Fn>
+inline constexpr bool linear_in_first =
+    std::is_same_v<Fn, relu_backward_fn> || std::is_same_v<Fn, gelu_backward_fn> ||
+    std::is_same_v<Fn, gelu_tanh_backward_fn> || std::is_same_v<Fn, sign_mul_fn>;
 
 namespace elementwise_detail {
 
@@ -153,7 +167,7 @@ constexpr op_rule binary_partials(op_rule r, bool integral) {
     r = r.passes_partial_of(0, reduce_op::sum, reduce_op::sum).passes_partial_of(1, reduce_op::sum, reduce_op::sum);
     if (!integral)
       r = r.passes_partial_of(0, reduce_op::avg, reduce_op::avg).passes_partial_of(1, reduce_op::avg, reduce_op::avg);
-  } else if constexpr (std::is_same_v<Fn, div_fn>) {  // linear in the numerator only
+  } else if constexpr (std::is_same_v<Fn, div_fn> || linear_in_first<Fn>) {  // linear in input 0 only
     r = r.passes_partial_of(0, reduce_op::sum, reduce_op::sum).passes_partial_of(0, reduce_op::avg, reduce_op::avg);
   } else if constexpr (std::is_same_v<Fn, maximum_fn> || std::is_same_v<Fn, minimum_fn>) {
     const reduce_op op = std::is_same_v<Fn, maximum_fn> ? reduce_op::max : reduce_op::min;

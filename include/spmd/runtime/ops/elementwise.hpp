@@ -281,6 +281,14 @@ auto gelu(const dtensor<T, L, Bk>& x) {
                 "float or double first.");
   return ew_detail::unary_apply<ops::gelu_fn, Forced>(x);
 }
+/// torch's gelu(approximate='tanh'): 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³))).
+template <class Forced = void, element T, class L, class Bk>
+auto gelu_tanh(const dtensor<T, L, Bk>& x) {
+  static_assert(ew_detail::is_floating<T>,
+                "spmd::sim::gelu_tanh: gelu of an integer dtensor has no integer result; convert "
+                "it to float or double first.");
+  return ew_detail::unary_apply<ops::gelu_tanh_fn, Forced>(x);
+}
 template <class Forced = void, element T, class L, class Bk>
 auto tanh(const dtensor<T, L, Bk>& x) {
   static_assert(ew_detail::is_floating<T>,
@@ -310,6 +318,9 @@ auto binary_apply(const dtensor<T, LX, Bk>& x, const dtensor<T, LY, Bk>& y) {
   static_assert(!std::is_same_v<Fn, ops::div_fn> || is_floating<T>,
                 "spmd::sim::div: integer division truncates, which does not distribute over a "
                 "Partial(sum); convert to float or double first.");
+  static_assert(!ops::linear_in_first<Fn> || is_floating<T>,
+                "spmd: a derivative function (relu_backward, gelu_backward, sign_mul) needs a "
+                "floating-point element type.");
   if constexpr (!(LX::extents_type::is_static() && LY::extents_type::is_static()))
     check_dynamic_extents<LX, LY>(x.shape(), y.shape(), Fn::name);  // nothing to check else
   return apply<Forced>(ops::binary<Fn>{}, x, y);
@@ -351,6 +362,14 @@ SPMD_SIM_BINARY_FUNCTION(mul, ops::mul_fn)
 SPMD_SIM_BINARY_FUNCTION(div, ops::div_fn)
 SPMD_SIM_BINARY_FUNCTION(maximum, ops::maximum_fn)
 SPMD_SIM_BINARY_FUNCTION(minimum, ops::minimum_fn)
+// The derivatives the autograd layer composes backwards from (core/element_math.hpp):
+// relu_backward(g, x) = x > 0 ? g : 0; gelu_backward(g, x) = g·gelu'(x) (erf form),
+// gelu_tanh_backward (tanh form); sign_mul(g, x) = g·sign(x); equal(a, b) = a == b ? 1 : 0.
+SPMD_SIM_BINARY_FUNCTION(relu_backward, ops::relu_backward_fn)
+SPMD_SIM_BINARY_FUNCTION(gelu_backward, ops::gelu_backward_fn)
+SPMD_SIM_BINARY_FUNCTION(gelu_tanh_backward, ops::gelu_tanh_backward_fn)
+SPMD_SIM_BINARY_FUNCTION(sign_mul, ops::sign_mul_fn)
+SPMD_SIM_BINARY_FUNCTION(equal, ops::equal_fn)
 #undef SPMD_SIM_BINARY_FUNCTION
 
 #define SPMD_SIM_BINARY_OPERATOR(sym, fname)                                               \

@@ -1,0 +1,166 @@
+// spmd/runtime/autograd/node.hpp — the tape: one node per recorded result, and the engine
+// that runs them in reverse topological order.
+//
+// A node is typed by the gradient it accumulates (element type, gradient layout, backend):
+// grad_node<T, GL, B> holds at most one dtensor<T, GL, B>, the sum of what its consumers
+// sent back, and a closure that turns that gradient into its inputs' gradients. Gradients
+// arriving in another layout are redistributed into GL by a compile-time plan before they
+// are summed, so a node's gradient has one type whatever the graph looks like. The engine
+// sees nodes through the untyped base (node_base): the edges and the "run" step only.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "spmd/runtime/dtensor.hpp"
+#include "spmd/runtime/ops/elementwise.hpp"
+
+namespace spmd::runtime {
+
+/// A node of the tape, without its types: what the engine needs.
+class node_base {
+ public:
+  node_base(std::string name, std::vector<std::shared_ptr<node_base>> inputs, bool leaf)
+      : name_(std::move(name)), inputs_(std::move(inputs)), leaf_(leaf) {}
+  virtual ~node_base() = default;
+  node_base(const node_base&) = delete;
+  node_base& operator=(const node_base&) = delete;
+
+  /// The op that made it ("matmul", "redistribute", ...) or the leaf's name.
+  const std::string& name() const { return name_; }
+  bool is_leaf() const { return leaf_; }
+  /// True once a backward without retain_graph has run through it (its saved tensors gone).
+  bool freed() const { return freed_; }
+  const std::vector<std::shared_ptr<node_base>>& inputs() const { return inputs_; }
+
+  /// Sends the accumulated gradient to the inputs (a leaf keeps it). Called by the engine
+  /// once every consumer has contributed.
+  virtual void run(bool retain_graph) = 0;
+
+ protected:
+  std::string name_;
+  std::vector<std::shared_ptr<node_base>> inputs_;
+  bool leaf_;
+  bool freed_ = false;
+};
+
+namespace autograd_detail {
+
+/// Every node reachable from root, each after all of its consumers (reverse post-order of
+/// a depth-first walk over the input edges; iterative, so deep graphs do not overflow).
+inline std::vector<node_base*> backward_order(node_base* root) {
+  std::vector<node_base*> post;
+  std::unordered_set<node_base*> seen{root};
+  std::vector<std::pair<node_base*, std::size_t>> stack{{root, 0}};
+  while (!stack.empty()) {
+    auto& [n, next] = stack.back();
+    if (next < n->inputs().size()) {
+      node_base* c = n->inputs()[next++].get();
+      if (seen.insert(c).second) stack.emplace_back(c, 0);
+    } else {
+      post.push_back(n);
+      stack.pop_back();
+    }
+  }
+  return {post.rbegin(), post.rend()};
+}
+
+/// Runs the nodes reachable from root (whose gradient is already seeded). Checks first that
+/// none was freed, so a refused backward changes no gradient.
+inline void run_backward(node_base* root, bool retain_graph) {
+  const std::vector<node_base*> order = backward_order(root);
+  for (node_base* n : order)
+    if (n->freed())
+      throw std::logic_error(
+          "spmd::backward: the graph through '" + n->name() +
+          "' was already freed by an earlier backward (its saved tensors are gone); pass "
+          "retain_graph = true to the first backward to run backward through it again");
+  for (node_base* n : order) n->run(retain_graph);
+}
+
+/// dtensor g as the layout GL (same mesh, placements and global shape; only the extents'
+/// static/dynamic spelling may differ): the locals are kept.
+template <class GL, element T, class L, class B>
+dtensor<T, GL, B> relabel(dtensor<T, L, B>&& g) {
+  if constexpr (std::is_same_v<L, GL>) {
+    return std::move(g);
+  } else {
+    static_assert(std::is_same_v<typename L::placements_type, typename GL::placements_type>);
+    GL lo = [&] {
+      if constexpr (GL::extents_type::is_static()) return GL{};
+      else return GL{typename GL::extents_type(g.layout().extents().to_vec())};
+    }();
+    return dtensor<T, GL, B>(detail::internal_t{}, lo, std::move(g).locals());
+  }
+}
+
+/// g in the layout GL: redistributed by the compile-time plan when its placements differ.
+template <class GL, element T, class L, class B>
+dtensor<T, GL, B> to_layout(dtensor<T, L, B>&& g) {
+  static_assert(std::is_same_v<typename L::mesh_type, typename GL::mesh_type>,
+                "spmd::backward: a gradient arrived on another mesh than its tensor's.");
+  static_assert(L::rank == GL::rank,
+                "spmd::backward: a gradient arrived with another number of dims than its tensor.");
+  if constexpr (std::is_same_v<typename L::placements_type, typename GL::placements_type>)
+    return relabel<GL>(std::move(g));
+  else
+    return relabel<GL>(runtime::redistribute<typename GL::placements_type>(std::move(g)));
+}
+
+}  // namespace autograd_detail
+
+/// A node accumulating a gradient of type dtensor<T, GL, B>.
+template <element T, class GL, class B>
+class grad_node final : public node_base {
+ public:
+  using grad_type = dtensor<T, GL, B>;
+  using backward_fn = std::function<void(const grad_type&)>;
+
+  /// A leaf: it keeps what arrives.
+  explicit grad_node(std::string name) : node_base(std::move(name), {}, true) {}
+  /// An op's result: `fn` sends a gradient to the nodes in `inputs`.
+  grad_node(std::string name, std::vector<std::shared_ptr<node_base>> inputs, backward_fn fn)
+      : node_base(std::move(name), std::move(inputs), false), fn_(std::move(fn)) {}
+
+  /// Adds g (any layout of this tensor) to the gradient.
+  template <class L>
+  void accumulate(dtensor<T, L, B>&& g) {
+    grad_type r = autograd_detail::to_layout<GL>(std::move(g));
+    if (!grad_) grad_.emplace(std::move(r));
+    else grad_.emplace(autograd_detail::relabel<GL>(runtime::add<typename GL::placements_type>(*grad_, r)));
+  }
+  template <class L>
+  void accumulate(const dtensor<T, L, B>& g) {
+    accumulate(dtensor<T, L, B>(g));
+  }
+
+  const std::optional<grad_type>& grad() const { return grad_; }
+  std::optional<grad_type>& grad() { return grad_; }
+  /// Keep the gradient of this non-leaf after backward (torch's retain_grad()).
+  void retain_grad() { retain_grad_ = true; }
+
+  void run(bool retain_graph) override {
+    if (leaf_) return;
+    if (grad_ && fn_) fn_(*grad_);
+    if (!retain_grad_) grad_.reset();
+    if (!retain_graph) {
+      fn_ = nullptr;  // the saved tensors go with the closure
+      freed_ = true;
+    }
+  }
+
+ private:
+  std::optional<grad_type> grad_;
+  backward_fn fn_;
+  bool retain_grad_ = false;
+};
+
+}  // namespace spmd::runtime
