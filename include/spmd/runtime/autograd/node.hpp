@@ -96,7 +96,7 @@ dtensor<T, GL, B> relabel(dtensor<T, L, B>&& g) {
     static_assert(std::is_same_v<typename L::placements_type, typename GL::placements_type>);
     GL lo = [&] {
       if constexpr (GL::extents_type::is_static()) return GL{};
-      else return GL{typename GL::extents_type(g.layout().extents().to_vec())};
+      else return GL{GL::extents_type::from_values(g.layout().extents().values())};
     }();
     return dtensor<T, GL, B>(detail::internal_t{}, lo, std::move(g).locals());
   }

@@ -1,0 +1,107 @@
+// tests/autograd/grad_shape.cpp — reductions (sum, mean over the global count, max/min with
+// ties), views (transpose, permute, reshape family) and softmax/log_softmax, over every
+// placement on 1-d and 2-d meshes.
+#include <catch2/catch.hpp>
+
+#include "../ops/common/op_test.hpp"
+#include "gradcheck.hpp"
+
+using namespace spmd;
+namespace rt = spmd::runtime;
+
+namespace {
+template <class M, class P, index_t... E>
+using L = layout<M, P, extents<E...>>;
+}  // namespace
+
+TEMPLATE_TEST_CASE("reductions: sum, mean, max, min over a dim, keepdim, every dim",
+                   "[autograd][reduction]", (mesh<4>), (mesh<2, 2>)) {
+  using M = TestType;
+  const auto a = gradcheck::values(15, 51);
+  using R1 = boost::mp11::mp_apply<placements, boost::mp11::mp_repeat_c<boost::mp11::mp_list<replicate>, M::ndim>>;
+  const auto c3 = gradcheck::weights<L<M, R1, 3>>(52);
+  const auto c5 = gradcheck::weights<L<M, R1, 5, 1>>(53);
+  op_test::for_each_placements<M, 2>([&]<class P>() {
+    INFO("x placements " << op_test::placements_text<P>());
+    using LX = L<M, P, 5, 3>;
+    gradcheck::check<LX>([&](auto x) {
+      return rt::sum<>(rt::sum<0>(x) * c3) + rt::sum<>(rt::mean<1>(x, rt::keepdim) * c5) +
+             rt::mean<>(x) * 3.0;
+    }, {a});
+    gradcheck::check<LX>([&](auto x) {
+      return rt::sum<>(rt::max<0>(x) * c3) + rt::sum<>(rt::min<-1>(x, rt::keepdim) * c5) + rt::max<>(x);
+    }, {a});
+  });
+}
+
+TEST_CASE("max/min: ties share the gradient evenly (torch.amax)", "[autograd][reduction]") {
+  using M = mesh<2>;
+  using LX = L<M, placements<shard<1>>, 2, 4>;
+  auto x = sim::requires_grad(sim::distribute_tensor<LX>(std::vector<double>{3, 1, 3, 3, 0, 2, 2, -1}), "x");
+  rt::sum<>(rt::max<1>(x)).backward();
+  CHECK(x.grad().full_tensor() == std::vector<double>{1. / 3, 0, 1. / 3, 1. / 3, 0, 0.5, 0.5, 0});
+  x.zero_grad();
+  rt::min<>(x).backward();
+  CHECK(x.grad().full_tensor() == std::vector<double>{0, 0, 0, 0, 0, 0, 0, 1});
+}
+
+TEMPLATE_TEST_CASE("views: transpose, permute, reshape, flatten, squeeze, unsqueeze",
+                   "[autograd][views]", (mesh<4>), (mesh<2, 2>)) {
+  using M = TestType;
+  const auto a = gradcheck::values(24, 61);
+  using R1 = boost::mp11::mp_apply<placements, boost::mp11::mp_repeat_c<boost::mp11::mp_list<replicate>, M::ndim>>;
+  const auto c = gradcheck::weights<L<M, R1, 4, 3, 2>>(62);
+  const auto c2 = gradcheck::weights<L<M, R1, 6, 4>>(63);
+  op_test::for_each_placements<M, 3>([&]<class P>() {
+    INFO("x placements " << op_test::placements_text<P>());
+    using LX = L<M, P, 2, 3, 4>;
+    gradcheck::check<LX>([&](auto x) {
+      return rt::sum<>(rt::permute<2, 1, 0>(x) * c) + rt::sum<>(rt::transpose<0, 2>(x) * c) +
+             rt::sum<>(rt::reshape<6, 4>(x) * c2) +
+             rt::sum<>(rt::squeeze<0>(rt::unsqueeze<0>(rt::flatten<0, 1>(x))) * c2);
+    }, {a});
+  });
+}
+
+TEMPLATE_TEST_CASE("softmax and log_softmax", "[autograd][nn]", (mesh<4>), (mesh<2, 2>)) {
+  using M = TestType;
+  const auto a = gradcheck::values(15, 71);
+  using R1 = boost::mp11::mp_apply<placements, boost::mp11::mp_repeat_c<boost::mp11::mp_list<replicate>, M::ndim>>;
+  const auto c = gradcheck::weights<L<M, R1, 5, 3>>(72);
+  op_test::for_each_placements<M, 2>([&]<class P>() {
+    INFO("x placements " << op_test::placements_text<P>());
+    gradcheck::check<L<M, P, 5, 3>>([&](auto x) {
+      return rt::sum<>(rt::softmax<1>(x) * c) + rt::sum<>(rt::log_softmax<0>(x) * c);
+    }, {a});
+  });
+}
+
+namespace {
+template <class M, class From, class To, class C>
+void check_redistribute(const std::vector<double>& a, const C& c) {
+  INFO(op_test::placements_text<From>() << " -> " << op_test::placements_text<To>());
+  gradcheck::check<L<M, From, 5, 3>>([&](auto x) { return rt::sum<>(rt::redistribute<To>(x) * c); },
+                                     {a});
+}
+}  // namespace
+
+TEST_CASE("redistribute: the gradient comes back to the input's placements", "[autograd][redistribute]") {
+  const auto a = gradcheck::values(15, 81);
+  {  // every pair on a 1-d mesh of 4 (uneven and empty shards)
+    using M = mesh<4>;
+    const auto c = gradcheck::weights<L<M, placements<replicate>, 5, 3>>(82);
+    op_test::for_each_placements<M, 2>([&]<class From>() {
+      op_test::for_each_placements<M, 2>([&]<class To>() { check_redistribute<M, From, To>(a, c); });
+    });
+  }
+  {  // every source on 2x2, to four targets (nested sharding, Partial, transposed)
+    using M = mesh<2, 2>;
+    const auto c = gradcheck::weights<L<M, placements<replicate, replicate>, 5, 3>>(83);
+    op_test::for_each_placements<M, 2>([&]<class From>() {
+      check_redistribute<M, From, placements<replicate, replicate>>(a, c);
+      check_redistribute<M, From, placements<shard<0>, shard<0>>>(a, c);
+      check_redistribute<M, From, placements<partial<>, shard<1>>>(a, c);
+      check_redistribute<M, From, placements<shard<1>, shard<0>>>(a, c);
+    });
+  }
+}
