@@ -20,5 +20,6 @@
 #include "spmd/runtime/autograd/redistribute.hpp"
 #include "spmd/runtime/autograd/reduction.hpp"
 #include "spmd/runtime/autograd/shape_grad.hpp"
+#include "spmd/runtime/autograd/tp.hpp"
 #include "spmd/runtime/autograd/variable.hpp"
 #include "spmd/runtime/autograd/view.hpp"
