@@ -98,9 +98,11 @@ int main(int argc, char** argv) {
   suite::value_level<mpi_runner>(rep);
   suite::typed_cases<spmd::mpi::backend, spmd::mesh<2, 2>>(rep);
   suite::typed_op_cases<spmd::mpi::backend, spmd::mesh<2, 2>>(rep);
+  suite::grad_cases<spmd::mpi::backend, spmd::mesh<2, 2>>(rep);
   if (env.size() >= 8) {
     suite::typed_cases<spmd::mpi::backend, spmd::mesh<2, 4>>(rep);
     suite::typed_op_cases<spmd::mpi::backend, spmd::mesh<2, 4>>(rep);
+    suite::grad_cases<spmd::mpi::backend, spmd::mesh<2, 4>>(rep);
   }
   suite::collective_cases<mpi_runner, spmd::mesh<2, 2>>(rep);
   suite::collective_cases<mpi_runner, spmd::mesh<2, 4>>(rep);

@@ -623,3 +623,5 @@ void collective_cases(report& rep) {
 }
 
 }  // namespace suite
+
+#include "grad_cases.hpp"  // the gradient cases (they use the helpers above)

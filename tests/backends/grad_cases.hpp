@@ -1,0 +1,92 @@
+// tests/backends/grad_cases.hpp — the typed suite's gradient cases: the same recorded program
+// on backend B and on the simulation, every gradient's locals compared (bit for bit on host
+// backends, within close_locals' tolerance on a device).
+#pragma once
+
+#include <tuple>
+#include <vector>
+
+#include "spmd/runtime/autograd.hpp"
+
+namespace suite {
+
+namespace grad_detail {
+
+/// The Megatron MLP with a mean loss; returns the gradients of x, W1, b1, W2, b2.
+template <class B, class Mesh>
+auto tp_mlp_grads() {
+  using namespace spmd;
+  namespace rt = spmd::runtime;
+  using F = rt::factories<B>;
+  constexpr int tp = 1;
+  using Up = rt::trainable<rt::column_parallel_linear<double, Mesh, tp, 8, 12, B>>;
+  using Down = rt::trainable<rt::row_parallel_linear<double, Mesh, tp, 12, 8, B>>;
+  using LX = layout<Mesh, placements<shard<0>, replicate>, extents<5, 8>>;  // 5 rows: uneven on dp
+  auto up = Up::from_full(global_values<double>(96), global_values<double>(12), "up");
+  auto down = Down::from_full(global_values<double>(96), global_values<double>(8), "down");
+  auto x = rt::requires_grad(F::template distribute_tensor<LX>(global_values<double>(40)), "x");
+  rt::mean<>(rt::gelu(down(rt::relu(up(x))))).backward();
+  return std::make_tuple(x.grad(), up.weight.grad(), up.bias.grad(), down.weight.grad(),
+                         down.bias.grad());
+}
+
+/// Elementwise with broadcasting, reductions, views, softmax and a redistribute whose backward
+/// runs in bfloat16; x starts Partial.
+template <class B, class Mesh>
+auto chain_grads() {
+  using namespace spmd;
+  namespace rt = spmd::runtime;
+  using F = rt::factories<B>;
+  using LX = layout<Mesh, placements<shard<0>, partial<reduce_op::sum>>, extents<6, 8>>;
+  using LR = layout<Mesh, placements<replicate, shard<0>>, extents<8>>;
+  std::vector<float> gx(48), gr(8);
+  for (std::size_t i = 0; i < gx.size(); ++i) gx[i] = 0.25f * static_cast<float>(i % 11) - 1.2f;
+  for (std::size_t i = 0; i < gr.size(); ++i) gr[i] = 0.5f + 0.125f * static_cast<float>(i);
+  auto x = rt::requires_grad(F::template distribute_tensor<LX>(gx), "x");
+  auto r = rt::requires_grad(F::template distribute_tensor<LR>(gr), "row");
+  auto y = rt::softmax<1>(x * r) + rt::log_softmax<0>(x - r) + rt::tanh(x) / r;
+  auto z = rt::redistribute<placements<shard<1>, replicate>>(rt::transpose<0, 1>(y),
+                                                                rt::backward_dtype<spmd::bfloat16>);
+  auto loss = rt::sum<>(rt::max<1>(z)) + rt::mean<>(rt::reshape<4, 12>(y)) + rt::sum<>(rt::sigmoid(rt::sum<0>(y)));
+  loss.backward();
+  return std::make_tuple(x.grad(), r.grad());
+}
+
+/// bmm with its batch split, both operands differentiated.
+template <class B, class Mesh>
+auto bmm_grads() {
+  using namespace spmd;
+  namespace rt = spmd::runtime;
+  using F = rt::factories<B>;
+  using LA = layout<Mesh, placements<shard<0>, replicate>, extents<4, 3, 5>>;
+  using LB = layout<Mesh, placements<shard<0>, shard<2>>, extents<4, 5, 6>>;
+  auto a = rt::requires_grad(F::template distribute_tensor<LA>(global_values<double>(60)), "a");
+  auto b = rt::requires_grad(F::template distribute_tensor<LB>(global_values<double>(120)), "b");
+  rt::sum<>(rt::relu(rt::bmm(a, b))).backward();
+  return std::make_tuple(a.grad(), b.grad());
+}
+
+template <class TB, class TS, std::size_t... I>
+void compare_all(report& rep, const TB& b, const TS& s, const char* what, std::index_sequence<I...>) {
+  (close_locals(rep, std::get<I>(b), std::get<I>(s), std::string(what) + " gradient " + std::to_string(I)),
+   ...);
+}
+template <class TB, class TS>
+void compare_all(report& rep, const TB& b, const TS& s, const char* what) {
+  compare_all(rep, b, s, what, std::make_index_sequence<std::tuple_size_v<TB>>{});
+}
+
+}  // namespace grad_detail
+
+/// Gradients on backend B against the simulation's.
+template <class B, class Mesh>
+void grad_cases(report& rep) {
+  using S = spmd::sim::backend;
+  grad_detail::compare_all(rep, grad_detail::tp_mlp_grads<B, Mesh>(), grad_detail::tp_mlp_grads<S, Mesh>(),
+                           "TP MLP");
+  grad_detail::compare_all(rep, grad_detail::chain_grads<B, Mesh>(), grad_detail::chain_grads<S, Mesh>(),
+                           "elementwise/reduction/view chain");
+  grad_detail::compare_all(rep, grad_detail::bmm_grads<B, Mesh>(), grad_detail::bmm_grads<S, Mesh>(), "bmm");
+}
+
+}  // namespace suite
