@@ -36,7 +36,9 @@ namespace spmd::cuda::kernels {
   template void layer_norm<false, T>(T*, const T*, const T*, const T*, const index_geom&, const index_geom&, double, cudaStream_t); \
   template void layer_norm<true, T>(T*, const T*, const T*, const T*, const index_geom&, const index_geom&, double, cudaStream_t); \
   template void embedding<T, ::std::int32_t>(T*, const T*, const ::std::int32_t*, index_t, index_t, index_t, index_t, index_t, index_t*, cudaStream_t); \
-  template void embedding<T, ::std::int64_t>(T*, const T*, const ::std::int64_t*, index_t, index_t, index_t, index_t, index_t, index_t*, cudaStream_t);
+  template void embedding<T, ::std::int64_t>(T*, const T*, const ::std::int64_t*, index_t, index_t, index_t, index_t, index_t, index_t*, cudaStream_t); \
+  template void one_hot<T, ::std::int32_t>(T*, const ::std::int32_t*, index_t, index_t, index_t*, cudaStream_t); \
+  template void one_hot<T, ::std::int64_t>(T*, const ::std::int64_t*, index_t, index_t, index_t*, cudaStream_t);
 
 #define SPMD_EVERY(T)                                                                        \
   SPMD_UNARY_ALL(T) SPMD_BINARY_ALL(T) SPMD_REDUCE(T)                                        \

@@ -205,6 +205,7 @@ TEST_CASE("elementwise bodies over the emulated grid give the host kernels' bits
     (check_unary<gelu_fn, T>(s), ...);
     (check_unary<tanh_fn, T>(s), ...);
     (check_unary<sigmoid_fn, T>(s), ...);
+    (check_unary<gelu_tanh_fn, T>(s), ...);
   }.template operator()<float, double, spmd::bfloat16, spmd::float16>();
   // Broadcasting: same shapes, a bias row, both sides stretched, a scalar-shaped input.
   const std::vector<std::array<shape_vec, 3>> shapes = {
@@ -221,12 +222,19 @@ TEST_CASE("elementwise bodies over the emulated grid give the host kernels' bits
     check_binary<minimum_fn, double>(o, a, b);
     check_binary<add_fn, std::int32_t>(o, a, b);
     check_binary<maximum_fn, std::int64_t>(o, a, b);
+    // The derivative functions of the autograd layer.
+    check_binary<relu_backward_fn, float>(o, a, b);
+    check_binary<gelu_backward_fn, double>(o, a, b);
+    check_binary<gelu_tanh_backward_fn, spmd::bfloat16>(o, a, b);
+    check_binary<sign_mul_fn, spmd::float16>(o, a, b);
+    check_binary<equal_fn, float>(o, a, b);
   }
   check_scalar<sub_fn, true, float>();
   check_scalar<sub_fn, false, float>();
   check_scalar<div_fn, true, double>();
   check_scalar<mul_fn, false, std::int32_t>();
   check_scalar<maximum_fn, true, spmd::bfloat16>();
+  check_scalar<equal_fn, false, double>();
 }
 
 TEST_CASE("views and cat as strided copies give the host kernels' bits", "[cuda][emulation]") {

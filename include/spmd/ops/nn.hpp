@@ -5,6 +5,7 @@
 //   softmax<1>, x (a, b)            "ab->ab",  b fixed      a row needs all of its values
 //   layer_norm<2>, x (a, b, c)      "abc,bc,bc->abc", b c fixed  (weight, bias: (b, c))
 //   embedding, w (V, H), idx (a, b) "VH,ab->abH", V reduces with sum
+//   one_hot<U, C>, idx (a, b)       "ab->abC", C the output's own (fixed)
 //
 // softmax and layer_norm pass no Partial: neither is linear nor monotone in its input, so a
 // Partial input is reduced (or reduce-scattered) first. The active dims are `fixed`: every
@@ -116,6 +117,29 @@ struct embedding {
   static constexpr shape_vec out_shape(const svec<shape_vec, max_op_inputs>& in) {
     shape_vec out = in[1];
     out.push_back(in[0][1]);
+    return out;
+  }
+};
+
+/// one_hot: indices (any rank) -> indices' shape + (Classes), element type U: 1 where the
+/// last index equals the index, else 0 (torch.nn.functional.one_hot, as U). The class dim is
+/// the output's own (fixed: every rank writes all classes); the indices' dims shard freely.
+template <class U, index_t Classes>
+struct one_hot {
+  static_assert(Classes >= 1, "spmd::one_hot: the number of classes must be at least 1.");
+  static constexpr const char* name = "one_hot";
+  template <class T>
+  using result = U;
+
+  static constexpr op_rule rule(const op_context& c) {
+    const int r = c.in[0].tensor_rank;
+    nn_detail::subscripts s{};
+    s.dims(0, r).put('-').put('>').dims(0, r).put('C');
+    return einsum(s.text);
+  }
+  static constexpr shape_vec out_shape(const svec<shape_vec, max_op_inputs>& in) {
+    shape_vec out = in[0];
+    out.push_back(Classes);
     return out;
   }
 };

@@ -88,6 +88,9 @@ void layer_norm(T* out, const T* x, const T* w, const T* b, const index_geom& ou
 template <class T, class I>
 void embedding(T* out, const T* w, const I* idx, index_t first, index_t rows, index_t h, index_t vocab,
                index_t n_out, index_t* bad, cudaStream_t stream);
+/// out (n_out = indices * classes) = one_hot(idx); an index outside [0, classes) sets bad.
+template <class U, class I>
+void one_hot(U* out, const I* idx, index_t classes, index_t n_out, index_t* bad, cudaStream_t stream);
 /// Row-major c (m x n) = a (m x k) . b (k x n), or b^T when b_transposed (b is n x k);
 /// `batch` products at strides m*k, k*n, m*n. Floating types through cuBLAS (bf16 with
 /// float accumulation), integers by a kernel that adds in the host kernel's order.

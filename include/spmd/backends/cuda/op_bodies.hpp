@@ -168,4 +168,16 @@ SPMD_HD void embedding_item(U* out, const T* w, const I* idx, index_t first, ind
   out[i] = (row >= 0 && row < rows) ? static_cast<U>(w[row * h + k]) : static_cast<U>(0);
 }
 
+/// Output element i of a one_hot with c classes (indices and out contiguous): 1 where i's
+/// class is its row's index. An index outside [0, c) writes 0 and flags it as embedding_item.
+template <class U, class I>
+SPMD_HD void one_hot_item(U* out, const I* idx, index_t c, index_t i, index_t* bad) {
+  const index_t id = static_cast<index_t>(idx[i / c]);
+  if (id < 0 || id >= c) {
+    bad[0] = 1;
+    bad[1] = id;
+  }
+  out[i] = static_cast<U>(i % c == id ? 1 : 0);
+}
+
 }  // namespace spmd::cuda

@@ -244,4 +244,36 @@ auto embedding(const dtensor<I, LI, Bk>& indices, const dtensor<T, LW, Bk>& weig
     return apply<Forced>(ops::embedding{weight.shape()[0]}, weight, indices);
 }
 
+template <class U, index_t C>
+struct op_kernel<ops::one_hot<U, C>> {
+  static constexpr bool rank_independent = true;  // apply.hpp: replicas share results
+  template <class I>
+  static void run(const ops::one_hot<U, C>&, strided_view<U> out, const op_rank_info& info,
+                  strided_view<const I> idx) {
+    index_t p = 0;
+    nn_detail::for_each_index(idx.extents(), [&](const shape_vec& at) {
+      const index_t id = static_cast<index_t>(idx.at(at));
+      if (id < 0 || id >= C)
+        throw std::out_of_range("spmd::one_hot: index " + std::to_string(id) + " at " +
+                                ops::nn_detail::shape_text(at) + " of rank " + std::to_string(info.rank) +
+                                "'s indices is outside the classes [0, " + std::to_string(C) + ")");
+      U* row = out.data() + p * C;  // out is a fresh contiguous block (..., C)
+      for (index_t k = 0; k < C; ++k) row[k] = static_cast<U>(k == id ? 1 : 0);
+      ++p;
+    });
+  }
+};
+
+/// (indices' shape, Classes) of element type U: 1 at each index's class, 0 elsewhere
+/// (torch.nn.functional.one_hot). Throws std::out_of_range naming an index outside
+/// [0, Classes) and the rank holding it.
+template <element U, index_t Classes, class Forced = void, element I, class LI, class Bk>
+auto one_hot(const dtensor<I, LI, Bk>& indices) {
+  constexpr bool int_indices = std::is_same_v<I, std::int32_t> || std::is_same_v<I, std::int64_t>;
+  static_assert(int_indices, "spmd::one_hot: the indices must be an int32 or int64 dtensor.");
+  static_assert(LI::rank < static_cast<std::size_t>(max_tensor_dims),
+                "spmd::one_hot: the indices must have at most 7 dims.");
+  if constexpr (int_indices) return apply<Forced>(ops::one_hot<U, Classes>{}, indices);
+}
+
 }  // namespace spmd::runtime

@@ -83,4 +83,10 @@ void embedding(T* out, const T* w, const I* idx, index_t first, index_t rows, in
                    stream, "embedding kernel launch");
 }
 
+template <class U, class I>
+void one_hot(U* out, const I* idx, index_t classes, index_t n_out, index_t* bad, cudaStream_t stream) {
+  detail::for_each(n_out, [=] __device__(index_t i) { one_hot_item<U, I>(out, idx, classes, i, bad); }, stream,
+                   "one_hot kernel launch");
+}
+
 }  // namespace spmd::cuda::kernels

@@ -73,4 +73,28 @@ struct device_op<spmd::ops::embedding> {
   }
 };
 
+template <class U, index_t C>
+struct device_op<spmd::ops::one_hot<U, C>> {
+  /// As embedding: checks the indices on the device and synchronises once to report a bad one.
+  template <class I, class Off>
+  static void run(const spmd::ops::one_hot<U, C>&, device_set<U>& out, Off&, const device_set<I>& idx) {
+    device_buffer<index_t> bad(2 * out.ranks());
+    check(cudaMemsetAsync(bad.data(), 0, static_cast<std::size_t>(2 * out.ranks()) * sizeof(index_t),
+                          current_stream()),
+          "cudaMemsetAsync");
+    for (const index_t i : out.held())
+      kernels::one_hot<U, I>(out.data(i), idx.data(i), C, out.size(i), bad.data() + 2 * i, current_stream());
+    std::vector<index_t> flags(static_cast<std::size_t>(2 * out.ranks()));
+    check(cudaMemcpyAsync(flags.data(), bad.data(), flags.size() * sizeof(index_t), cudaMemcpyDeviceToHost,
+                          current_stream()),
+          "cudaMemcpyAsync (device to host)");
+    synchronize();
+    for (const index_t i : out.held())
+      if (flags[static_cast<std::size_t>(2 * i)] != 0)
+        throw std::out_of_range("spmd::one_hot: index " + std::to_string(flags[static_cast<std::size_t>(2 * i + 1)]) +
+                                " of mesh index " + std::to_string(i) + "'s indices is outside the classes [0, " +
+                                std::to_string(C) + ")");
+  }
+};
+
 }  // namespace spmd::cuda

@@ -1,0 +1,72 @@
+// spmd/runtime/autograd/loss.hpp — cross entropy over rows with integer targets, and its
+// vocabulary-parallel form (DTensor's loss_parallel).
+//
+//   auto l = cross_entropy<C>(logits, targets);                 // logits (N, C), targets (N)
+//   auto v = vocab_parallel_cross_entropy<C>(logits, targets);  // logits sharded on C: never gathered
+//
+// Both are the mean over rows of logsumexp(x_i) − x_{i, t_i} (torch's cross_entropy with
+// reduction='mean'), composed of operators, so their backward ((softmax − one_hot) / N) comes
+// from the same rules as everything else. cross_entropy goes through log_softmax, whose class
+// dim is never sharded: class-sharded logits are gathered first, as DTensor does outside
+// loss_parallel. vocab_parallel_cross_entropy keeps the class dim sharded: the row max (for
+// stability; a constant of the gradient) and the row sum of exp are Partial over the class
+// dim and reduced by all_reduces of N values, and the target's logit is picked by a masked
+// one_hot product on the rank that holds it, then summed — O(N) communication, no gather.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "spmd/runtime/autograd/elementwise.hpp"
+#include "spmd/runtime/autograd/nn.hpp"
+#include "spmd/runtime/autograd/operand.hpp"
+#include "spmd/runtime/autograd/redistribute.hpp"
+#include "spmd/runtime/autograd/reduction.hpp"
+#include "spmd/runtime/ops/nn.hpp"
+
+namespace spmd::runtime {
+
+namespace autograd_detail {
+template <index_t C, class X, class Targets>
+constexpr void check_cross_entropy() {
+  using LX = typename X::layout_type;
+  using LT = typename Targets::layout_type;
+  static_assert(LX::rank == 2, "spmd::cross_entropy: the logits must be (rows, classes).");
+  static_assert(LT::rank == 1, "spmd::cross_entropy: the targets must be 1-d (one class per row).");
+  static_assert(std::is_same_v<typename Targets::value_type, std::int32_t> ||
+                    std::is_same_v<typename Targets::value_type, std::int64_t>,
+                "spmd::cross_entropy: the targets must be int32 or int64 class indices.");
+  static_assert(LX::extents_type::static_extent(1) == C,
+                "spmd::cross_entropy: C must be the logits' static class extent.");
+}
+}  // namespace autograd_detail
+
+/// mean_i(−log_softmax(x)_{i, t_i}): logits (N, C) and targets (N) in [0, C).
+template <index_t C, element T, class L, class B, class GP, element I, class LT>
+auto cross_entropy(const variable<T, L, B, GP>& logits, const dtensor<I, LT, B>& targets) {
+  autograd_detail::check_cross_entropy<C, dtensor<T, L, B>, dtensor<I, LT, B>>();
+  const auto onehot = one_hot<T, C>(targets);
+  return -mean<>(sum<1>(log_softmax<1>(logits) * onehot));
+}
+
+/// The same value, with logits sharded on the class dim kept so (loss_parallel): see above.
+template <index_t C, element T, class L, class B, class GP, element I, class LT>
+auto vocab_parallel_cross_entropy(const variable<T, L, B, GP>& logits, const dtensor<I, LT, B>& targets) {
+  autograd_detail::check_cross_entropy<C, dtensor<T, L, B>, dtensor<I, LT, B>>();
+  using XP = L::placements_type;
+  // Row statistics (N values) are reduced explicitly and the logits' ops keep the logits'
+  // placements, so the cost model cannot prefer gathering small logits.
+  auto reduced = [](const auto& v) {
+    using V = std::remove_cvref_t<decltype(v)>;
+    return redistribute<default_grad_placements_t<typename V::placements_type>>(v);
+  };
+  // The row max shifts the exponent only: logsumexp's gradient does not depend on it.
+  const auto m = runtime::redistribute<default_grad_placements_t<
+      typename decltype(runtime::max<1>(logits.value(), keepdim))::placements_type>>(
+      runtime::max<1>(logits.value(), keepdim));
+  auto lse = log(reduced(sum<1>(exp(sub<XP>(logits, m)), keepdim))) + m;
+  auto picked = reduced(sum<1>(mul<XP>(logits, one_hot<T, C>(targets)), keepdim));
+  return mean<>(lse - picked);
+}
+
+}  // namespace spmd::runtime
