@@ -152,3 +152,52 @@ TEST_CASE("grad_placements: the output's gradient held as given", "[autograd][re
   rt::sum<>(y * 2.0).backward();
   for (double g : x.grad().full_tensor()) CHECK(g == 2.0);
 }
+
+namespace {
+/// from_local<P, GradP> on a leaf of placements A: the gradient returned to the leaf, its
+/// layout type, and the collectives of the backward.
+template <class A, class P, class GradP>
+void check_from_local(int reductions) {
+  using LA = layout<mesh<2>, A, extents<4>>;
+  using LC = layout<mesh<2>, placements<replicate>, extents<4>>;
+  const std::vector<double> v{1, 2, 3, 4}, c{0.5, -1, 2, 3};
+  auto x = sim::requires_grad(sim::distribute_tensor<LA>(v), "local");
+  auto y = rt::from_local<P, GradP>(x);
+  static_assert(std::is_same_v<typename decltype(y)::grad_placements,
+                               std::conditional_t<std::is_void_v<GradP>, rt::default_grad_placements_t<P>, GradP>>);
+  auto loss = rt::sum<>(y * sim::distribute_tensor<LC>(c));
+  sim::comm_counter comm;
+  loss.backward();
+  CHECK(comm.count(step_kind::all_reduce) == reductions);
+  static_assert(std::is_same_v<typename decltype(x)::grad_placements, rt::default_grad_placements_t<A>>);
+  const auto g = x.grad().full_tensor();
+  CHECK(g == c);
+  gradcheck::check_blocks(x.grad(), g);
+}
+}  // namespace
+
+TEST_CASE("from_local: DTensor's five cases of forward placement, incoming and returned gradient",
+          "[autograd][local]") {
+  using S = placements<shard<0>>;
+  using R = placements<replicate>;
+  using P = placements<partial<>>;
+  check_from_local<S, S, void>(0);  // Shard -> Shard -> Shard
+  check_from_local<R, R, void>(0);  // Replicate -> Replicate -> Replicate
+  check_from_local<R, R, P>(1);     // Replicate -> Partial -> Replicate (reduced)
+  check_from_local<P, P, void>(0);  // Partial -> Replicate -> Replicate
+  check_from_local<P, P, P>(1);     // Partial -> Partial -> Replicate (reduced)
+}
+
+TEST_CASE("to_local then from_local on a Partial tensor: the pure-DTensor path's gradient",
+          "[autograd][local]") {
+  using LP = layout<mesh<2>, placements<partial<>>, extents<4>>;
+  using LC = layout<mesh<2>, placements<replicate>, extents<4>>;
+  const std::vector<double> v{1, 2, 3, 4}, c{0.5, -1, 2, 3};
+  auto x = sim::requires_grad(sim::distribute_tensor<LP>(v), "x");
+  auto y = rt::from_local<placements<partial<>>>(rt::to_local(x));
+  rt::sum<>(y * sim::distribute_tensor<LC>(c)).backward();
+  auto x2 = sim::requires_grad(sim::distribute_tensor<LP>(v), "x2");
+  rt::sum<>(x2 * sim::distribute_tensor<LC>(c)).backward();
+  CHECK(x.grad().full_tensor() == x2.grad().full_tensor());
+  static_assert(std::is_same_v<decltype(x)::grad_type, decltype(x2)::grad_type>);
+}

@@ -105,3 +105,21 @@ TEST_CASE("redistribute: the gradient comes back to the input's placements", "[a
     });
   }
 }
+
+TEMPLATE_TEST_CASE("cat, split and narrow", "[autograd][views]", (mesh<4>), (mesh<2, 2>)) {
+  using M = TestType;
+  const auto a = gradcheck::values(15, 131), b = gradcheck::values(10, 132);
+  using R1 = boost::mp11::mp_apply<placements, boost::mp11::mp_repeat_c<boost::mp11::mp_list<replicate>, M::ndim>>;
+  const auto c = gradcheck::weights<L<M, R1, 5, 5>>(133);
+  const auto c2 = gradcheck::weights<L<M, R1, 5, 2>>(134);
+  op_test::for_each_placements<M, 2>([&]<class P>() {
+    INFO("x placements " << op_test::placements_text<P>());
+    gradcheck::check<L<M, P, 5, 3>, L<M, R1, 5, 2>>(
+        [&](auto x, auto y) {
+          auto [p, q] = rt::split<1, 1, 2>(x);
+          return rt::sum<>(rt::cat<1>(x, y) * c) + rt::sum<>(q * c2) + rt::sum<>(rt::narrow<0, 1, 3>(p)) +
+                 rt::sum<>(rt::cat<-1>(p, sim::distribute_tensor<L<M, R1, 5, 4>>(std::vector<double>(20, 0.5))) * c);
+        },
+        {a, b});
+  });
+}

@@ -312,4 +312,30 @@ struct reshape {
   }
 };
 
+/// Elements [Start, Start + Len) of dim Dim (torch.narrow; split's pieces, cat's backward).
+/// Dim is fixed (never sharded: a slice of a sharded dim would need the blocks to move); the
+/// other dims keep their sharding, and Partials pass (a slice of a sum is the sum of slices).
+template <int Dim, index_t Start, index_t Len>
+struct narrow {
+  static_assert(Start >= 0 && Len >= 0, "spmd::narrow: Start and Len must be >= 0.");
+  static constexpr const char* name = "narrow";
+  static constexpr op_rule rule(const op_context& c) {
+    const int n = c.in_shape[0].size();
+    svec<view_detail::factor_kind, max_factors> kind = view_detail::kinds(n, view_detail::factor_kind::free);
+    kind[Dim] = view_detail::factor_kind::fixed;
+    return view_detail::dim_map(view_detail::identity(n), view_detail::identity(n), kind, c);
+  }
+  static constexpr shape_vec out_shape(const svec<shape_vec, max_op_inputs>& in) {
+    shape_vec s = in[0];
+    if (Dim < 0 || Dim >= s.size())
+      throw std::invalid_argument("spmd::narrow: the dim is outside the tensor's dims");
+    if (s[Dim] != dyn && Start + Len > s[Dim])
+      throw std::invalid_argument("spmd::narrow: [" + std::to_string(Start) + ", " + std::to_string(Start + Len) +
+                                  ") is outside dim " + std::to_string(Dim) + " of extent " +
+                                  std::to_string(s[Dim]));
+    s[Dim] = Len;
+    return s;
+  }
+};
+
 }  // namespace spmd::ops

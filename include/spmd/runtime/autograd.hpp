@@ -13,6 +13,7 @@
 
 #include "spmd/runtime/autograd/elementwise.hpp"
 #include "spmd/runtime/autograd/grad_mode.hpp"
+#include "spmd/runtime/autograd/local.hpp"
 #include "spmd/runtime/autograd/local_map.hpp"
 #include "spmd/runtime/autograd/loss.hpp"
 #include "spmd/runtime/autograd/matmul.hpp"

@@ -7,6 +7,7 @@
 #include <array>
 
 #include "spmd/runtime/autograd/operand.hpp"
+#include "spmd/runtime/ops/cat.hpp"
 #include "spmd/runtime/ops/view.hpp"
 
 namespace spmd::runtime {
@@ -76,6 +77,101 @@ auto squeeze(const variable<T, L, B, GP>& x) {
 template <int D, element T, class L, class B, class GP>
 auto unsqueeze(const variable<T, L, B, GP>& x) {
   return autograd_detail::reshape_result(x, runtime::unsqueeze<D>(x.value()), "unsqueeze");
+}
+
+}  // namespace spmd::runtime
+
+namespace spmd::runtime {
+
+namespace autograd_detail {
+/// Zeros of layout L's placements with dim D of extent N (and L's other static extents).
+template <class L, int D, index_t N, element T, class B>
+auto zeros_part() {
+  using E = typename L::extents_type;
+  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    using LP = spmd::layout<typename L::mesh_type, typename L::placements_type,
+                            extents<(static_cast<int>(I) == D ? N : E::static_extent(I))...>>;
+    return factories<B>::template full<T>(T(0), LP{});
+  }(std::make_index_sequence<L::rank>{});
+}
+/// g (the gradient of narrow<D, Start, Len> of an input of extent Ext on D) placed into zeros
+/// of the input's shape: cat of zeros before, g, zeros after (the empty parts left out).
+template <int D, index_t Start, index_t Len, index_t Ext, element T, class L, class B>
+auto unnarrow(const dtensor<T, L, B>& g) {
+  static_assert(L::extents_type::is_static(), "spmd::autograd: narrow's backward needs static extents.");
+  constexpr index_t after = Ext - Start - Len;
+  if constexpr (Start == 0 && after == 0) return g;
+  else if constexpr (Start == 0) return runtime::cat<D>(g, zeros_part<L, D, after, T, B>());
+  else if constexpr (after == 0) return runtime::cat<D>(zeros_part<L, D, Start, T, B>(), g);
+  else return runtime::cat<D>(zeros_part<L, D, Start, T, B>(), g, zeros_part<L, D, after, T, B>());
+}
+}  // namespace autograd_detail
+
+/// narrow on a variable: the gradient is g in the slice, zeros elsewhere.
+template <int Dim, index_t Start, index_t Len, class Forced = void, element T, class L, class B, class GP>
+auto narrow(const variable<T, L, B, GP>& x) {
+  constexpr int r = static_cast<int>(L::rank), d = Dim < 0 ? Dim + r : Dim;
+  return autograd_detail::make_result(
+      runtime::narrow<Dim, Start, Len, Forced>(x.value()), "narrow",
+      [x](const auto& g) {
+        constexpr index_t ext = L::extents_type::static_extent(static_cast<std::size_t>(d));
+        autograd_detail::send(x, autograd_detail::unnarrow<d, Start, Len, ext>(g));
+      },
+      x);
+}
+
+/// split on a variable: each piece is a narrow (its own node).
+template <int Dim, index_t... Sizes, element T, class L, class B, class GP>
+auto split(const variable<T, L, B, GP>& x) {
+  constexpr int r = static_cast<int>(L::rank), d = Dim < 0 ? Dim + r : Dim;
+  static_assert(L::extents_type::static_extent(static_cast<std::size_t>(d < 0 ? 0 : d)) == (Sizes + ... + 0),
+                "spmd::split: the sizes do not add up to the dim's static extent.");
+  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    constexpr std::array<index_t, sizeof...(Sizes)> sizes{Sizes...};
+    constexpr auto start = [](std::size_t k) {
+      index_t s = 0;
+      for (std::size_t j = 0; j < k; ++j) s += std::array<index_t, sizeof...(Sizes)>{Sizes...}[j];
+      return s;
+    };
+    return std::make_tuple(narrow<d, start(I), sizes[I]>(x)...);
+  }(std::index_sequence_for<decltype(Sizes)...>{});
+}
+
+/// cat on variables (and dtensors as constants): input k's gradient is g's slice at its place.
+template <int Dim, class X0, class... X>
+  requires grad_operands<X0, X...>
+auto cat(const X0& x0, const X&... x) {
+  auto y = runtime::cat<Dim>(value_of(x0), value_of(x)...);
+  using Y = decltype(y);
+  constexpr int d = Dim < 0 ? Dim + static_cast<int>(Y::rank) : Dim;
+  return autograd_detail::make_result(
+      std::move(y), "cat",
+      [ins = std::make_tuple(autograd_detail::keep(x0), autograd_detail::keep(x)...)](const auto& g) {
+        using Ins = std::remove_cvref_t<decltype(ins)>;
+        constexpr std::size_t n_in = std::tuple_size_v<Ins>;
+        // The extent of each input on the cat dim, and where it starts.
+        constexpr std::array<index_t, n_in> ext = []<std::size_t... I>(std::index_sequence<I...>) {
+          static_assert((std::tuple_element_t<I, Ins>::extents_type::is_static() && ...),
+                        "spmd::autograd: cat's backward needs static extents.");
+          return std::array<index_t, n_in>{
+              std::tuple_element_t<I, Ins>::extents_type::static_extent(static_cast<std::size_t>(d))...};
+        }(std::make_index_sequence<n_in>{});
+        constexpr auto start = [ext](std::size_t k) {
+          index_t s = 0;
+          for (std::size_t j = 0; j < k; ++j) s += ext[j];
+          return s;
+        };
+        [&]<std::size_t... I>(std::index_sequence<I...>) {
+          (
+              [&] {
+                const auto& in = std::get<I>(ins);
+                if (autograd_detail::wants(in))
+                  autograd_detail::send(in, runtime::narrow<d, start(I), ext[I]>(g));
+              }(),
+              ...);
+        }(std::make_index_sequence<n_in>{});
+      },
+      x0, x...);
 }
 
 }  // namespace spmd::runtime

@@ -19,9 +19,12 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "spmd/ops/view.hpp"
@@ -332,6 +335,49 @@ auto view(const dtensor<T, L, Bk>& x) {
 template <class Forced, index_t... E, element T, class L, class Bk>
 auto view(const dtensor<T, L, Bk>& x) {
   return detail::reshape_impl<Forced, E...>(x);
+}
+
+template <int Dim, index_t Start, index_t Len>
+struct op_kernel<ops::narrow<Dim, Start, Len>> {
+  static constexpr bool rank_independent = true;  // apply.hpp: replicas share results
+  template <class T>
+  static void run(const ops::narrow<Dim, Start, Len>&, strided_view<T> out, const op_rank_info&,
+                  strided_view<const T> in) {
+    if (out.empty()) return;
+    shape_vec e = in.extents();
+    e[Dim] = Len;
+    detail::strided_copy(out, strided_view<const T>(in.data() + Start * in.stride(Dim), e, in.strides()));
+  }
+};
+
+/// Elements [Start, Start + Len) of dim Dim (negative: from the end), as a new tensor.
+template <int Dim, index_t Start, index_t Len, class Forced = void, element T, class L, class Bk>
+auto narrow(const dtensor<T, L, Bk>& x) {
+  constexpr int r = static_cast<int>(L::rank), d = Dim < 0 ? Dim + r : Dim;
+  static_assert(d >= 0 && d < r, "spmd::narrow: the dim is outside the tensor's dims.");
+  static_assert(L::extents_type::static_extent(static_cast<std::size_t>(d < 0 ? 0 : d)) == dyn ||
+                    Start + Len <= L::extents_type::static_extent(static_cast<std::size_t>(d < 0 ? 0 : d)),
+                "spmd::narrow: Start + Len is beyond the dim's extent.");
+  if constexpr (d >= 0 && d < r) return apply<Forced>(ops::narrow<d, Start, Len>{}, x);
+}
+
+/// x cut along Dim into pieces of the static sizes Sizes... (their sum the dim's extent),
+/// as a std::tuple of new tensors (torch.split with a list of sizes).
+template <int Dim, index_t... Sizes, element T, class L, class Bk>
+auto split(const dtensor<T, L, Bk>& x) {
+  constexpr int r = static_cast<int>(L::rank), d = Dim < 0 ? Dim + r : Dim;
+  static_assert(d >= 0 && d < r, "spmd::split: the dim is outside the tensor's dims.");
+  static_assert(L::extents_type::static_extent(static_cast<std::size_t>(d < 0 ? 0 : d)) == (Sizes + ... + 0),
+                "spmd::split: the sizes do not add up to the dim's static extent.");
+  constexpr std::array<index_t, sizeof...(Sizes)> sizes{Sizes...};
+  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    constexpr auto start = [](std::size_t k) {
+      index_t s = 0;
+      for (std::size_t j = 0; j < k; ++j) s += std::array<index_t, sizeof...(Sizes)>{Sizes...}[j];
+      return s;
+    };
+    return std::make_tuple(narrow<d, start(I), sizes[I]>(x)...);
+  }(std::index_sequence_for<decltype(Sizes)...>{});
 }
 
 }  // namespace spmd::runtime

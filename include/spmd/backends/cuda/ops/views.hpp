@@ -87,4 +87,20 @@ struct device_op<spmd::ops::cat<Dim>> {
   }
 };
 
+template <int Dim, index_t Start, index_t Len>
+struct device_op<spmd::ops::narrow<Dim, Start, Len>> {
+  template <class T, class Off>
+  static void run(const spmd::ops::narrow<Dim, Start, Len>&, device_set<T>& out, Off&, const device_set<T>& in) {
+    for (const index_t i : out.held()) {
+      if (out.size(i) == 0) continue;
+      const shape_vec& is = in.shape(i);
+      shape_vec perm{};
+      for (int d = 0; d < is.size(); ++d) perm.push_back(d);
+      // Contiguous output, the input read at its own strides from the slice's first element.
+      kernels::copy<T>(out.data(i), in.data(i) + Start * ops_detail::row_major_strides(is)[Dim],
+                       ops_detail::permute_geom(out.shape(i), is, perm), current_stream());
+    }
+  }
+};
+
 }  // namespace spmd::cuda
