@@ -13,6 +13,8 @@
 // minimum over samples), and under valgrind's callgrind (when installed) the instructions per
 // call, as bench/op_overhead counts them. The last line:
 //   RESULT backward_overhead_ratio=<worst time ratio> backward_overhead_instr=<worst Ir ratio>
+//          no_grad_forward_instr=<worst Ir ratio of the forward on variables under no_grad
+//          against the same forward on plain dtensors>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -183,6 +185,50 @@ struct row {
   double autograd_ns, hand_ns;
 };
 
+/// Not differentiating: the forward on plain dtensors against the same forward on variables
+/// under no_grad (nothing recorded): what autograd costs code that does not use it.
+struct forward_row {
+  std::string shape;
+  double dtensor_ns, no_grad_ns;
+};
+std::vector<forward_row> forward_rows;
+
+template <index_t B, index_t D, index_t H>
+void bench_forward(int samples, double secs) {
+  using X = layout<Mesh, placements<shard<0>, replicate>, extents<B, D>>;
+  using UpD = rt::column_parallel_linear<float, Mesh, 1, D, H, sim::backend>;
+  using DownD = rt::row_parallel_linear<float, Mesh, 1, H, D, sim::backend>;
+  const auto x0 = values(B * D, 1), w1 = values(H * D, 2), b1 = values(H, 3), w2 = values(D * H, 4),
+             b2 = values(D, 5);
+  const UpD upd = UpD::from_full(w1, b1);
+  const DownD downd = DownD::from_full(w2, b2);
+  auto up = rt::trainable<UpD>::from_full(w1, b1, "up");
+  auto down = rt::trainable<DownD>::from_full(w2, b2, "down");
+  const auto xd = sim::distribute_tensor<X>(x0);
+  const auto xv = rt::requires_grad(sim::distribute_tensor<X>(x0), "x");
+  auto plain = [&] {
+    auto y = downd(rt::relu(upd(xd)));
+    asm volatile("" : : "r"(&y) : "memory");
+  };
+  auto no_grad = [&] {
+    rt::no_grad guard;
+    auto y = down(rt::relu(up(xv)));
+    asm volatile("" : : "r"(&y) : "memory");
+  };
+  const std::string shape = std::to_string(B) + "x" + std::to_string(D) + "x" + std::to_string(H);
+  if (callgrind_mode) {
+    count_instructions(plain, shape + "|forward-dtensor");
+    count_instructions(no_grad, shape + "|forward-no_grad");
+    return;
+  }
+  double ta = 1e300, tb = 1e300;
+  for (int s = 0; s < samples; ++s) {
+    ta = std::min(ta, ns_per_call(plain, secs));
+    tb = std::min(tb, ns_per_call(no_grad, secs));
+  }
+  forward_rows.push_back({shape, ta, tb});
+}
+
 template <index_t B, index_t D, index_t H>
 void bench_case(std::vector<row>& rows, int samples, double secs) {
 #if defined(SPMD_HAVE_CBLAS)
@@ -282,6 +328,8 @@ int main(int argc, char** argv) {
   bench_case<16, 32, 64>(rows, samples, secs);
   bench_case<64, 256, 1024>(rows, samples, secs);
   if (!callgrind_mode) bench_case<256, 1024, 4096>(rows, samples, secs);
+  bench_forward<16, 32, 64>(samples, secs);
+  bench_forward<64, 256, 1024>(samples, secs);
   if (callgrind_mode) return 0;
   const std::map<std::string, double> instr = callgrind_counts(argv[0]);
   std::printf("%-16s %14s %14s %8s %14s %14s %8s\n", "B x D x H", "autograd ns", "by hand ns", "ratio",
@@ -299,8 +347,23 @@ int main(int argc, char** argv) {
       std::printf(" %14s %14s %8s\n", "-", "-", "-");
     }
   }
+  std::printf("\nforward, not differentiated: plain dtensors against variables under no_grad\n");
+  std::printf("%-16s %14s %14s %8s %14s %14s %8s\n", "B x D x H", "dtensor ns", "no_grad ns", "ratio",
+              "dtensor Ir", "no_grad Ir", "Ir ratio");
+  double worst_fwd_instr = 0;
+  for (const forward_row& r : forward_rows) {
+    std::printf("%-16s %14.0f %14.0f %8.3f", r.shape.c_str(), r.dtensor_ns, r.no_grad_ns, r.no_grad_ns / r.dtensor_ns);
+    const auto a = instr.find(r.shape + "|forward-dtensor"), h = instr.find(r.shape + "|forward-no_grad");
+    if (a != instr.end() && h != instr.end()) {
+      std::printf(" %14.0f %14.0f %8.3f\n", a->second, h->second, h->second / a->second);
+      worst_fwd_instr = std::max(worst_fwd_instr, h->second / a->second);
+    } else {
+      std::printf(" %14s %14s %8s\n", "-", "-", "-");
+    }
+  }
   if (instr.empty()) std::printf("# no instruction counts: valgrind is not installed or its run failed\n");
-  std::printf("RESULT backward_overhead_ratio=%.3f backward_overhead_instr=%s\n", worst,
-              instr.empty() ? "n/a" : std::to_string(worst_instr).substr(0, 5).c_str());
+  std::printf("RESULT backward_overhead_ratio=%.3f backward_overhead_instr=%s no_grad_forward_instr=%s\n", worst,
+              instr.empty() ? "n/a" : std::to_string(worst_instr).substr(0, 5).c_str(),
+              instr.empty() ? "n/a" : std::to_string(worst_fwd_instr).substr(0, 5).c_str());
   return 0;
 }

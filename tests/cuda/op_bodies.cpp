@@ -319,3 +319,32 @@ TEST_CASE("embedding: held rows, zeros for other ranks' rows, bad indices report
   CHECK(bad[0] == 1);
   CHECK(bad[1] == 10);
 }
+
+TEST_CASE("narrow and one_hot: the device bodies give the host kernels' bits", "[cuda][emulation]") {
+  {  // narrow<1, 1, 2> of (3, 4, 2): the device op's copy from the slice's first element
+    const shape_vec in = vec({3, 4, 2}), out = vec({3, 2, 2});
+    const std::vector<double> x = values<double>(spmd::host::shape_elems(in));
+    std::vector<double> got(static_cast<std::size_t>(spmd::host::shape_elems(out)), 7.0), want(got.size());
+    const cu::index_geom g = geo::permute_geom(out, in, vec({0, 1, 2}));
+    const index_t start = 1 * geo::row_major_strides(in)[1];
+    on_grid(g.count(), [&](index_t i) { cu::copy_item<double>(got.data(), x.data() + start, g, i); });
+    rt::op_kernel<spmd::ops::narrow<1, 1, 2>>::run({}, view<double>(want.data(), out), rt::op_rank_info{},
+                                                   view<const double>(x.data(), in));
+    CHECK(same_bits(got, want));
+  }
+  {  // one_hot<float, 5> of (2, 3) indices; an index outside the classes is flagged
+    const std::vector<std::int64_t> idx = {4, 0, 2, 2, 1, 3};
+    std::vector<float> got(30, 7.f), want(30);
+    index_t bad[2] = {0, 0};
+    on_grid(30, [&](index_t i) { cu::one_hot_item<float, std::int64_t>(got.data(), idx.data(), 5, i, bad); });
+    rt::op_kernel<spmd::ops::one_hot<float, 5>>::run({}, view<float>(want.data(), vec({2, 3, 5})),
+                                                      rt::op_rank_info{},
+                                                      view<const std::int64_t>(idx.data(), vec({2, 3})));
+    CHECK(same_bits(got, want));
+    CHECK(bad[0] == 0);
+    const std::vector<std::int32_t> wrong = {1, 5};
+    on_grid(10, [&](index_t i) { cu::one_hot_item<float, std::int32_t>(got.data(), wrong.data(), 5, i, bad); });
+    CHECK(bad[0] == 1);
+    CHECK(bad[1] == 5);
+  }
+}
