@@ -53,7 +53,7 @@ auto cross_entropy(const variable<T, L, B, GP>& logits, const dtensor<I, LT, B>&
 template <index_t C, element T, class L, class B, class GP, element I, class LT>
 auto vocab_parallel_cross_entropy(const variable<T, L, B, GP>& logits, const dtensor<I, LT, B>& targets) {
   autograd_detail::check_cross_entropy<C, dtensor<T, L, B>, dtensor<I, LT, B>>();
-  using XP = L::placements_type;
+  using XP = typename L::placements_type;
   // Row statistics (N values) are reduced explicitly and the logits' ops keep the logits'
   // placements, so the cost model cannot prefer gathering small logits.
   auto reduced = [](const auto& v) {
