@@ -49,6 +49,15 @@ struct mlp {
                                placements<partial<>, shard<0>>>);
   static_assert(std::is_same_v<typename rt::variable<float, X, B>::grad_type,
                                rt::dtensor<float, X, B>>);
+  // The backward's one collective, at compile time: x's gradient is dh · W1 (dh sharded like
+  // h, [S(0), S(1)]), a contraction over the tp-sharded hidden dim, so it comes out
+  // [S(0), P(sum)]; the plan into x's gradient layout is one all_reduce over tp.
+  using Hidden = rt::dtensor<float, layout<Mesh, placements<shard<0>, shard<1>>, extents<batch, d_hidden>>, B>;
+  using DX = decltype(rt::matmul(std::declval<const Hidden&>(),
+                                 std::declval<const typename Up::weight_type::value_type&>()));
+  static_assert(Mesh::size == 1 || std::is_same_v<typename DX::placements_type, placements<shard<0>, partial<>>>);
+  using DXPlan = plan_of<typename DX::layout_type, X, float>;
+  static_assert(Mesh::size == 1 || (DXPlan::collectives() == 1 && DXPlan::count(step_kind::all_reduce) == 1));
 };
 // [/docs:grad_types]
 
