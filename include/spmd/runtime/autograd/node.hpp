@@ -10,13 +10,13 @@
 #pragma once
 
 #include <cstddef>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
-#include <unordered_set>
+#include <atomic>
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -45,6 +45,10 @@ class node_base {
   /// once every consumer has contributed.
   virtual void run(bool retain_graph) = 0;
 
+  /// (Engine) the walk that last visited this node: a walk marks nodes with a fresh number
+  /// instead of keeping a set of them.
+  std::uint64_t visited = 0;
+
  protected:
   std::string name_;
   std::vector<std::shared_ptr<node_base>> inputs_;
@@ -57,14 +61,19 @@ namespace autograd_detail {
 /// Every node reachable from root, each after all of its consumers (reverse post-order of
 /// a depth-first walk over the input edges; iterative, so deep graphs do not overflow).
 inline std::vector<node_base*> backward_order(node_base* root) {
+  static std::atomic<std::uint64_t> walks{0};  // unique over threads: marks never collide
+  const std::uint64_t walk = ++walks;
   std::vector<node_base*> post;
-  std::unordered_set<node_base*> seen{root};
+  root->visited = walk;
   std::vector<std::pair<node_base*, std::size_t>> stack{{root, 0}};
   while (!stack.empty()) {
     auto& [n, next] = stack.back();
     if (next < n->inputs().size()) {
       node_base* c = n->inputs()[next++].get();
-      if (seen.insert(c).second) stack.emplace_back(c, 0);
+      if (c->visited != walk) {
+        c->visited = walk;
+        stack.emplace_back(c, 0);
+      }
     } else {
       post.push_back(n);
       stack.pop_back();
@@ -117,18 +126,15 @@ dtensor<T, GL, B> to_layout(dtensor<T, L, B>&& g) {
 
 }  // namespace autograd_detail
 
-/// A node accumulating a gradient of type dtensor<T, GL, B>.
+/// A node accumulating a gradient of type dtensor<T, GL, B>: a leaf as it is; an op's result
+/// is an op_node, which adds the backward closure.
 template <element T, class GL, class B>
-class grad_node final : public node_base {
+class grad_node : public node_base {
  public:
   using grad_type = dtensor<T, GL, B>;
-  using backward_fn = std::function<void(const grad_type&)>;
 
   /// A leaf: it keeps what arrives.
   explicit grad_node(std::string name) : node_base(std::move(name), {}, true) {}
-  /// An op's result: `fn` sends a gradient to the nodes in `inputs`.
-  grad_node(std::string name, std::vector<std::shared_ptr<node_base>> inputs, backward_fn fn)
-      : node_base(std::move(name), std::move(inputs), false), fn_(std::move(fn)) {}
 
   /// Adds g (any layout of this tensor) to the gradient.
   template <class L>
@@ -149,18 +155,42 @@ class grad_node final : public node_base {
 
   void run(bool retain_graph) override {
     if (leaf_) return;
-    if (grad_ && fn_) fn_(*grad_);
+    if (grad_) backward(*grad_);
     if (!retain_grad_) grad_.reset();
     if (!retain_graph) {
-      fn_ = nullptr;  // the saved tensors go with the closure
+      release();  // the saved tensors go with the closure
       freed_ = true;
     }
   }
 
+ protected:
+  grad_node(std::string name, std::vector<std::shared_ptr<node_base>> inputs)
+      : node_base(std::move(name), std::move(inputs), false) {}
+  /// Sends g to the inputs (an op's result; a leaf has nothing to do).
+  virtual void backward(const grad_type&) {}
+  /// Drops the closure and what it saved.
+  virtual void release() {}
+
  private:
   std::optional<grad_type> grad_;
-  backward_fn fn_;
   bool retain_grad_ = false;
+};
+
+/// An op's result: the closure F (called with the gradient) stored in the node itself, so a
+/// recorded op allocates one node, not a node and a std::function.
+template <element T, class GL, class B, class F>
+class op_node final : public grad_node<T, GL, B> {
+ public:
+  op_node(std::string name, std::vector<std::shared_ptr<node_base>> inputs, F fn)
+      : grad_node<T, GL, B>(std::move(name), std::move(inputs)), fn_(std::move(fn)) {}
+
+ private:
+  void backward(const typename grad_node<T, GL, B>::grad_type& g) override {
+    if (fn_) (*fn_)(g);
+  }
+  void release() override { fn_.reset(); }
+
+  std::optional<F> fn_;
 };
 
 }  // namespace spmd::runtime

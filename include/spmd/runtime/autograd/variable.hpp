@@ -255,8 +255,9 @@ auto make_result(dtensor<T, L, B>&& y, const char* name, Fn&& fn, const X&... op
         if (auto n = node_of(operands)) inputs.push_back(std::move(n));
       }(),
       ...);
-  auto node = std::make_shared<typename V::node_type>(name, std::move(inputs),
-                                                      typename V::node_type::backward_fn(std::forward<Fn>(fn)));
+  using N = op_node<T, typename V::grad_layout, B, std::decay_t<Fn>>;
+  std::shared_ptr<typename V::node_type> node =
+      std::make_shared<N>(name, std::move(inputs), std::forward<Fn>(fn));
   return V(detail::internal_t{}, std::move(value), std::move(node));
 }
 
