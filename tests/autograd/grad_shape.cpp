@@ -1,5 +1,5 @@
 // tests/autograd/grad_shape.cpp — reductions (sum, mean over the global count, max/min with
-// ties), views (transpose, permute, reshape family) and softmax/log_softmax, over every
+// ties) and views (transpose, permute, reshape family; cat, split, narrow), over every
 // placement on 1-d and 2-d meshes.
 #include <catch2/catch.hpp>
 
@@ -61,49 +61,6 @@ TEMPLATE_TEST_CASE("views: transpose, permute, reshape, flatten, squeeze, unsque
              rt::sum<>(rt::squeeze<0>(rt::unsqueeze<0>(rt::flatten<0, 1>(x))) * c2);
     }, {a});
   });
-}
-
-TEMPLATE_TEST_CASE("softmax and log_softmax", "[autograd][nn]", (mesh<4>), (mesh<2, 2>)) {
-  using M = TestType;
-  const auto a = gradcheck::values(15, 71);
-  using R1 = boost::mp11::mp_apply<placements, boost::mp11::mp_repeat_c<boost::mp11::mp_list<replicate>, M::ndim>>;
-  const auto c = gradcheck::weights<L<M, R1, 5, 3>>(72);
-  op_test::for_each_placements<M, 2>([&]<class P>() {
-    INFO("x placements " << op_test::placements_text<P>());
-    gradcheck::check<L<M, P, 5, 3>>([&](auto x) {
-      return rt::sum<>(rt::softmax<1>(x) * c) + rt::sum<>(rt::log_softmax<0>(x) * c);
-    }, {a});
-  });
-}
-
-namespace {
-template <class M, class From, class To, class C>
-void check_redistribute(const std::vector<double>& a, const C& c) {
-  INFO(op_test::placements_text<From>() << " -> " << op_test::placements_text<To>());
-  gradcheck::check<L<M, From, 5, 3>>([&](auto x) { return rt::sum<>(rt::redistribute<To>(x) * c); },
-                                     {a});
-}
-}  // namespace
-
-TEST_CASE("redistribute: the gradient comes back to the input's placements", "[autograd][redistribute]") {
-  const auto a = gradcheck::values(15, 81);
-  {  // every pair on a 1-d mesh of 4 (uneven and empty shards)
-    using M = mesh<4>;
-    const auto c = gradcheck::weights<L<M, placements<replicate>, 5, 3>>(82);
-    op_test::for_each_placements<M, 2>([&]<class From>() {
-      op_test::for_each_placements<M, 2>([&]<class To>() { check_redistribute<M, From, To>(a, c); });
-    });
-  }
-  {  // every source on 2x2, to four targets (nested sharding, Partial, transposed)
-    using M = mesh<2, 2>;
-    const auto c = gradcheck::weights<L<M, placements<replicate, replicate>, 5, 3>>(83);
-    op_test::for_each_placements<M, 2>([&]<class From>() {
-      check_redistribute<M, From, placements<replicate, replicate>>(a, c);
-      check_redistribute<M, From, placements<shard<0>, shard<0>>>(a, c);
-      check_redistribute<M, From, placements<partial<>, shard<1>>>(a, c);
-      check_redistribute<M, From, placements<shard<1>, shard<0>>>(a, c);
-    });
-  }
 }
 
 TEMPLATE_TEST_CASE("cat, split and narrow", "[autograd][views]", (mesh<4>), (mesh<2, 2>)) {
