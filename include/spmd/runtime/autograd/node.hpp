@@ -3,20 +3,21 @@
 //
 // A node is typed by the gradient it accumulates (element type, gradient layout, backend):
 // grad_node<T, GL, B> holds at most one dtensor<T, GL, B>, the sum of what its consumers
-// sent back, and a closure that turns that gradient into its inputs' gradients. Gradients
+// sent back; an op's result is an op_node, which also holds the closure that turns that
+// gradient into its inputs' gradients. Gradients
 // arriving in another layout are redistributed into GL by a compile-time plan before they
 // are summed, so a node's gradient has one type whatever the graph looks like. The engine
 // sees nodes through the untyped base (node_base): the edges and the "run" step only.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
-#include <atomic>
-#include <cstdint>
 #include <utility>
 #include <vector>
 

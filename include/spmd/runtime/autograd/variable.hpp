@@ -278,9 +278,4 @@ bool wants(const X& x) {
 
 }  // namespace autograd_detail
 
-/// A variable or a dtensor with at least one variable among the operands: the autograd
-/// overloads of the operators take these; a dtensor operand is a constant.
-template <class X>
-concept autograd_operand = is_variable<std::remove_cvref_t<X>>;
-
 }  // namespace spmd::runtime
