@@ -6,9 +6,10 @@
 // f32, forward and backward, two ways:
 //   autograd  the user API: variables, the TP blocks' trainable weights, loss.backward();
 //   by hand   the same per-rank arithmetic on the local blocks with BLAS: the forward's GEMMs,
-//             the all_reduce over tp, and the backward's GEMMs (dW = gᵀ·x with a transposed
-//             operand, no copy), row sums, the relu mask and the input gradient's all_reduce —
-//             what a hand-written Megatron backward does, and nothing else.
+//             the all_reduce over tp, each rank's share of the loss (one fused loop), and the
+//             backward's GEMMs (dW = gᵀ·x with a transposed operand, no copy), row sums, the
+//             relu mask and the input gradient's all_reduce — what a hand-written Megatron
+//             step does, and nothing else.
 // Both create their outputs every call. The figure is the time per forward+backward (the
 // minimum over samples), and under valgrind's callgrind (when installed) the instructions per
 // call, as bench/op_overhead counts them. The last line:
@@ -117,6 +118,7 @@ struct by_hand {
   }
 
   struct grads {
+    std::vector<float> loss;
     std::vector<std::vector<float>> dx, dw1, db1, dw2, db2;
   };
 
@@ -149,6 +151,17 @@ struct by_hand {
     }
     for (int p = 0; p < dp; ++p) all_reduce_tp(z, p);
     grads g;
+    g.loss.resize(n);  // each rank's share of the loss, mean((z + b2) * c) (Partial over dp)
+    for (int i = 0; i < n; ++i) {
+      const rank_blocks& k = r[static_cast<std::size_t>(i)];
+      float s = 0;
+      for (int q = 0; q < rows; ++q)
+        for (int o = 0; o < d; ++o) {
+          const std::size_t e = static_cast<std::size_t>(q * d + o);
+          s += (z[i][e] + k.b2[static_cast<std::size_t>(o)]) * k.c[e];
+        }
+      g.loss[i] = s / static_cast<float>(B * D);
+    }
     g.dx.resize(n), g.dw1.resize(n), g.db1.resize(n), g.dw2.resize(n), g.db2.resize(n);
     const float scale = 1.f / static_cast<float>(B * D);
     for (int i = 0; i < n; ++i) {  // backward: gy = c / N; the rest per rank

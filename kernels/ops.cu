@@ -12,7 +12,8 @@ namespace spmd::cuda::kernels {
   SPMD_UNARY(exp, T) SPMD_UNARY(log, T) SPMD_UNARY(sqrt, T) SPMD_UNARY(gelu, T)              \
   SPMD_UNARY(tanh, T) SPMD_UNARY(sigmoid, T) SPMD_UNARY(gelu_tanh, T)                        \
   SPMD_BINARY(relu_backward, T) SPMD_BINARY(gelu_backward, T)                                \
-  SPMD_BINARY(gelu_tanh_backward, T) SPMD_BINARY(sign_mul, T) SPMD_BINARY(equal, T)
+  SPMD_BINARY(gelu_tanh_backward, T) SPMD_BINARY(sign_mul, T) SPMD_BINARY(equal, T)    \
+  SPMD_BINARY(expand_as, T)
 
 #define SPMD_BINARY(F, T)                                                                    \
   template void binary<binary_fn::F, T>(T*, const T*, const T*, const index_geom&, cudaStream_t); \
@@ -43,8 +44,9 @@ namespace spmd::cuda::kernels {
 #define SPMD_EVERY(T)                                                                        \
   SPMD_UNARY_ALL(T) SPMD_BINARY_ALL(T) SPMD_REDUCE(T)                                        \
   template void copy<T>(T*, const T*, const index_geom&, cudaStream_t);                      \
-  template void gemm<T>(T*, const T*, const T*, index_t, index_t, index_t, bool, index_t, cudaStream_t); \
-  template void gemm_ranks<T>(const gemm_ranks_args<T>&, index_t, index_t, index_t, index_t, bool, index_t, cudaStream_t);
+  template void gemm<T>(T*, const T*, const T*, index_t, index_t, index_t, bool, bool, index_t, cudaStream_t); \
+  template void gemm_ranks<T>(const gemm_ranks_args<T>&, index_t, index_t, index_t, index_t, bool, bool, index_t, \
+                              cudaStream_t);
 
 SPMD_CUDA_FOR_EACH_ELEMENT(SPMD_EVERY)
 SPMD_FLOAT_ONLY(float)

@@ -38,6 +38,7 @@ inline const std::vector<op_entry>& ops() {
   static const std::vector<op_entry> all{
       entry<o::matmul>("matmul", "x (m,k) @ w (k,n)", 2, 2),
       entry<o::matmul_t>("matmul_t", "x (m,k) @ w (n,k)^T, linear's product", 2, 2),
+      entry<o::t_matmul>("t_matmul", "x (k,m)^T @ w (k,n), a weight's gradient", 2, 2),
       entry<o::bmm>("bmm", "x (b,m,k) @ w (b,k,n)", 2, 3),
       entry<o::binary<o::add_fn>>("add", "x + y, broadcasting", 2),
       entry<o::binary<o::sub_fn>>("sub", "x - y, broadcasting", 2),

@@ -468,6 +468,8 @@ void typed_op_cases(report& rep) {
     }
     close_locals(rep, rt::matmul_t(x, rt::transpose<0, 1>(w)), rt::matmul_t(xS, rt::transpose<0, 1>(wS)),
                 "matmul_t");
+    close_locals(rep, rt::t_matmul(rt::transpose<0, 1>(x), w), rt::t_matmul(rt::transpose<0, 1>(xS), wS),
+                "t_matmul");
     same_locals(rep, rt::permute<1, 0>(x), rt::permute<1, 0>(xS), "permute");
     same_locals(rep, rt::squeeze<0>(rt::unsqueeze<0>(x)), rt::squeeze<0>(rt::unsqueeze<0>(xS)),
                 "squeeze(unsqueeze)");

@@ -228,6 +228,7 @@ TEST_CASE("elementwise bodies over the emulated grid give the host kernels' bits
     check_binary<gelu_tanh_backward_fn, spmd::bfloat16>(o, a, b);
     check_binary<sign_mul_fn, spmd::float16>(o, a, b);
     check_binary<equal_fn, float>(o, a, b);
+    check_binary<expand_as_fn, double>(o, a, b);
   }
   check_scalar<sub_fn, true, float>();
   check_scalar<sub_fn, false, float>();

@@ -27,7 +27,7 @@ enum class unary_fn : std::uint8_t { neg, abs, exp, log, sqrt, relu, gelu, tanh,
 // tie mask of max/min's backward); `sign_mul` is g · sign(x) (abs's backward, 0 at 0).
 enum class binary_fn : std::uint8_t {
   add, sub, mul, div, maximum, minimum,
-  relu_backward, gelu_backward, gelu_tanh_backward, equal, sign_mul
+  relu_backward, gelu_backward, gelu_tanh_backward, equal, sign_mul, expand_as
 };
 
 namespace element_math {
@@ -107,6 +107,8 @@ SPMD_HD constexpr C binary_value(C a, C b) {
     return a * (left_d + left * right_d * inner_d);
   } else if constexpr (F == binary_fn::equal) {
     return a == b ? C(1) : C(0);
+  } else if constexpr (F == binary_fn::expand_as) {
+    return b;  // b spread over a's shape; a's values are not read
   } else {
     static_assert(F == binary_fn::sign_mul);
     return b > C(0) ? a : (b < C(0) ? -a : C(0));

@@ -72,6 +72,9 @@ struct relu_backward_fn { static constexpr const char* name = "relu_backward"; s
 struct gelu_backward_fn { static constexpr const char* name = "gelu_backward"; static constexpr binary_fn id = binary_fn::gelu_backward; };
 struct gelu_tanh_backward_fn { static constexpr const char* name = "gelu_tanh_backward"; static constexpr binary_fn id = binary_fn::gelu_tanh_backward; };
 struct sign_mul_fn { static constexpr const char* name = "sign_mul"; static constexpr binary_fn id = binary_fn::sign_mul; };
+// b broadcast to the shape of a, whose values are not read (a sum's or mean's backward spreads
+// the gradient over the input's layout with it): every Partial of b passes when a is replicated.
+struct expand_as_fn { static constexpr const char* name = "expand_as"; static constexpr binary_fn id = binary_fn::expand_as; };
 // 1 where a == b, else 0: no Partial passes.
 struct equal_fn { static constexpr const char* name = "equal"; static constexpr binary_fn id = binary_fn::equal; };
 
@@ -169,6 +172,10 @@ constexpr op_rule binary_partials(op_rule r, bool integral) {
       r = r.passes_partial_of(0, reduce_op::avg, reduce_op::avg).passes_partial_of(1, reduce_op::avg, reduce_op::avg);
   } else if constexpr (std::is_same_v<Fn, div_fn> || linear_in_first<Fn>) {  // linear in input 0 only
     r = r.passes_partial_of(0, reduce_op::sum, reduce_op::sum).passes_partial_of(0, reduce_op::avg, reduce_op::avg);
+  } else if constexpr (std::is_same_v<Fn, expand_as_fn>) {  // the identity of input 1
+    r = r.passes_partial_of(1, reduce_op::sum, reduce_op::sum).passes_partial_of(1, reduce_op::max, reduce_op::max)
+            .passes_partial_of(1, reduce_op::min, reduce_op::min);
+    if (!integral) r = r.passes_partial_of(1, reduce_op::avg, reduce_op::avg);
   } else if constexpr (std::is_same_v<Fn, maximum_fn> || std::is_same_v<Fn, minimum_fn>) {
     const reduce_op op = std::is_same_v<Fn, maximum_fn> ? reduce_op::max : reduce_op::min;
     const placement p = make_partial(op);

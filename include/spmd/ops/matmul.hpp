@@ -2,6 +2,7 @@
 //
 //   matmul   x (m, k) @ w (k, n)            "mk,kn->mn"
 //   matmul_t x (m, k) @ w (n, k)^T          "mk,nk->mn"   (linear's x · Wᵀ, no transpose made)
+//   t_matmul x (k, m)^T @ w (k, n)          "km,kn->mn"   (a weight's gradient, gᵀ · x, no transpose made)
 //   bmm      x (b, m, k) @ w (b, k, n)      "bmk,bkn->bmn"
 //
 // The contracted factor k reduces with sum: sharding it on a mesh dim gives a P(sum) output
@@ -54,6 +55,15 @@ struct matmul_t {
   static constexpr shape_vec out_shape(const svec<shape_vec, max_op_inputs>& in) {
     matmul_detail::shared_extent(in[0][1], in[1][1], name);
     return shape_vec{{in[0][0], in[1][0]}, 2};
+  }
+};
+
+struct t_matmul {
+  static constexpr const char* name = "t_matmul";
+  static constexpr op_rule rule(const op_context&) { return matmul_detail::bilinear("km,kn->mn"); }
+  static constexpr shape_vec out_shape(const svec<shape_vec, max_op_inputs>& in) {
+    matmul_detail::shared_extent(in[0][0], in[1][0], name);
+    return shape_vec{{in[0][1], in[1][1]}, 2};
   }
 };
 

@@ -276,6 +276,7 @@ namespace detail {
 // generate() it reaches. These are one per element type.
 template <class T>
 struct constant_value {
+  static constexpr bool constant = true;  // generate() fills, not walks the indices
   T value;
   T operator()(index_t) const { return value; }
 };

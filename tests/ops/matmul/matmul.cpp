@@ -1,4 +1,4 @@
-// tests/ops/matmul: matmul, matmul_t and bmm on dtensors over every placement pair drawn from
+// tests/ops/matmul: matmul, matmul_t, t_matmul and bmm on dtensors over every placement pair drawn from
 // {R, S(0), S(1), P(sum)} on 1-d and 2-d meshes, even and uneven, against one device; and the
 // compiler's choices for the canonical cases.
 #include <type_traits>
@@ -13,14 +13,17 @@ using namespace spmd;
 using op_test::host_tensor;
 using op_test::index_t;
 
+/// op(a) · op(b), where op transposes a when `at` and b when `bt`.
 host_tensor<double> ref_matmul(const host_tensor<double>& a, const host_tensor<double>& b,
-                               bool bt) {
-  const index_t m = a.shape[0], k = a.shape[1], n = bt ? b.shape[0] : b.shape[1];
+                               bool bt, bool at = false) {
+  const index_t m = at ? a.shape[1] : a.shape[0], k = at ? a.shape[0] : a.shape[1],
+                n = bt ? b.shape[0] : b.shape[1];
   auto c = host_tensor<double>::zeros({m, n});
   for (index_t i = 0; i < m; ++i)
     for (index_t j = 0; j < n; ++j) {
       double s = 0;
-      for (index_t p = 0; p < k; ++p) s += a.at({i, p}) * (bt ? b.at({j, p}) : b.at({p, j}));
+      for (index_t p = 0; p < k; ++p)
+        s += (at ? a.at({p, i}) : a.at({i, p})) * (bt ? b.at({j, p}) : b.at({p, j}));
       c.at({i, j}) = s;
     }
   return c;
@@ -49,9 +52,10 @@ void for_each_w(auto&& f) {
 template <class Mesh, index_t M, index_t K, index_t N>
 void sweep_matmul() {
   const auto a = op_test::random<float>({M, K}, 11), b = op_test::random<float>({K, N}, 12);
-  const auto bt = op_test::random<float>({N, K}, 13);
+  const auto bt = op_test::random<float>({N, K}, 13), at = op_test::random<float>({K, M}, 14);
   const auto want = ref_matmul(widen(a), widen(b), false);
   const auto want_t = ref_matmul(widen(a), widen(bt), true);
+  const auto want_tm = ref_matmul(widen(at), widen(b), false, true);
   op_test::for_each_placements<Mesh, 2>([&]<class PA>() {
     for_each_w<Mesh, 2>([&]<class PB>() {
       INFO("mesh " << Mesh::size << " x " << op_test::placements_text<PA>() << " w "
@@ -62,6 +66,9 @@ void sweep_matmul() {
                            want, 1e-5);
       op_test::check_close(sim::matmul_t(x, sim::distribute_tensor<layout<Mesh, PB, extents<N, K>>>(bt.data)),
                            want_t, 1e-5);
+      op_test::check_close(sim::t_matmul(sim::distribute_tensor<layout<Mesh, PA, extents<K, M>>>(at.data),
+                                         sim::distribute_tensor<layout<Mesh, PB, extents<K, N>>>(b.data)),
+                           want_tm, 1e-5);
     });
   });
 }

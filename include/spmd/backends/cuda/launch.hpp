@@ -91,14 +91,15 @@ void embedding(T* out, const T* w, const I* idx, index_t first, index_t rows, in
 /// out (n_out = indices * classes) = one_hot(idx); an index outside [0, classes) sets bad.
 template <class U, class I>
 void one_hot(U* out, const I* idx, index_t classes, index_t n_out, index_t* bad, cudaStream_t stream);
-/// Row-major c (m x n) = a (m x k) . b (k x n), or b^T when b_transposed (b is n x k);
-/// `batch` products at strides m*k, k*n, m*n. Floating types through cuBLAS (bf16 with
-/// float accumulation), integers by a kernel that adds in the host kernel's order.
+/// Row-major c (m x n) = a (m x k) . b (k x n), a read as (k x m) transposed when
+/// a_transposed, b as (n x k) transposed when b_transposed; `batch` products at strides m*k,
+/// k*n, m*n. float and double through cuBLAS, the others by a kernel that adds in the host
+/// kernel's order.
 template <class T>
-void gemm(T* c, const T* a, const T* b, index_t m, index_t n, index_t k, bool b_transposed,
-          index_t batch, cudaStream_t stream);
+void gemm(T* c, const T* a, const T* b, index_t m, index_t n, index_t k, bool a_transposed,
+          bool b_transposed, index_t batch, cudaStream_t stream);
 
-/// Every rank's c = a . b (or a . b^T) at once, all with the same m, n, k and batch: one
+/// Every rank's c = op(a) . op(b) at once, all with the same m, n, k and batch: one
 /// cuBLAS batched call for float and double (the pointer arrays written on the device by a
 /// small kernel from these parameters, so nothing waits for the host), one kernel launch for
 /// the others.
@@ -109,8 +110,8 @@ struct gemm_ranks_args {
   T* c[max_launch_ranks];
 };
 template <class T>
-void gemm_ranks(const gemm_ranks_args<T>& p, index_t ranks, index_t m, index_t n, index_t k, bool b_transposed,
-                index_t batch, cudaStream_t stream);
+void gemm_ranks(const gemm_ranks_args<T>& p, index_t ranks, index_t m, index_t n, index_t k, bool a_transposed,
+                bool b_transposed, index_t batch, cudaStream_t stream);
 
 // ---- random operators (runtime/random.hpp): one rank's block by global index ----
 

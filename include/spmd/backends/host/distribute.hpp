@@ -271,6 +271,8 @@ inline std::vector<index_t> generated_twins(const layout_spec& spec, const shape
   std::vector<local_box> boxes;
   std::vector<bool> id;
   std::vector<index_t> twins(static_cast<std::size_t>(spec.mesh_size()), -1);
+  boxes.reserve(twins.size());
+  id.reserve(twins.size());
   for (index_t r = 0; r < spec.mesh_size(); ++r) {
     boxes.push_back(box_at(spec, global, unravel(spec.mesh, r)));
     id.push_back(holds_identity(spec, r));
@@ -303,6 +305,10 @@ local_set<T> generate(const layout_spec& spec, const shape_vec& global, F&& f,
     T* p = out.data(r);
     if (holds_identity(spec, r)) {
       std::fill_n(p, size, identity<T>(part.op));
+      continue;
+    }
+    if constexpr (requires { std::remove_cvref_t<F>::constant; }) {  // one value: a fill
+      std::fill_n(p, size, f(index_t{0}));
       continue;
     }
     // Walk the box row-major, tracking the global linear index.

@@ -1,7 +1,8 @@
 // spmd/runtime/autograd/matmul.hpp — matmul, matmul_t, bmm and linear on variables.
 //
-// For y = x · w: dx = g · wᵀ (matmul_t(g, w)) and dw = xᵀ · g (matmul(transpose(x), g));
-// for y = x · wᵀ (matmul_t, torch.nn.Linear): dx = g · w and dw = gᵀ · x. Each backward
+// For y = x · w: dx = g · wᵀ (matmul_t(g, w)) and dw = xᵀ · g (t_matmul(x, g));
+// for y = x · wᵀ (matmul_t, torch.nn.Linear): dx = g · w and dw = gᵀ · x (t_matmul(g, x)).
+// The transposed operands are read in place by the gemm, never copied. Each backward
 // product is an ordinary operator, so the compiler chooses its sharding as it does the
 // forward's (a sharded contraction gives a Partial(sum), reduced when it becomes the
 // input's gradient layout).
@@ -23,7 +24,7 @@ auto matmul(const X& x, const W& w) {
       [x = autograd_detail::keep(x), w = autograd_detail::keep(w)](const auto& g) {
         using namespace autograd_detail;
         if (wants(x)) send(x, runtime::matmul_t(g, w.value()));
-        if (wants(w)) send(w, runtime::matmul(runtime::transpose<0, 1>(x.value()), g));
+        if (wants(w)) send(w, runtime::t_matmul(x.value(), g));
       },
       x, w);
 }
@@ -37,7 +38,7 @@ auto matmul_t(const X& x, const W& w) {
       [x = autograd_detail::keep(x), w = autograd_detail::keep(w)](const auto& g) {
         using namespace autograd_detail;
         if (wants(x)) send(x, runtime::matmul(g, w.value()));
-        if (wants(w)) send(w, runtime::matmul(runtime::transpose<0, 1>(g), x.value()));
+        if (wants(w)) send(w, runtime::t_matmul(g, x.value()));
       },
       x, w);
 }

@@ -127,12 +127,12 @@ auto embedding(const dtensor<I, LI, B>& indices, const variable<T, LW, B, GP>& w
         constexpr index_t V = LW::extents_type::static_extent(0);
         auto oh = runtime::one_hot<T, V>(indices);  // (idx..., V)
         if constexpr (LI::rank == 1) {
-          autograd_detail::send(weight, runtime::matmul(runtime::transpose<0, 1>(oh), g));
+          autograd_detail::send(weight, runtime::t_matmul(oh, g));
         } else {
           constexpr int r = static_cast<int>(LI::rank);
           auto oh2 = runtime::flatten<0, r - 1>(oh);  // (n, V)
           auto g2 = runtime::flatten<0, r - 1>(g);    // (n, H)
-          autograd_detail::send(weight, runtime::matmul(runtime::transpose<0, 1>(oh2), g2));
+          autograd_detail::send(weight, runtime::t_matmul(oh2, g2));
         }
       },
       weight);

@@ -18,7 +18,12 @@ auto reduce(const variable<T, L, B, GP>& x) {
   static_assert(Kind != ops::reduce_kind::prod,
                 "spmd::autograd: prod has no backward yet; use exp(sum(log(x))) for positive x.");
   auto y = runtime::reduce<Kind, Over, KeepDim, Forced>(x.value());
-  auto saved = std::make_shared<decltype(y)>(y);
+  constexpr bool keeps_result = Kind == ops::reduce_kind::max || Kind == ops::reduce_kind::min;
+  // max and min need their result backwards (which elements won); sum and mean do not.
+  auto saved = [&] {
+    if constexpr (keeps_result) return std::make_shared<decltype(y)>(y);
+    else return nullptr;
+  }();
   return autograd_detail::make_result(
       std::move(y), ops::reduce_kind_name(Kind),
       [x, saved](const auto& g) {
@@ -27,17 +32,20 @@ auto reduce(const variable<T, L, B, GP>& x) {
           return reduced_dims<static_cast<int>(L::rank), Dims...>();
         }(Over{});
         const auto& xv = x.value();
-        // g and the result with the reduced dims back (extent 1).
+        // g and the result with the reduced dims back (extent 1); leading reduced dims need
+        // none, as broadcasting aligns shapes on the right (a full reduction's 0-d gradient
+        // spreads as it is).
         auto gu = [&] {
-          if constexpr (KeepDim) return g;
+          if constexpr (KeepDim || is_leading(D)) return g;
           else return unsqueeze_at<D>(g);
         }();
         if constexpr (Kind == ops::reduce_kind::sum) {
-          send(x, expand_to(gu, xv.layout()));
+          send(x, expand_to(gu, xv));
         } else if constexpr (Kind == ops::reduce_kind::mean) {
           const double n = static_cast<double>(count_over<D>(xv.shape()));
-          send(x, expand_to(runtime::div(gu, static_cast<T>(n)), xv.layout()));
+          send(x, expand_to(runtime::div(gu, static_cast<T>(n)), xv));
         } else {
+          static_assert(keeps_result);
           auto yu = [&] {
             if constexpr (KeepDim) return *saved;
             else return unsqueeze_at<D>(*saved);

@@ -77,6 +77,13 @@ constexpr dim_list reduced_dims() {
   return l;
 }
 
+/// True when the (sorted) dims of D are 0, 1, ..., D.n - 1.
+constexpr bool is_leading(const dim_list& D) {
+  for (int k = 0; k < D.n; ++k)
+    if (D.d[k] != k) return false;
+  return true;
+}
+
 /// g with extent-1 dims inserted at the (sorted) positions of D.
 template <dim_list D, int K = 0, class G>
 auto unsqueeze_at(const G& g) {
@@ -84,11 +91,17 @@ auto unsqueeze_at(const G& g) {
   else return unsqueeze_at<D, K + 1>(runtime::unsqueeze<D.d[K]>(g));
 }
 
-/// g (broadcastable to the layout `to`'s shape) spread over that shape: zeros in `to` plus
-/// g, so the sharding of the result is the compiler's choice for that add.
-template <class To, element T, class LG, class B>
-auto expand_to(const dtensor<T, LG, B>& g, const To& to) {
-  return runtime::add(factories<B>::template full<T>(T(0), to), g);
+/// g (broadcastable to x's shape) spread over x's shape, in one pass that reads g only: the
+/// binary op expand_as(x, g), whose sharding the compiler chooses as for x + g. A Partial x
+/// would be reduced first, only to go unread: there the spread is zeros (in x's layout,
+/// made on every rank) plus g.
+template <element T, class LX, class LG, class B>
+auto expand_to(const dtensor<T, LG, B>& g, const dtensor<T, LX, B>& x) {
+  using P = typename LX::placements_type;
+  if constexpr (std::is_same_v<P, default_grad_placements_t<P>>)  // no Partial
+    return ew_detail::binary_apply<ops::expand_as_fn, void>(x, g);
+  else
+    return runtime::add(factories<B>::template full<T>(T(0), x.layout()), g);
 }
 
 /// The product of the global extents of `shape` at the dims of D.

@@ -227,9 +227,23 @@ auto apply_impl(const Op& op, std::index_sequence<I...>, const dtensor<T, L, Bk>
   }();
 
   storage_t<Bk, U> out(Mesh::size, Bk::template held<Mesh>());
-  for (const index_t i : out.held())
-    out.assign(i, out_local_shape<typename R::compute_layout>(lo, i));
   if constexpr (host_memory<Bk>) {  // the host kernel, rank by rank (on the threads when large)
+    const held_range h = out.held_ranks();
+    using Ins = std::tuple<std::remove_cvref_t<decltype(std::get<I>(ins))>...>;
+    // Mesh dims on which every input and the output are replicated (result_twins).
+    constexpr dim_mask same = op_rank_independent<Op>
+        ? (replicate_mask(R::compute_layout::spec()) & ... &
+           replicate_mask(std::tuple_element_t<I, Ins>::layout_type::spec()))
+        : dim_mask{0};
+    [[maybe_unused]] const auto twin = result_twins<same, Mesh>(h, std::get<I>(ins).locals()...);
+    // Blocks for the ranks that compute; a twin shares its rank's block afterwards (no
+    // allocation made only to be dropped).
+    for (const index_t i : out.held()) {
+      if constexpr (same != 0) {
+        if (twin[static_cast<std::size_t>(i)] >= 0) continue;
+      }
+      out.assign(i, out_local_shape<typename R::compute_layout>(lo, i));
+    }
     // Always inlined into the loops below, as the raw per-rank loop is: left to g++'s
     // heuristics it went out of line with its view constructors when this function grew
     // (+30 instructions per rank of a small matmul, bench/op_overhead).
@@ -247,14 +261,6 @@ auto apply_impl(const Op& op, std::index_sequence<I...>, const dtensor<T, L, Bk>
         op_kernel<Op>::run(op, out.view(i), info, std::get<I>(ins).locals().view(i)...);
       }
     };
-    const held_range h = out.held_ranks();
-    using Ins = std::tuple<std::remove_cvref_t<decltype(std::get<I>(ins))>...>;
-    // Mesh dims on which every input and the output are replicated (result_twins).
-    constexpr dim_mask same = op_rank_independent<Op>
-        ? (replicate_mask(R::compute_layout::spec()) & ... &
-           replicate_mask(std::tuple_element_t<I, Ins>::layout_type::spec()))
-        : dim_mask{0};
-    [[maybe_unused]] const auto twin = result_twins<same, Mesh>(h, std::get<I>(ins).locals()...);
     auto run_own = [&](index_t i) {
       if constexpr (same != 0) {
         if (twin[static_cast<std::size_t>(i)] >= 0) return;
@@ -296,6 +302,7 @@ auto apply_impl(const Op& op, std::index_sequence<I...>, const dtensor<T, L, Bk>
       for (const index_t i : out.held())
         if (const index_t f = twin[static_cast<std::size_t>(i)]; f >= 0) out.share(i, f);
   } else {  // the device backend's kernel, every rank it holds at once
+    for (const index_t i : out.held()) out.assign(i, out_local_shape<typename R::compute_layout>(lo, i));
     auto offsets_of = [&](index_t i) {
       op_rank_info::offsets off;
       if constexpr (op_needs_offsets<Op>) {

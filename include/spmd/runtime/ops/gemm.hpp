@@ -1,5 +1,5 @@
-// spmd/runtime/ops/gemm.hpp — the local matrix product every rank runs: C = A · B or A · Bᵀ on
-// contiguous row-major blocks. float and double go to BLAS (cblas_sgemm / cblas_dgemm) when
+// spmd/runtime/ops/gemm.hpp — the local matrix product every rank runs: C = op(A) · op(B) on
+// contiguous row-major blocks, either operand read transposed (no copy made). float and double go to BLAS (cblas_sgemm / cblas_dgemm) when
 // the build found one (SPMD_HAVE_CBLAS, set by meson when OpenBLAS is installed); other
 // element types, and builds without BLAS, use a loop in i-k-j order, which the compiler
 // vectorises over j.
@@ -25,10 +25,11 @@
 
 namespace spmd::runtime::detail {
 
-/// c (m x n) = a (m x k) · b, where b is (k x n), or (n x k) read transposed when `bt`.
-/// Every pointer is to a contiguous row-major block; c is overwritten.
+/// c (m x n) = a · b, where a is (m x k), or (k x m) read transposed when `at`, and b is
+/// (k x n), or (n x k) read transposed when `bt`. Every pointer is to a contiguous row-major
+/// block; c is overwritten.
 template <class T>
-void gemm(T* c, const T* a, const T* b, index_t m, index_t n, index_t k, bool bt) {
+void gemm(T* c, const T* a, const T* b, index_t m, index_t n, index_t k, bool at, bool bt) {
   if (m == 0 || n == 0) return;
 #if defined(SPMD_HAVE_CBLAS)
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
@@ -36,21 +37,23 @@ void gemm(T* c, const T* a, const T* b, index_t m, index_t n, index_t k, bool bt
       for (index_t i = 0; i < m * n; ++i) c[i] = T(0);
       return;
     }
-    const auto tb = bt ? CblasTrans : CblasNoTrans;
+    const auto ta = at ? CblasTrans : CblasNoTrans, tb = bt ? CblasTrans : CblasNoTrans;
     const int M = static_cast<int>(m), N = static_cast<int>(n), K = static_cast<int>(k);
+    const int lda = at ? M : K, ldb = bt ? K : N;
     if constexpr (std::is_same_v<T, float>)
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, M, N, K, 1.f, a, K, b, bt ? K : N, 0.f, c, N);
+      cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, 1.f, a, lda, b, ldb, 0.f, c, N);
     else
-      cblas_dgemm(CblasRowMajor, CblasNoTrans, tb, M, N, K, 1.0, a, K, b, bt ? K : N, 0.0, c, N);
+      cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, 1.0, a, lda, b, ldb, 0.0, c, N);
     return;
   }
 #endif
   using Acc = std::conditional_t<is_narrow_float<T>, float, T>;
-  if (bt) {
+  if (at || bt) {  // each element summed over k in order (the CUDA kernel's order too)
     for (index_t i = 0; i < m; ++i)
       for (index_t j = 0; j < n; ++j) {
         Acc s = Acc(0);
-        for (index_t p = 0; p < k; ++p) s += Acc(a[i * k + p]) * Acc(b[j * k + p]);
+        for (index_t p = 0; p < k; ++p)
+          s += Acc(at ? a[p * m + i] : a[i * k + p]) * Acc(bt ? b[j * k + p] : b[p * n + j]);
         c[i * n + j] = static_cast<T>(s);
       }
     return;

@@ -1,4 +1,5 @@
-// spmd/runtime/ops/matmul.hpp — matrix products on dtensors: matmul, bmm, linear.
+// spmd/runtime/ops/matmul.hpp — matrix products on dtensors: matmul, matmul_t, t_matmul, bmm,
+// linear.
 //
 //   auto y = spmd::sim::matmul(x, w);       // x S(0) @ w R -> S(0); x S(1) @ w S(0) -> P(sum)
 //   auto z = spmd::sim::linear(x, W, b);    // x · Wᵀ + b (W is (out, in), as torch.nn.Linear)
@@ -29,7 +30,7 @@ struct op_kernel<ops::matmul> {
   template <class T>
   static void run(const ops::matmul&, strided_view<T> out, const op_rank_info&,
                   strided_view<const T> a, strided_view<const T> b) {
-    detail::gemm(out.data(), a.data(), b.data(), a.extent(0), b.extent(1), a.extent(1), false);
+    detail::gemm(out.data(), a.data(), b.data(), a.extent(0), b.extent(1), a.extent(1), false, false);
   }
 };
 template <>
@@ -38,7 +39,16 @@ struct op_kernel<ops::matmul_t> {
   template <class T>
   static void run(const ops::matmul_t&, strided_view<T> out, const op_rank_info&,
                   strided_view<const T> a, strided_view<const T> b) {
-    detail::gemm(out.data(), a.data(), b.data(), a.extent(0), b.extent(0), a.extent(1), true);
+    detail::gemm(out.data(), a.data(), b.data(), a.extent(0), b.extent(0), a.extent(1), false, true);
+  }
+};
+template <>
+struct op_kernel<ops::t_matmul> {
+  static constexpr bool rank_independent = true;  // apply.hpp: replicas share results
+  template <class T>
+  static void run(const ops::t_matmul&, strided_view<T> out, const op_rank_info&,
+                  strided_view<const T> a, strided_view<const T> b) {
+    detail::gemm(out.data(), a.data(), b.data(), a.extent(1), b.extent(1), a.extent(0), true, false);
   }
 };
 #if defined(SPMD_HAVE_CBLAS)
@@ -47,6 +57,8 @@ template <>
 inline constexpr bool op_ranks_in_parallel<ops::matmul> = false;
 template <>
 inline constexpr bool op_ranks_in_parallel<ops::matmul_t> = false;
+template <>
+inline constexpr bool op_ranks_in_parallel<ops::t_matmul> = false;
 template <>
 inline constexpr bool op_ranks_in_parallel<ops::bmm> = false;
 #endif
@@ -60,7 +72,7 @@ struct op_kernel<ops::bmm> {
     const index_t nb = a.extent(0), m = a.extent(1), k = a.extent(2), n = b.extent(2);
     for (index_t i = 0; i < nb; ++i)
       detail::gemm(out.data() + i * m * n, a.data() + i * m * k, b.data() + i * k * n, m, n, k,
-                   false);
+                   false, false);
   }
 };
 
@@ -81,6 +93,16 @@ auto matmul_t(const dtensor<T, LX, Bk>& x, const dtensor<T, LW, Bk>& w) {
   static_assert(detail::extents_agree<typename LX::extents_type, 1, typename LW::extents_type, 1>(),
                 "spmd::matmul_t: the inner dims differ (x's dim 1 and w's dim 1).");
   return apply<Forced>(ops::matmul_t{}, x, w);
+}
+
+/// x (k, m)ᵀ @ w (k, n), without transposing x: a weight's gradient (gᵀ · x) reads the
+/// gradient and the input where they lie.
+template <class Forced = void, element T, class LX, class LW, class Bk>
+auto t_matmul(const dtensor<T, LX, Bk>& x, const dtensor<T, LW, Bk>& w) {
+  static_assert(LX::rank == 2 && LW::rank == 2, "spmd::t_matmul: both operands must be matrices.");
+  static_assert(detail::extents_agree<typename LX::extents_type, 0, typename LW::extents_type, 0>(),
+                "spmd::t_matmul: the inner dims differ (x's dim 0 and w's dim 0).");
+  return apply<Forced>(ops::t_matmul{}, x, w);
 }
 
 /// x (b, m, k) @ w (b, k, n).

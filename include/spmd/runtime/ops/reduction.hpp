@@ -34,6 +34,18 @@ struct op_kernel<ops::reduction<Kind, KeepDim, Dims...>> {
   // A mean combines as a sum; the division comes last.
   static constexpr reduce_op combine_op = Kind == ops::reduce_kind::mean ? reduce_op::sum : ops::partial_op_of(Kind);
 
+  /// ao[j] = ao[j] ∘ x[j]: each accumulator still takes the rows in order (the same bits),
+  /// the row in vector blocks (elementwise.hpp's vector_block: no alias check needed, as the
+  /// accumulators are the output or a buffer of their own, never the input).
+  template <class Acc, class T>
+  static void combine_row(Acc* SPMD_RESTRICT ao, const T* SPMD_RESTRICT x, index_t n) {
+    constexpr index_t w = 16;
+    index_t j = 0;
+    for (; j + w <= n; j += w)
+      for (index_t q = 0; q < w; ++q) ao[j + q] = combine<combine_op>(ao[j + q], static_cast<Acc>(x[j + q]));
+    for (; j < n; ++j) ao[j] = combine<combine_op>(ao[j], static_cast<Acc>(x[j]));
+  }
+
   template <class T>
   static void run(const op_type&, strided_view<T> out, const op_rank_info&, strided_view<const T> in) {
     using Acc = std::conditional_t<is_narrow_float<T>, float, T>;
@@ -87,8 +99,7 @@ struct op_kernel<ops::reduction<Kind, KeepDim, Dims...>> {
           for (index_t j = 0; j < n; ++j) s = combine<combine_op>(s, static_cast<Acc>(x[j]));
           a[o] = s;
         } else {  // kept: the row lands on a row of accumulators (out rows are contiguous)
-          Acc* ao = a + o;
-          for (index_t j = 0; j < n; ++j) ao[j] = combine<combine_op>(ao[j], static_cast<Acc>(x[j]));
+          combine_row(a + o, x, n);
         }
         x += n;
         int d = r - 2;

@@ -41,8 +41,8 @@ inline cublasHandle_t cublas_handle() {
 }  // namespace detail
 
 template <class T>
-void gemm_ranks(const gemm_ranks_args<T>& p, index_t ranks, index_t m, index_t n, index_t k, bool b_transposed,
-                index_t batch, cudaStream_t stream) {
+void gemm_ranks(const gemm_ranks_args<T>& p, index_t ranks, index_t m, index_t n, index_t k, bool a_transposed,
+                bool b_transposed, index_t batch, cudaStream_t stream) {
   const index_t count = ranks * batch;
   if (m == 0 || n == 0 || count == 0) return;
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
@@ -68,15 +68,18 @@ void gemm_ranks(const gemm_ranks_args<T>& p, index_t ranks, index_t m, index_t n
     const cublasHandle_t h = detail::cublas_handle();
     detail::check_cublas(cublasSetStream(h, stream), "cublasSetStream");
     const T one = 1, zero = 0;
+    // Row-major C = op(A) op(B) is column-major Cᵀ = op(B)ᵀ op(A)ᵀ: cuBLAS sees each
+    // row-major block as its transpose, so the operands swap and keep their own op.
+    const cublasOperation_t ta = a_transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
     const cublasOperation_t tb = b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
     const int M = static_cast<int>(m), N = static_cast<int>(n), K = static_cast<int>(k);
-    const int ldb = b_transposed ? K : N;
+    const int lda = a_transposed ? M : K, ldb = b_transposed ? K : N;
     if constexpr (std::is_same_v<T, float>)
-      detail::check_cublas(cublasSgemmBatched(h, tb, CUBLAS_OP_N, N, M, K, &one, pb, ldb, pa, K, &zero, pc, N,
+      detail::check_cublas(cublasSgemmBatched(h, tb, ta, N, M, K, &one, pb, ldb, pa, lda, &zero, pc, N,
                                               static_cast<int>(count)),
                            "cublasSgemmBatched");
     else
-      detail::check_cublas(cublasDgemmBatched(h, tb, CUBLAS_OP_N, N, M, K, &one, pb, ldb, pa, K, &zero, pc, N,
+      detail::check_cublas(cublasDgemmBatched(h, tb, ta, N, M, K, &one, pb, ldb, pa, lda, &zero, pc, N,
                                               static_cast<int>(count)),
                            "cublasDgemmBatched");
   } else {
@@ -86,10 +89,12 @@ void gemm_ranks(const gemm_ranks_args<T>& p, index_t ranks, index_t m, index_t n
         ranks * per,
         [=] __device__(index_t i) {
           const index_t r = i / per, q = i % per, bi = q / (m * n), ij = q % (m * n), row = ij / n, col = ij % n;
-          const T* pa = p.a[r] + bi * m * k + row * k;
+          const T* pa = p.a[r] + bi * m * k;
           const T* pb = p.b[r] + bi * k * n;
           Acc s = Acc(0);
-          for (index_t t = 0; t < k; ++t) s += Acc(pa[t]) * Acc(b_transposed ? pb[col * k + t] : pb[t * n + col]);
+          for (index_t t = 0; t < k; ++t)
+            s += Acc(a_transposed ? pa[t * m + row] : pa[row * k + t]) *
+                 Acc(b_transposed ? pb[col * k + t] : pb[t * n + col]);
           p.c[r][q] = static_cast<T>(s);
         },
         stream, "gemm kernel launch (every rank)");
@@ -99,13 +104,13 @@ void gemm_ranks(const gemm_ranks_args<T>& p, index_t ranks, index_t m, index_t n
 /// One rank's product: gemm_ranks with one rank (cuBLAS's batched call with a batch of
 /// `batch`, or the in-order kernel).
 template <class T>
-void gemm(T* c, const T* a, const T* b, index_t m, index_t n, index_t k, bool b_transposed, index_t batch,
-          cudaStream_t stream) {
+void gemm(T* c, const T* a, const T* b, index_t m, index_t n, index_t k, bool a_transposed, bool b_transposed,
+          index_t batch, cudaStream_t stream) {
   gemm_ranks_args<T> p{};
   p.a[0] = a;
   p.b[0] = b;
   p.c[0] = c;
-  gemm_ranks<T>(p, 1, m, n, k, b_transposed, batch, stream);
+  gemm_ranks<T>(p, 1, m, n, k, a_transposed, b_transposed, batch, stream);
 }
 
 }  // namespace spmd::cuda::kernels

@@ -1,4 +1,4 @@
-// spmd/backends/cuda/ops/matmul.hpp — matmul, matmul_t and bmm on the device: cuBLAS for
+// spmd/backends/cuda/ops/matmul.hpp — matmul, matmul_t, t_matmul and bmm on the device: cuBLAS for
 // float and double (within a tolerance of the host's BLAS), a kernel in the host kernel's
 // order for the 16-bit floats and the integers (the same bits). One call for every rank when their
 // blocks have the same shapes (cuBLAS batched), else one per rank.
@@ -15,7 +15,7 @@ namespace ops_detail {
 /// common, evenly sharded case), else one per rank. dims(a_shape, b_shape) gives {m, n, k,
 /// batch}.
 template <class T, class Dims>
-void gemm_all(device_set<T>& c, const device_set<T>& a, const device_set<T>& b, bool bt, Dims dims) {
+void gemm_all(device_set<T>& c, const device_set<T>& a, const device_set<T>& b, bool at, bool bt, Dims dims) {
   const held_range h = c.held_ranks();
   bool same = h.count() <= max_launch_ranks;
   for (const index_t i : c.held())
@@ -28,12 +28,12 @@ void gemm_all(device_set<T>& c, const device_set<T>& a, const device_set<T>& b, 
       p.b[i - h.lo] = b.data(i);
       p.c[i - h.lo] = c.data(i);
     }
-    kernels::gemm_ranks<T>(p, h.count(), m, n, k, bt, batch, current_stream());
+    kernels::gemm_ranks<T>(p, h.count(), m, n, k, at, bt, batch, current_stream());
     return;
   }
   for (const index_t i : c.held()) {
     const auto [m, n, k, batch] = dims(a.shape(i), b.shape(i));
-    kernels::gemm<T>(c.data(i), a.data(i), b.data(i), m, n, k, bt, batch, current_stream());
+    kernels::gemm<T>(c.data(i), a.data(i), b.data(i), m, n, k, at, bt, batch, current_stream());
   }
 }
 
@@ -47,7 +47,7 @@ template <>
 struct device_op<spmd::ops::matmul> {
   template <class T, class Off>
   static void run(const spmd::ops::matmul&, device_set<T>& out, Off&, const device_set<T>& a, const device_set<T>& b) {
-    ops_detail::gemm_all(out, a, b, false, [](const shape_vec& sa, const shape_vec& sb) {
+    ops_detail::gemm_all(out, a, b, false, false, [](const shape_vec& sa, const shape_vec& sb) {
       return ops_detail::gemm_dims{sa[0], sb[1], sa[1], 1};
     });
   }
@@ -57,8 +57,18 @@ template <>
 struct device_op<spmd::ops::matmul_t> {
   template <class T, class Off>
   static void run(const spmd::ops::matmul_t&, device_set<T>& out, Off&, const device_set<T>& a, const device_set<T>& b) {
-    ops_detail::gemm_all(out, a, b, true, [](const shape_vec& sa, const shape_vec& sb) {
+    ops_detail::gemm_all(out, a, b, false, true, [](const shape_vec& sa, const shape_vec& sb) {
       return ops_detail::gemm_dims{sa[0], sb[0], sa[1], 1};
+    });
+  }
+};
+
+template <>
+struct device_op<spmd::ops::t_matmul> {
+  template <class T, class Off>
+  static void run(const spmd::ops::t_matmul&, device_set<T>& out, Off&, const device_set<T>& a, const device_set<T>& b) {
+    ops_detail::gemm_all(out, a, b, true, false, [](const shape_vec& sa, const shape_vec& sb) {
+      return ops_detail::gemm_dims{sa[1], sb[1], sa[0], 1};
     });
   }
 };
@@ -67,7 +77,7 @@ template <>
 struct device_op<spmd::ops::bmm> {
   template <class T, class Off>
   static void run(const spmd::ops::bmm&, device_set<T>& out, Off&, const device_set<T>& a, const device_set<T>& b) {
-    ops_detail::gemm_all(out, a, b, false, [](const shape_vec& sa, const shape_vec& sb) {
+    ops_detail::gemm_all(out, a, b, false, false, [](const shape_vec& sa, const shape_vec& sb) {
       return ops_detail::gemm_dims{sa[1], sb[2], sa[2], sa[0]};
     });
   }
