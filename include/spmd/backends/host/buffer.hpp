@@ -150,11 +150,15 @@ class buffer_pool {
 };
 
 /// A per-thread front for small blocks (up to 1 MiB, a few per size class): no lock on
-/// the path of the small steps, which allocate and free a block per rank.
+/// the path of the small steps, which allocate and free a block per rank. Blocks of up to
+/// 4 KiB (a rank table, a small rank's local) are kept 64 deep, as a recorded graph holds
+/// many at once; larger ones 16 deep, which bounds what a thread keeps.
 class thread_cache {
  public:
   static constexpr int max_class = 20;
-  static constexpr int per_class = 16;
+  static constexpr int small_class = 12;
+  static constexpr int per_class = 64;
+  static constexpr int depth(int cls) { return cls <= small_class ? per_class : 16; }
 
   ~thread_cache() { flush(); }
 
@@ -169,7 +173,7 @@ class thread_cache {
   [[gnu::noinline]]
 #endif
   void release(void* p, int cls) {
-    if (cls <= max_class && count_[cls] < per_class) {
+    if (cls <= max_class && count_[cls] < depth(cls)) {
       free_[cls][count_[cls]++] = p;
       return;
     }
@@ -193,6 +197,28 @@ class thread_cache {
  private:
   void* free_[max_class + 1][per_class]{};
   int count_[max_class + 1]{};
+};
+
+/// A standard allocator over the pool (the small blocks of the calling thread's cache): the
+/// per-rank tables of a local set come and go with every operator, and the pool hands
+/// them out without malloc's bookkeeping.
+template <class U>
+struct pool_allocator {
+  using value_type = U;
+  pool_allocator() = default;
+  template <class V>
+  pool_allocator(const pool_allocator<V>&) noexcept {}
+  U* allocate(std::size_t n) {
+    static_assert(alignof(U) <= buffer_pool::alignment);
+    return static_cast<U*>(thread_cache::instance().acquire(buffer_pool::class_of(n * sizeof(U))));
+  }
+  void deallocate(U* p, std::size_t n) noexcept {
+    thread_cache::instance().release(p, buffer_pool::class_of(n * sizeof(U)));
+  }
+  template <class V>
+  friend bool operator==(const pool_allocator&, const pool_allocator<V>&) noexcept {
+    return true;
+  }
 };
 
 }  // namespace detail
@@ -248,11 +274,11 @@ class buffer {
     if (!data_) return b;
     count_t* c = owners_.load(std::memory_order_acquire);
     if (c == nullptr) {  // first share: the count starts at this owner
-      count_t* fresh = new count_t(1);
+      count_t* fresh = new_count();
       if (owners_.compare_exchange_strong(c, fresh, std::memory_order_acq_rel))
         c = fresh;
       else
-        delete fresh;  // another thread shared first; c is its count
+        delete_count(fresh);  // another thread shared first; c is its count
     }
     c->fetch_add(1, std::memory_order_relaxed);
     b.data_ = data_;
@@ -281,12 +307,22 @@ class buffer {
     count_t* c = owners_.exchange(nullptr, std::memory_order_relaxed);
     if (c == nullptr || c->fetch_sub(1, std::memory_order_acq_rel) == 1) {
       detail::thread_cache::instance().release(data_, cls_);
-      delete c;
+      if (c != nullptr) delete_count(c);
     }
     data_ = nullptr;
   }
 
  private:
+  // The owners' count, a small pool block (sharing a tensor's blocks, which every copy of a
+  // dtensor does, then costs no malloc).
+  static count_t* new_count() {
+    return new (detail::thread_cache::instance().acquire(detail::buffer_pool::min_class)) count_t(1);
+  }
+  static void delete_count(count_t* c) {
+    c->~count_t();
+    detail::thread_cache::instance().release(c, detail::buffer_pool::min_class);
+  }
+
   T* data_ = nullptr;
   int cls_ = 0;
   mutable std::atomic<count_t*> owners_{nullptr};  // null: one owner, never shared

@@ -292,8 +292,16 @@ local_set<T> generate(const layout_spec& spec, const shape_vec& global, F&& f,
   const index_t n_ranks = spec.mesh_size();
   const detail::partial_info part = detail::partial_of(spec);
   if (part.mask != 0) check_reduce_op<T>(part.op, "spmd::sim::generate");
-  const std::vector<index_t> twins = generated_twins(spec, global, held);
   local_set<T> out(n_ranks, held);
+  if (held.count() > 0 && detail::replicate_mask(spec) == (dim_mask{1} << spec.placements.size()) - 1) {
+    // Replicated everywhere (a loss's seed gradient, a bias): one block, every rank's.
+    out.assign(held.lo, global);
+    T* p = out.data(held.lo);
+    for (index_t i = 0; i < out.size(held.lo); ++i) p[i] = f(i);
+    for (const index_t r : held.indices()) out.share(r, held.lo);
+    return out;
+  }
+  const std::vector<index_t> twins = generated_twins(spec, global, held);
   for (const index_t r : held.indices()) {
     const local_box b = box_at(spec, global, unravel(spec.mesh, r));
     if (const index_t twin = twins[static_cast<std::size_t>(r)]; twin >= 0) {

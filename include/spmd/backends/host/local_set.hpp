@@ -167,7 +167,7 @@ class local_set {
       detail::copy_bytes(own.data(), l.buf.data(), static_cast<std::size_t>(l.size()) * sizeof(T));
     l.buf = std::move(own);
   }
-  std::vector<rank_local<T>> locals_;
+  std::vector<rank_local<T>, detail::pool_allocator<rank_local<T>>> locals_;
   held_range held_{};
 };
 

@@ -10,6 +10,7 @@
 // sees nodes through the untyped base (node_base): the edges and the "run" step only.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -80,7 +81,8 @@ inline std::vector<node_base*> backward_order(node_base* root) {
       stack.pop_back();
     }
   }
-  return {post.rbegin(), post.rend()};
+  std::reverse(post.begin(), post.end());
+  return post;
 }
 
 /// Runs the nodes reachable from root (whose gradient is already seeded). Checks first that

@@ -250,6 +250,7 @@ auto make_result(dtensor<T, L, B>&& y, const char* name, Fn&& fn, const X&... op
   auto value = std::make_shared<dtensor<T, L, B>>(std::move(y));
   if (!recording(operands...)) return V(detail::internal_t{}, std::move(value), nullptr);
   std::vector<std::shared_ptr<node_base>> inputs;
+  inputs.reserve(sizeof...(X));
   (
       [&] {
         if (auto n = node_of(operands)) inputs.push_back(std::move(n));
