@@ -375,8 +375,12 @@ int main(int argc, char** argv) {
     }
   }
   if (instr.empty()) std::printf("# no instruction counts: valgrind is not installed or its run failed\n");
-  std::printf("RESULT backward_overhead_ratio=%.3f backward_overhead_instr=%s no_grad_forward_instr=%s\n", worst,
-              instr.empty() ? "n/a" : std::to_string(worst_instr).substr(0, 5).c_str(),
-              instr.empty() ? "n/a" : std::to_string(worst_fwd_instr).substr(0, 5).c_str());
+  char wi[32] = "n/a", wf[32] = "n/a";  // rounded as the tables print them
+  if (!instr.empty()) {
+    std::snprintf(wi, sizeof wi, "%.3f", worst_instr);
+    std::snprintf(wf, sizeof wf, "%.3f", worst_fwd_instr);
+  }
+  std::printf("RESULT backward_overhead_ratio=%.3f backward_overhead_instr=%s no_grad_forward_instr=%s\n", worst, wi,
+              wf);
   return 0;
 }

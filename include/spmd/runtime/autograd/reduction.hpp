@@ -28,6 +28,7 @@ auto reduce(const variable<T, L, B, GP>& x) {
       std::move(y), ops::reduce_kind_name(Kind),
       [x, saved](const auto& g) {
         using namespace autograd_detail;
+        (void)saved;  // a null pointer for sum and mean
         constexpr dim_list D = []<int... Dims>(over<Dims...>) {
           return reduced_dims<static_cast<int>(L::rank), Dims...>();
         }(Over{});
