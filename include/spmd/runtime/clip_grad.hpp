@@ -1,0 +1,110 @@
+// spmd/runtime/clip_grad.hpp — clip_grad_norm_ over sharded gradients, as
+// torch.nn.utils.clip_grad_norm_.
+//
+//   auto total = spmd::runtime::clip_grad_norm_(1.0, w1, b1, w2);             // 2-norm
+//   auto top = spmd::runtime::clip_grad_norm_(1.0, spmd::runtime::inf_norm, w1, b1);
+//   double n = total.full_tensor()[0];
+//
+// The total norm is a reduction across ranks: each gradient's sum of squares (or largest
+// magnitude) is reduced over its shards into a replicated 0-d dtensor (one all_reduce per
+// gradient on a sharded one, none on a replicated one), the per-gradient norms are combined
+// as torch does (the norm of the norms), and every gradient is multiplied by
+// min(max_norm / (total + 1e-6), 1) — always, as torch's foreach path does — with the
+// coefficient kept a 0-d dtensor, so nothing waits for the host. Returns the total norm
+// (before clipping), replicated on every rank.
+#pragma once
+
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "spmd/runtime/autograd/variable.hpp"
+#include "spmd/runtime/ops/elementwise.hpp"
+#include "spmd/runtime/ops/reduction.hpp"
+
+namespace spmd::runtime {
+
+/// The norm_type of clip_grad_norm_ for the largest magnitude (torch's float('inf')).
+inline constexpr double inf_norm = std::numeric_limits<double>::infinity();
+
+namespace clip_detail {
+
+template <std::size_t>
+using replicate_at = replicate;
+template <class Mesh, class = std::make_index_sequence<Mesh::ndim>>
+struct replicated;
+template <class Mesh, std::size_t... I>
+struct replicated<Mesh, std::index_sequence<I...>> {
+  using type = placements<replicate_at<I>...>;
+};
+
+/// Gradient g's norm contribution, replicated: its sum of squares (2-norm) or largest |g|.
+template <class G>
+auto contribution(const G& g, bool inf) {
+  using R = typename replicated<typename G::layout_type::mesh_type>::type;
+  using Out = decltype(runtime::reduce<ops::reduce_kind::sum, over<>, false, R>(runtime::mul(g, g)));
+  if (inf) return Out(runtime::reduce<ops::reduce_kind::max, over<>, false, R>(runtime::abs(g)));
+  // torch: each gradient's norm, then the norm of those norms (sqrt of their squares' sum).
+  auto n = runtime::sqrt(runtime::reduce<ops::reduce_kind::sum, over<>, false, R>(runtime::mul(g, g)));
+  return Out(runtime::mul(n, n));
+}
+
+}  // namespace clip_detail
+
+/// Scales the gradients of `params` (variables) so that their total norm (norm_type 2 or
+/// inf_norm) is at most max_norm; returns the total norm before clipping as a replicated 0-d
+/// dtensor. Parameters without a gradient are left out, as in torch.
+template <class... Ps>
+  requires(sizeof...(Ps) > 0 && (is_variable<Ps> && ...))
+auto clip_grad_norm_(double max_norm, double norm_type, Ps&... params) {
+  if (!(norm_type == 2.0 || norm_type == inf_norm))
+    throw std::invalid_argument("spmd::clip_grad_norm_: norm_type " + std::to_string(norm_type) +
+                                " is not supported (2 or inf_norm)");
+  if (!(max_norm >= 0))
+    throw std::invalid_argument("spmd::clip_grad_norm_: max_norm " + std::to_string(max_norm) + " is negative");
+  using First = std::tuple_element_t<0, std::tuple<Ps...>>;
+  using Mesh = typename First::mesh_type;
+  using T = typename First::element_type;
+  using B = typename First::backend_type;
+  static_assert(((std::is_same_v<typename Ps::mesh_type, Mesh> && std::is_same_v<typename Ps::element_type, T>) && ...),
+                "spmd::clip_grad_norm_: every parameter must be on one mesh with one element type.");
+  using R = typename clip_detail::replicated<Mesh>::type;
+  using Scalar = dtensor<T, layout<Mesh, R, extents<>>, B>;
+  const bool inf = norm_type == inf_norm;
+  std::optional<Scalar> acc;
+  auto fold = [&](const auto& p) {
+    if (!p.has_grad()) return;
+    Scalar c = clip_detail::contribution(p.grad(), inf);
+    if (!acc) acc.emplace(std::move(c));
+    else if (inf) acc.emplace(runtime::maximum(*acc, c));
+    else acc.emplace(runtime::add(*acc, c));
+  };
+  (fold(params), ...);
+  if (!acc) return factories<B>::template full<T>(T(0), layout<Mesh, R, extents<>>{});
+  Scalar total = inf ? std::move(*acc) : Scalar(runtime::sqrt(*acc));
+  // clip_coef = max_norm / (total + 1e-6), clamped to at most 1; then every gradient times it.
+  const Scalar coef = runtime::minimum(runtime::div(static_cast<T>(max_norm), runtime::add(total, static_cast<T>(1e-6))),
+                                       static_cast<T>(1));
+  auto scale = [&](auto& p) {
+    if (!p.has_grad()) return;
+    auto& g = p.grad();
+    using G = std::remove_cvref_t<decltype(g)>;
+    g = autograd_detail::relabel<typename G::layout_type>(
+        runtime::mul<typename G::layout_type::placements_type>(g, coef));
+  };
+  (scale(params), ...);
+  return total;
+}
+
+/// The 2-norm form: clip_grad_norm_(max_norm, params...).
+template <class... Ps>
+  requires(sizeof...(Ps) > 0 && (is_variable<Ps> && ...))
+auto clip_grad_norm_(double max_norm, Ps&... params) {
+  return clip_grad_norm_(max_norm, 2.0, params...);
+}
+
+}  // namespace spmd::runtime
