@@ -1,5 +1,6 @@
-// tests/backends/grad_cases.hpp — the typed suite's gradient cases: the same recorded program
-// on backend B and on the simulation, every gradient's locals compared (bit for bit on host
+// tests/backends/grad_cases.hpp — the typed suite's gradient and training cases: the same
+// recorded program (and optimizer steps) on backend B and on the simulation, every gradient's
+// (parameter's) locals compared (bit for bit on host
 // backends, within close_locals' tolerance on a device).
 #pragma once
 
@@ -7,6 +8,8 @@
 #include <vector>
 
 #include "spmd/runtime/autograd.hpp"
+#include "spmd/runtime/clip_grad.hpp"
+#include "spmd/runtime/optim.hpp"
 
 namespace suite {
 
@@ -28,6 +31,29 @@ auto tp_mlp_grads() {
   rt::mean<>(rt::gelu(down(rt::relu(up(x))))).backward();
   return std::make_tuple(x.grad(), up.weight.grad(), up.bias.grad(), down.weight.grad(),
                          down.bias.grad());
+}
+
+/// The same MLP trained: three steps of clip_grad_norm_ and AdamW (the weights' gradients are
+/// Partial on dp: each step reduces them into the parameters' layout); the parameters after.
+template <class B, class Mesh>
+auto tp_mlp_trained() {
+  using namespace spmd;
+  namespace rt = spmd::runtime;
+  using F = rt::factories<B>;
+  using Up = rt::trainable<rt::column_parallel_linear<double, Mesh, 1, 8, 12, B>>;
+  using Down = rt::trainable<rt::row_parallel_linear<double, Mesh, 1, 12, 8, B>>;
+  using LX = layout<Mesh, placements<shard<0>, replicate>, extents<5, 8>>;
+  auto up = Up::from_full(global_values<double>(96), global_values<double>(12), "up");
+  auto down = Down::from_full(global_values<double>(96), global_values<double>(8), "down");
+  const auto x = F::template distribute_tensor<LX>(global_values<double>(40));
+  rt::adamw opt(rt::adamw_options{.lr = 0.01}, up.weight, up.bias, down.weight, down.bias);
+  for (int step = 0; step < 3; ++step) {
+    rt::mean<>(rt::gelu(down(rt::relu(up(rt::as_variable(x)))))).backward();
+    rt::clip_grad_norm_(0.05, up.weight, up.bias, down.weight, down.bias);
+    opt.step();
+    opt.zero_grad();
+  }
+  return std::make_tuple(up.weight.value(), up.bias.value(), down.weight.value(), down.bias.value());
 }
 
 /// Elementwise with broadcasting, reductions, views, softmax and a redistribute whose backward
@@ -67,12 +93,11 @@ auto bmm_grads() {
 }
 
 template <class TB, class TS, std::size_t... I>
-void compare_all(report& rep, const TB& b, const TS& s, const char* what, std::index_sequence<I...>) {
-  (close_locals(rep, std::get<I>(b), std::get<I>(s), std::string(what) + " gradient " + std::to_string(I)),
-   ...);
+void compare_all(report& rep, const TB& b, const TS& s, const std::string& what, std::index_sequence<I...>) {
+  (close_locals(rep, std::get<I>(b), std::get<I>(s), what + " " + std::to_string(I)), ...);
 }
 template <class TB, class TS>
-void compare_all(report& rep, const TB& b, const TS& s, const char* what) {
+void compare_all(report& rep, const TB& b, const TS& s, const std::string& what) {
   compare_all(rep, b, s, what, std::make_index_sequence<std::tuple_size_v<TB>>{});
 }
 
@@ -83,10 +108,12 @@ template <class B, class Mesh>
 void grad_cases(report& rep) {
   using S = spmd::sim::backend;
   grad_detail::compare_all(rep, grad_detail::tp_mlp_grads<B, Mesh>(), grad_detail::tp_mlp_grads<S, Mesh>(),
-                           "TP MLP");
+                           "TP MLP gradient");
   grad_detail::compare_all(rep, grad_detail::chain_grads<B, Mesh>(), grad_detail::chain_grads<S, Mesh>(),
-                           "elementwise/reduction/view chain");
-  grad_detail::compare_all(rep, grad_detail::bmm_grads<B, Mesh>(), grad_detail::bmm_grads<S, Mesh>(), "bmm");
+                           "elementwise/reduction/view chain gradient");
+  grad_detail::compare_all(rep, grad_detail::bmm_grads<B, Mesh>(), grad_detail::bmm_grads<S, Mesh>(), "bmm gradient");
+  grad_detail::compare_all(rep, grad_detail::tp_mlp_trained<B, Mesh>(), grad_detail::tp_mlp_trained<S, Mesh>(),
+                           "TP MLP after 3 steps of clip_grad_norm_ and AdamW, parameter");
 }
 
 }  // namespace suite
