@@ -15,7 +15,7 @@
 //   local_random.hpp  uniform_, normal_, bernoulli_, dropout on local tensors (the
 //                     dtensor versions and rand, randn: runtime/random.hpp)
 // The host storage and loops it shares with MPI are in backends/host/; the operators in
-// runtime/ops/ (include them, or spmd/runtime/ops.hpp for all).
+// runtime/ops/ (include those a program uses: runtime/ops/matmul.hpp, elementwise.hpp, ...).
 #pragma once
 
 #include "spmd/core/bfloat16.hpp"
