@@ -33,19 +33,10 @@ inline constexpr double inf_norm = std::numeric_limits<double>::infinity();
 
 namespace clip_detail {
 
-template <std::size_t>
-using replicate_at = replicate;
-template <class Mesh, class = std::make_index_sequence<Mesh::ndim>>
-struct replicated;
-template <class Mesh, std::size_t... I>
-struct replicated<Mesh, std::index_sequence<I...>> {
-  using type = placements<replicate_at<I>...>;
-};
-
 /// Gradient g's norm contribution, replicated: its sum of squares (2-norm) or largest |g|.
 template <class G>
 auto contribution(const G& g, bool inf) {
-  using R = typename replicated<typename G::layout_type::mesh_type>::type;
+  using R = typename detail::all_replicate<typename G::layout_type::mesh_type>::type;
   using Out = decltype(runtime::reduce<ops::reduce_kind::sum, over<>, false, R>(runtime::mul(g, g)));
   if (inf) return Out(runtime::reduce<ops::reduce_kind::max, over<>, false, R>(runtime::abs(g)));
   // torch: each gradient's norm, then the norm of those norms (sqrt of their squares' sum).
@@ -72,7 +63,7 @@ auto clip_grad_norm_(double max_norm, double norm_type, Ps&... params) {
   using B = typename First::backend_type;
   static_assert(((std::is_same_v<typename Ps::mesh_type, Mesh> && std::is_same_v<typename Ps::element_type, T>) && ...),
                 "spmd::clip_grad_norm_: every parameter must be on one mesh with one element type.");
-  using R = typename clip_detail::replicated<Mesh>::type;
+  using R = typename detail::all_replicate<Mesh>::type;
   using Scalar = dtensor<T, layout<Mesh, R, extents<>>, B>;
   const bool inf = norm_type == inf_norm;
   std::optional<Scalar> acc;

@@ -271,6 +271,16 @@ class dtensor {
 // ---------------------------------------------------------------------------
 
 namespace detail {
+/// Replicate on every dim of Mesh.
+template <std::size_t>
+using replicate_at = replicate;
+template <class Mesh, class = std::make_index_sequence<Mesh::ndim>>
+struct all_replicate;
+template <class Mesh, std::size_t... I>
+struct all_replicate<Mesh, std::index_sequence<I...>> {
+  using type = placements<replicate_at<I>...>;
+};
+
 // The factories' element functions are named types, not lambdas: a lambda in a function
 // template is a new type for every layout, and so would be every instantiation of
 // generate() it reaches. These are one per element type.

@@ -101,16 +101,6 @@ inline constexpr bool is_layout_v = false;
 template <class M, class P, class E>
 inline constexpr bool is_layout_v<spmd::layout<M, P, E>> = true;
 
-/// Replicate on every dim of Mesh.
-template <std::size_t>
-using replicate_at = replicate;
-template <class Mesh, class = std::make_index_sequence<Mesh::ndim>>
-struct all_replicate;
-template <class Mesh, std::size_t... I>
-struct all_replicate<Mesh, std::index_sequence<I...>> {
-  using type = placements<replicate_at<I>...>;
-};
-
 /// The placements a partition's answer stands for: its own, a layout's, or (no answer)
 /// Replicate everywhere.
 template <class Chosen, class Mesh>

@@ -55,6 +55,28 @@ void check_trainable(const V& p, const char* who) {
                                 "' does not require a gradient; pass parameters made by requires_grad");
 }
 
+/// What every optimizer does with its parameters (CRTP: Derived supplies update<I>()): check
+/// them, step each in turn, drop their gradients.
+template <class Derived, class... Ps>
+class param_group {
+ public:
+  explicit param_group(const char* who, Ps... params) : params_(std::move(params)...) {
+    std::apply([&](const auto&... p) { (check_trainable(p, who), ...); }, params_);
+  }
+  /// One update of every parameter that has a gradient (one without is skipped, as torch does).
+  void step() {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (static_cast<Derived&>(*this).template update<I>(), ...);
+    }(std::index_sequence_for<Ps...>{});
+  }
+  void zero_grad() {
+    std::apply([](auto&... p) { (p.zero_grad(), ...); }, params_);
+  }
+
+ protected:
+  std::tuple<Ps...> params_;
+};
+
 }  // namespace optim_detail
 
 /// torch.optim.SGD's arguments and defaults.
@@ -68,23 +90,17 @@ struct sgd_options {
 
 /// SGD over the parameters Ps (variables that require gradients).
 template <class... Ps>
-class sgd {
+class sgd : public optim_detail::param_group<sgd<Ps...>, Ps...> {
+  using base = optim_detail::param_group<sgd<Ps...>, Ps...>;
+  friend base;
+
  public:
-  explicit sgd(sgd_options o, Ps... params) : opt_(o), params_(std::move(params)...) {
+  explicit sgd(sgd_options o, Ps... params) : base("sgd", std::move(params)...), opt_(o) {
     if (o.lr < 0) throw std::invalid_argument("spmd::sgd: lr " + std::to_string(o.lr) + " is negative");
     if (o.momentum < 0)
       throw std::invalid_argument("spmd::sgd: momentum " + std::to_string(o.momentum) + " is negative");
     if (o.nesterov && (o.momentum <= 0 || o.dampening != 0))
       throw std::invalid_argument("spmd::sgd: nesterov needs a momentum > 0 and dampening 0");
-    std::apply([](const auto&... p) { (optim_detail::check_trainable(p, "sgd"), ...); }, params_);
-  }
-
-  /// One update of every parameter that has a gradient (one without is skipped, as torch does).
-  void step() {
-    [&]<std::size_t... I>(std::index_sequence<I...>) { (update<I>(), ...); }(std::index_sequence_for<Ps...>{});
-  }
-  void zero_grad() {
-    std::apply([](auto&... p) { (p.zero_grad(), ...); }, params_);
   }
   /// Parameter I's momentum_buffer (empty before the first step or without momentum).
   template <std::size_t I>
@@ -94,7 +110,7 @@ class sgd {
  private:
   template <std::size_t I>
   void update() {
-    auto& p = std::get<I>(params_);
+    auto& p = std::get<I>(this->params_);
     using V = std::remove_cvref_t<decltype(p)>;
     using L = typename V::layout_type;
     using T = typename V::element_type;
@@ -120,7 +136,6 @@ class sgd {
   }
 
   sgd_options opt_;
-  std::tuple<Ps...> params_;
   std::tuple<std::optional<typename Ps::value_type>...> buffers_;
 };
 
@@ -135,7 +150,10 @@ struct adamw_options {
 
 /// AdamW over the parameters Ps (variables that require gradients).
 template <class... Ps>
-class adamw {
+class adamw : public optim_detail::param_group<adamw<Ps...>, Ps...> {
+  using base = optim_detail::param_group<adamw<Ps...>, Ps...>;
+  friend base;
+
  public:
   template <class V>
   struct state {
@@ -143,21 +161,13 @@ class adamw {
     std::int64_t step = 0;
   };
 
-  explicit adamw(adamw_options o, Ps... params) : opt_(o), params_(std::move(params)...) {
+  explicit adamw(adamw_options o, Ps... params) : base("adamw", std::move(params)...), opt_(o) {
     if (o.lr < 0) throw std::invalid_argument("spmd::adamw: lr " + std::to_string(o.lr) + " is negative");
     if (!(o.beta1 >= 0 && o.beta1 < 1))
       throw std::invalid_argument("spmd::adamw: beta1 " + std::to_string(o.beta1) + " is outside [0, 1)");
     if (!(o.beta2 >= 0 && o.beta2 < 1))
       throw std::invalid_argument("spmd::adamw: beta2 " + std::to_string(o.beta2) + " is outside [0, 1)");
     if (o.eps < 0) throw std::invalid_argument("spmd::adamw: eps " + std::to_string(o.eps) + " is negative");
-    std::apply([](const auto&... p) { (optim_detail::check_trainable(p, "adamw"), ...); }, params_);
-  }
-
-  void step() {
-    [&]<std::size_t... I>(std::index_sequence<I...>) { (update<I>(), ...); }(std::index_sequence_for<Ps...>{});
-  }
-  void zero_grad() {
-    std::apply([](auto&... p) { (p.zero_grad(), ...); }, params_);
   }
   /// Parameter I's state (empty before its first step).
   template <std::size_t I>
@@ -167,7 +177,7 @@ class adamw {
  private:
   template <std::size_t I>
   void update() {
-    auto& p = std::get<I>(params_);
+    auto& p = std::get<I>(this->params_);
     using V = std::remove_cvref_t<decltype(p)>;
     using L = typename V::layout_type;
     using T = typename V::element_type;
@@ -201,7 +211,6 @@ class adamw {
   }
 
   adamw_options opt_;
-  std::tuple<Ps...> params_;
   std::tuple<std::optional<state<Ps>>...> states_;
 };
 
