@@ -62,8 +62,10 @@ int main() {
   suite::typed_cases<spmd::cuda::backend, spmd::mesh<2, 4>>(rep);
   suite::typed_op_cases<spmd::cuda::backend, spmd::mesh<2, 2>>(rep);
   suite::grad_cases<spmd::cuda::backend, spmd::mesh<2, 2>>(rep);
+  suite::training_cases<spmd::cuda::backend, spmd::mesh<2, 2>>(rep);
   suite::typed_op_cases<spmd::cuda::backend, spmd::mesh<2, 4>>(rep);
   suite::grad_cases<spmd::cuda::backend, spmd::mesh<2, 4>>(rep);
+  suite::training_cases<spmd::cuda::backend, spmd::mesh<2, 4>>(rep);
   suite::collective_cases<cuda_runner, spmd::mesh<2, 2>>(rep);
   suite::collective_cases<cuda_runner, spmd::mesh<2, 4>>(rep);
   spmd::cuda::synchronize();

@@ -99,10 +99,12 @@ int main(int argc, char** argv) {
   suite::typed_cases<spmd::mpi::backend, spmd::mesh<2, 2>>(rep);
   suite::typed_op_cases<spmd::mpi::backend, spmd::mesh<2, 2>>(rep);
   suite::grad_cases<spmd::mpi::backend, spmd::mesh<2, 2>>(rep);
+  suite::training_cases<spmd::mpi::backend, spmd::mesh<2, 2>>(rep);
   if (env.size() >= 8) {
     suite::typed_cases<spmd::mpi::backend, spmd::mesh<2, 4>>(rep);
     suite::typed_op_cases<spmd::mpi::backend, spmd::mesh<2, 4>>(rep);
     suite::grad_cases<spmd::mpi::backend, spmd::mesh<2, 4>>(rep);
+    suite::training_cases<spmd::mpi::backend, spmd::mesh<2, 4>>(rep);
   }
   suite::collective_cases<mpi_runner, spmd::mesh<2, 2>>(rep);
   suite::collective_cases<mpi_runner, spmd::mesh<2, 4>>(rep);

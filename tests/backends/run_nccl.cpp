@@ -64,14 +64,17 @@ int main(int argc, char** argv) {
       suite::typed_cases<spmd::nccl::backend, spmd::mesh<1, 1>>(rep);
       suite::typed_op_cases<spmd::nccl::backend, spmd::mesh<1, 1>>(rep);
       suite::grad_cases<spmd::nccl::backend, spmd::mesh<1, 1>>(rep);
+      suite::training_cases<spmd::nccl::backend, spmd::mesh<1, 1>>(rep);
     } else if (spmd::nccl::size() == 4) {
       suite::typed_cases<spmd::nccl::backend, spmd::mesh<2, 2>>(rep);
       suite::typed_op_cases<spmd::nccl::backend, spmd::mesh<2, 2>>(rep);
       suite::grad_cases<spmd::nccl::backend, spmd::mesh<2, 2>>(rep);
+      suite::training_cases<spmd::nccl::backend, spmd::mesh<2, 2>>(rep);
     } else if (spmd::nccl::size() == 8) {
       suite::typed_cases<spmd::nccl::backend, spmd::mesh<2, 4>>(rep);
       suite::typed_op_cases<spmd::nccl::backend, spmd::mesh<2, 4>>(rep);
       suite::grad_cases<spmd::nccl::backend, spmd::mesh<2, 4>>(rep);
+      suite::training_cases<spmd::nccl::backend, spmd::mesh<2, 4>>(rep);
     }
     spmd::cuda::synchronize();
   };

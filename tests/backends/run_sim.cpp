@@ -52,9 +52,11 @@ int main() {
   suite::typed_cases<spmd::sim::backend, spmd::mesh<2, 2>>(rep);
   suite::typed_op_cases<spmd::sim::backend, spmd::mesh<2, 2>>(rep);
   suite::grad_cases<spmd::sim::backend, spmd::mesh<2, 2>>(rep);
+  suite::training_cases<spmd::sim::backend, spmd::mesh<2, 2>>(rep);
   suite::typed_cases<spmd::sim::backend, spmd::mesh<2, 4>>(rep);
   suite::typed_op_cases<spmd::sim::backend, spmd::mesh<2, 4>>(rep);
   suite::grad_cases<spmd::sim::backend, spmd::mesh<2, 4>>(rep);
+  suite::training_cases<spmd::sim::backend, spmd::mesh<2, 4>>(rep);
   suite::collective_cases<sim_runner, spmd::mesh<2, 2>>(rep);
   suite::collective_cases<sim_runner, spmd::mesh<2, 4>>(rep);
   std::printf("backend sim: %ld checks, %ld failed\n", rep.checks, rep.failures);

@@ -627,3 +627,4 @@ void collective_cases(report& rep) {
 }  // namespace suite
 
 #include "grad_cases.hpp"  // the gradient cases (they use the helpers above)
+#include "training_cases.hpp"  // the data-parallel cases

@@ -24,6 +24,9 @@
 //   template <class U> static storage<U> cast(const storage<T>&);   // element type U
 //   template <class Op> static void run_op(op, storage<U>& out, offsets, const storage<T>&...);
 //                                                            // the op's local kernel, every rank
+//   template <class T> static void copy_elements(storage<T>& dst, j, dst_at, const storage<T>& src,
+//                                                i, src_at, n);   // one run, device to device
+//                                                                  // (runtime/coalesce.hpp)
 //   template <class T> static void fill_random(storage<T>&, spec, global, const random::draw&);
 //   template <class T> static void dropout(storage<T>& out, const storage<T>& in, spec, global,
 //                                          const random::draw&);   // runtime/random.hpp

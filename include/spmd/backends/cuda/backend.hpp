@@ -129,6 +129,16 @@ struct backend {
     return t;
   }
 
+  /// n elements of src's local i (from src_at) into dst's local j (at dst_at), on the stream:
+  /// how redistribute_coalesced packs its bucket (runtime/coalesce.hpp).
+  template <class T>
+  static void copy_elements(device_set<T>& dst, index_t j, index_t dst_at, const device_set<T>& src, index_t i,
+                            index_t src_at, index_t n) {
+    check(cudaMemcpyAsync(dst.data(j) + dst_at, src.data(i) + src_at, static_cast<std::size_t>(n) * sizeof(T),
+                          cudaMemcpyDeviceToDevice, current_stream()),
+          "cudaMemcpyAsync (device to device)");
+  }
+
   template <class U, class T>
   static device_set<U> cast(const device_set<T>& in) {
     device_set<U> out(in.ranks(), in.held_ranks());
