@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -85,8 +86,19 @@ inline std::vector<node_base*> backward_order(node_base* root) {
   return post;
 }
 
-/// Runs the nodes reachable from root (whose gradient is already seeded). Checks first that
-/// none was freed, so a refused backward changes no gradient.
+/// What runs when the current backward ends (this thread's).
+inline std::vector<std::function<void()>>& final_callbacks() {
+  thread_local std::vector<std::function<void()>> queue;
+  return queue;
+}
+/// How many backwards are running on this thread (0: none).
+inline int& backward_depth() {
+  thread_local int depth = 0;
+  return depth;
+}
+
+/// Runs the nodes reachable from root (whose gradient is already seeded), then the callbacks
+/// they queued. Checks first that none was freed, so a refused backward changes no gradient.
 inline void run_backward(node_base* root, bool retain_graph) {
   const std::vector<node_base*> order = backward_order(root);
   for (node_base* n : order)
@@ -95,7 +107,23 @@ inline void run_backward(node_base* root, bool retain_graph) {
           "spmd::backward: the graph through '" + n->name() +
           "' was already freed by an earlier backward (its saved tensors are gone); pass "
           "retain_graph = true to the first backward to run backward through it again");
-  for (node_base* n : order) n->run(retain_graph);
+  auto& queue = final_callbacks();
+  struct depth_guard {
+    depth_guard() { ++backward_depth(); }
+    ~depth_guard() { --backward_depth(); }
+  } inside;
+  try {
+    for (node_base* n : order) n->run(retain_graph);
+    // A callback may queue another: run until none is left, in the order queued.
+    for (std::size_t k = 0; k < queue.size(); ++k) {
+      auto f = std::move(queue[k]);
+      f();
+    }
+  } catch (...) {
+    queue.clear();
+    throw;
+  }
+  queue.clear();
 }
 
 /// dtensor g as the layout GL (same mesh, placements and global shape; only the extents'
@@ -128,6 +156,11 @@ dtensor<T, GL, B> to_layout(dtensor<T, L, B>&& g) {
 }
 
 }  // namespace autograd_detail
+
+/// Runs f once the backward that is running on this thread ends, after every node (torch's
+/// queue_callback): how data parallelism finishes the gradient reductions that a backward
+/// did not complete (a bucket with an unused parameter). Outside a backward f runs now.
+inline void queue_callback(std::function<void()> f);
 
 /// A node accumulating a gradient of type dtensor<T, GL, B>: a leaf as it is; an op's result
 /// is an op_node, which adds the backward closure.
@@ -195,5 +228,10 @@ class op_node final : public grad_node<T, GL, B> {
 
   std::optional<F> fn_;
 };
+
+inline void queue_callback(std::function<void()> f) {
+  if (autograd_detail::backward_depth() == 0) f();
+  else autograd_detail::final_callbacks().push_back(std::move(f));
+}
 
 }  // namespace spmd::runtime
