@@ -482,6 +482,13 @@ storage_t<B, To> cast_locals(const storage_t<B, From>& in) {
   else return B::template cast<To>(in);
 }
 
+/// x with its elements converted to To (the same layout; x itself when To is its type).
+template <class To, element T, class L, class B>
+dtensor<To, L, B> cast_dtensor(const dtensor<T, L, B>& x) {
+  if constexpr (std::is_same_v<To, T>) return x;
+  else return dtensor<To, L, B>(internal_t{}, x.layout(), cast_locals<To, B, T>(x.locals()));
+}
+
 /// Runs PlanOf<L, Dst, W>::value() on locals of element type W (checked at compile time to
 /// lead from L to Dst) through backend B: the one body of the redistribute overloads below.
 template <class Dst, template <class, class, class> class PlanOf, element W, class B, class L,

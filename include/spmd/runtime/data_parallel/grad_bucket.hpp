@@ -7,11 +7,13 @@
 // redistribute_coalesced (runtime/coalesce.hpp) and sends every result to its parameter's
 // node. A gradient that never arrives (a parameter the step did not use) is reduced as zeros
 // when the backward ends (queue_callback) and its parameter gets no gradient, as in torch.
+// A result of another element type than its parameter's (FSDP's reduce_dtype) is cast to it.
 // Every rank builds the same graph, so buckets fire in the same order everywhere: the
 // collectives match across processes.
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <tuple>
@@ -32,7 +34,8 @@ class grad_bucket<to<P...>, std::tuple<G...>, std::tuple<V...>>
   static_assert(sizeof...(P) == sizeof...(G) && sizeof...(G) == sizeof...(V));
 
  public:
-  explicit grad_bucket(std::tuple<V...> targets) : targets_(std::move(targets)) {}
+  explicit grad_bucket(std::tuple<V...> targets, std::function<void()> after = {})
+      : targets_(std::move(targets)), after_(std::move(after)) {}
 
   /// Gradient I is ready (its type is G_I's).
   template <std::size_t I, class D>
@@ -74,11 +77,24 @@ class grad_bucket<to<P...>, std::tuple<G...>, std::tuple<V...>>
       auto reduced = redistribute_coalesced<to<P...>>(*std::get<I>(stash_)...);
       ((std::get<I>(stash_).reset()), ...);
       arrived_ = 0;
-      ((had[I] ? autograd_detail::send(std::get<I>(targets_), std::move(std::get<I>(reduced))) : void()), ...);
+      (
+          [&] {
+            if (!had[I]) return;
+            using VT = typename std::tuple_element_t<I, std::tuple<V...>>::element_type;
+            auto& r = std::get<I>(reduced);
+            using R = std::remove_cvref_t<decltype(r)>;
+            if constexpr (std::is_same_v<typename R::value_type, VT>)
+              autograd_detail::send(std::get<I>(targets_), std::move(r));
+            else  // reduced in another type than the parameter's (mixed precision)
+              autograd_detail::send(std::get<I>(targets_), detail::cast_dtensor<VT>(r));
+          }(),
+          ...);
     }(std::index_sequence_for<G...>{});
+    if (after_) after_();
   }
 
   std::tuple<V...> targets_;
+  std::function<void()> after_;  // what the owner does once the gradients are sent
   std::tuple<std::optional<G>...> stash_;
   int arrived_ = 0;
   bool queued_ = false;
