@@ -149,3 +149,129 @@ TEST_CASE("fully_shard: an unused parameter gets no gradient; no_grad gathers wi
     CHECK(unit.gathered_bytes() == 0);
   }
 }
+
+namespace {
+
+// The Megatron MLP, one device or FSDP × TP on (dp, tp) = (2, 4): 5 samples of 8 features,
+// hidden 12, 8 outputs.
+constexpr index_t mb = 5, mi = 8, mh = 12, mo = 8;
+
+template <class M, class PW1, class PB1, class PW2, class PB2, class PX, bool Fsdp>
+trained megatron() {
+  using PY = PX;
+  const std::vector<double> w1 = dp_test::values(mh * mi, 21), b1 = dp_test::values(mh, 22, 1e-4),
+                            w2 = dp_test::values(mo * mh, 23), b2 = dp_test::values(mo, 24, 1e-4);
+  auto W1 = rt::requires_grad(sim::distribute_tensor<layout<M, PW1, extents<mh, mi>>>(w1), "w1");
+  auto B1 = rt::requires_grad(sim::distribute_tensor<layout<M, PB1, extents<mh>>>(b1), "b1");
+  auto W2 = rt::requires_grad(sim::distribute_tensor<layout<M, PW2, extents<mo, mh>>>(w2), "w2");
+  auto B2 = rt::requires_grad(sim::distribute_tensor<layout<M, PB2, extents<mo>>>(b2), "b2");
+  rt::adamw opt({.lr = 0.01}, W1, B1, W2, B2);
+  trained r;
+  for (int step = 0; step < 3; ++step) {
+    const auto x = sim::distribute_tensor<layout<M, PX, extents<mb, mi>>>(dp_test::values(mb * mi, 30 + step, 2e-3));
+    const auto t = sim::distribute_tensor<layout<M, PY, extents<mb, mo>>>(dp_test::values(mb * mo, 40 + step));
+    sim::comm_counter comm;
+    auto mlp = [&](const auto& w1v, const auto& b1v, const auto& w2v, const auto& b2v) {
+      auto h = rt::relu(rt::linear(rt::as_variable(x), w1v, b1v));
+      return rt::add<PY>(rt::matmul_t(h, w2v), b2v);  // row-parallel: P(sum) on tp -> R
+    };
+    auto y = [&] {
+      if constexpr (Fsdp) {
+        auto up = rt::fully_shard<0>(W1, B1);
+        auto down = rt::fully_shard<0>(W2, B2);
+        static_assert(decltype(up)::collectives_per_step() == 3 && decltype(down)::collectives_per_step() == 3);
+        auto h = up.forward([&](const auto& a, const auto& b) { return rt::relu(rt::linear(rt::as_variable(x), a, b)); });
+        return down.forward([&](const auto& a, const auto& b) { return rt::add<PY>(rt::matmul_t(h, a), b); });
+      } else {
+        return mlp(W1, B1, W2, B2);
+      }
+    }();
+    const int forward_all_reduces = comm.count(step_kind::all_reduce);
+    sim::comm_counter of_loss;
+    auto d = y - t;
+    auto loss = rt::mean<>(d * d);
+    const int loss_total = of_loss.total(), loss_gathers = of_loss.count(step_kind::all_gather);
+    r.losses.push_back(loss.full_tensor()[0]);
+    loss.backward();
+    r.gathers.push_back(comm.count(step_kind::all_gather) - loss_gathers);
+    r.scatters.push_back(comm.count(step_kind::reduce_scatter));
+    r.all_reduces.push_back(forward_all_reduces);
+    if constexpr (Fsdp) {
+      // Per step: FSDP's 3 + 3, and the row-parallel layer's one all_reduce over tp (its
+      // backward is the identity; x is data, so the column-parallel input gradient's
+      // all_reduce does not run).
+      using Product = layout<M, placements<shard<0>, partial<reduce_op::sum>>, extents<mb, mo>>;
+      constexpr int tp_per_step = plan_of<Product, layout<M, PY, extents<mb, mo>>, double>::collectives();
+      static_assert(tp_per_step == 1);
+      CHECK(comm.total() - loss_total == 3 + 3 + tp_per_step);
+    }
+    opt.step();
+    opt.zero_grad();
+  }
+  r.w1 = W1.full_tensor(), r.b1 = B1.full_tensor(), r.w2 = W2.full_tensor(), r.b2 = B2.full_tensor();
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("fully_shard × TP on a 2×4 mesh: the Megatron MLP trains as on one device", "[fsdp]") {
+  using R = placements<replicate>;
+  const trained one = megatron<mesh<1>, R, R, R, R, R, false>();
+  using M = mesh<2, 4>;
+  // Column-parallel W1, b1: tp splits the rows first, dp splits each tp block (shard order).
+  using Col = placements<shard<0, 1>, shard<0, 0>>;
+  // Row-parallel W2: dp on rows, tp on columns; b2: dp on its rows, replicated over tp.
+  const trained two_d = megatron<M, Col, Col, placements<shard<0>, shard<1>>, placements<shard<0>, replicate>,
+                                 placements<shard<0>, replicate>, true>();
+  close_all(two_d, one, 1e-12);
+  CHECK(two_d.gathers == std::vector<int>{4, 4, 4});
+  CHECK(two_d.scatters == std::vector<int>{2, 2, 2});
+  CHECK(two_d.all_reduces == std::vector<int>{1, 1, 1});
+}
+
+TEST_CASE("fully_shard with mixed precision: bf16 gathers and compute, f32 gradients and steps", "[fsdp]") {
+  using M = mesh<4>;
+  using S = placements<shard<0>>;
+  using R = placements<replicate>;
+  const dp_test::init init;
+  const auto f = [](const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); };
+  const auto bf = [](const std::vector<double>& v) { return std::vector<bfloat16>(v.begin(), v.end()); };
+  auto run = [&](auto policy) {
+    using Policy = decltype(policy);
+    auto w1 = rt::requires_grad(sim::distribute_tensor<layout<M, S, extents<hidden, in>>>(f(init.w1)), "w1");
+    auto b1 = rt::requires_grad(sim::distribute_tensor<layout<M, S, extents<hidden>>>(f(init.b1)), "b1");
+    auto unit = rt::fully_shard<0, Policy>(w1, b1);
+    rt::adamw opt({.lr = 0.01}, w1, b1);
+    std::vector<double> losses;
+    std::int64_t gathered_bytes = 0;
+    for (int step = 0; step < 3; ++step) {
+      sim::comm_counter comm;
+      auto h = unit.forward([&](const auto& W1, const auto& B1) {
+        using C = typename std::remove_cvref_t<decltype(W1)>::element_type;
+        if constexpr (std::is_same_v<C, bfloat16>) {
+          const auto x = sim::distribute_tensor<layout<M, S, extents<batch, in>>>(bf(init.x(step)));
+          return rt::relu(rt::linear(rt::as_variable(x), W1, B1));
+        } else {
+          const auto x = sim::distribute_tensor<layout<M, S, extents<batch, in>>>(f(init.x(step)));
+          return rt::relu(rt::linear(rt::as_variable(x), W1, B1));
+        }
+      });
+      gathered_bytes = comm.bytes(step_kind::all_gather);
+      auto loss = rt::mean<>(h * h);
+      losses.push_back(static_cast<double>(loss.full_tensor()[0]));
+      loss.backward();
+      static_assert(std::is_same_v<typename decltype(w1)::grad_type::value_type, float>);
+      opt.step();
+      opt.zero_grad();
+    }
+    return std::make_tuple(losses, w1.full_tensor(), gathered_bytes);
+  };
+  const auto [l32, w32, bytes32] = run(rt::mixed_precision<>{});
+  const auto [l16, w16, bytes16] = run(rt::mixed_precision<bfloat16, float>{});
+  // The all_gather moved bf16: half the bytes (the loss's own gather moves its type too).
+  CHECK(bytes16 * 2 == bytes32);
+  for (std::size_t i = 0; i < l32.size(); ++i) CHECK(std::abs(l16[i] - l32[i]) <= 2e-2 * std::abs(l32[i]) + 1e-6);
+  // AdamW moves each weight by about lr per step whatever the gradient's scale: bf16 rounding
+  // of the gradient can change a step's size, not its sign for these values.
+  for (std::size_t i = 0; i < w32.size(); ++i) CHECK(std::abs(w16[i] - w32[i]) <= 1e-2);
+}
