@@ -113,7 +113,8 @@ inline dtype parse_dtype(const std::string& s, const std::string& where) {
 
 /// The entries of a header, checked against a data section of `data_bytes` bytes.
 inline std::vector<tensor_entry> parse_header(const char* text, std::size_t n, index_t data_bytes,
-                                              const std::string& file) {
+                                              const std::string& file,
+                                              std::map<std::string, std::string>* metadata = nullptr) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text, text + n);
@@ -123,7 +124,13 @@ inline std::vector<tensor_entry> parse_header(const char* text, std::size_t n, i
   if (!j.is_object()) throw checkpoint_error(file + ": corrupt header: not a JSON object");
   std::vector<tensor_entry> out;
   for (auto it = j.begin(); it != j.end(); ++it) {
-    if (it.key() == "__metadata__") continue;
+    if (it.key() == "__metadata__") {
+      // The format's metadata is a string-to-string map; anything else is not ours to read.
+      if (metadata && it.value().is_object())
+        for (auto m = it.value().begin(); m != it.value().end(); ++m)
+          if (m.value().is_string()) (*metadata)[m.key()] = m.value().get<std::string>();
+      continue;
+    }
     const std::string where = file + ": tensor '" + it.key() + "'";
     const nlohmann::json& v = it.value();
     if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") || !v.contains("data_offsets") ||
@@ -194,7 +201,7 @@ class safetensors_file {
     data_start_ = 8 + static_cast<std::size_t>(n);
     try {
       entries_ = detail::parse_header(static_cast<const char*>(map_) + 8, static_cast<std::size_t>(n),
-                                      static_cast<index_t>(size_ - data_start_), path_);
+                                      static_cast<index_t>(size_ - data_start_), path_, &metadata_);
     } catch (...) {
       release();
       throw;
@@ -207,6 +214,8 @@ class safetensors_file {
 
   const std::string& path() const { return path_; }
   const std::vector<tensor_entry>& entries() const { return entries_; }
+  /// The header's "__metadata__" (string values only).
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
   bool contains(const std::string& name) const { return by_name_.count(name) != 0; }
   /// The entry of `name`; a missing one throws naming it and the file.
   const tensor_entry& at(const std::string& name) const {
@@ -266,6 +275,7 @@ class safetensors_file {
   void* map_ = nullptr;
   std::size_t size_ = 0, data_start_ = 0;
   std::vector<tensor_entry> entries_;
+  std::map<std::string, std::string> metadata_;
   std::map<std::string, std::size_t> by_name_;
 };
 

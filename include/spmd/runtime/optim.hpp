@@ -72,6 +72,10 @@ class param_group {
   void zero_grad() {
     std::apply([](auto&... p) { (p.zero_grad(), ...); }, params_);
   }
+  /// The parameters (variables: their values are the tensors the steps update).
+  const std::tuple<Ps...>& parameters() const { return params_; }
+  std::tuple<Ps...>& parameters() { return params_; }
+  static constexpr std::size_t size = sizeof...(Ps);
 
  protected:
   std::tuple<Ps...> params_;
@@ -105,7 +109,12 @@ class sgd : public optim_detail::param_group<sgd<Ps...>, Ps...> {
   /// Parameter I's momentum_buffer (empty before the first step or without momentum).
   template <std::size_t I>
   const auto& momentum_buffer() const { return std::get<I>(buffers_); }
+  /// (Writable: a checkpoint's load sets it.)
+  template <std::size_t I>
+  auto& momentum_buffer() { return std::get<I>(buffers_); }
   const sgd_options& options() const { return opt_; }
+  /// The name checkpoints record (torch's class name, lower case).
+  static constexpr const char* name = "sgd";
 
  private:
   template <std::size_t I>
@@ -172,7 +181,11 @@ class adamw : public optim_detail::param_group<adamw<Ps...>, Ps...> {
   /// Parameter I's state (empty before its first step).
   template <std::size_t I>
   const auto& state_of() const { return std::get<I>(states_); }
+  /// (Writable: a checkpoint's load sets it.)
+  template <std::size_t I>
+  auto& state_of() { return std::get<I>(states_); }
   const adamw_options& options() const { return opt_; }
+  static constexpr const char* name = "adamw";
 
  private:
   template <std::size_t I>

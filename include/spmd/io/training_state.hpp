@@ -1,0 +1,220 @@
+// spmd/io/training_state.hpp — resumable training: parameters, optimizer state, step count and
+// random generator in one safetensors checkpoint, each rank writing its own blocks, loaded
+// into any layout (another mesh, FSDP -> DDP -> one device: the load reshards).
+//
+//   spmd::runtime::adamw opt({.lr = 0.01}, w1, b1);          // w1's leaf name is "w1"
+//   spmd::io::save_training_state("ck.safetensors", opt, {.step = 10, .generator = gen.get_state()});
+//   ...
+//   spmd::io::training_meta m = spmd::io::load_training_state("ck.safetensors", opt2);  // m.step == 10
+//
+// The file (docs/training.md): every parameter under its leaf name (requires_grad's name), its
+// global value as save_tensors writes it; its optimizer state beside it, torch's names —
+// `<name>.exp_avg` and `<name>.exp_avg_sq` (AdamW), `<name>.momentum_buffer` (SGD) — zeros
+// before the first step; and metadata: "spmd.optimizer" (adamw, sgd), "spmd.step",
+// "<name>.step" (AdamW's per-parameter step; SGD: 1 once it has a momentum buffer),
+// "spmd.generator.seed" and "spmd.generator.offset" when given. The state is stored as the
+// parameter is (f32 parameters: f32 state), so a resume on the same mesh and backend continues
+// bit for bit.
+//
+// Errors are checkpoint_error naming the file and what is wrong — another optimizer, a missing
+// parameter or state entry, another shape or dtype (another model), a missing or malformed
+// step — and are found before anything is changed: a failed load leaves the optimizer and its
+// parameters as they were. A save writes a temporary file and renames it over the old one only
+// when every rank's blocks are written, so the previous checkpoint stays whole if it fails.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "spmd/io/checkpoint.hpp"
+#include "spmd/random/generator.hpp"
+#include "spmd/runtime/optim.hpp"
+
+namespace spmd::io {
+
+/// What a training checkpoint records besides the tensors.
+struct training_meta {
+  std::int64_t step = 0;                        // training steps done
+  std::optional<generator_state> generator;     // the random generator's state
+};
+
+namespace detail {
+
+/// The state tensors each optimizer keeps per parameter, and how to read and set them.
+template <class Opt>
+struct optimizer_state;
+
+template <class... Ps>
+struct optimizer_state<runtime::adamw<Ps...>> {
+  using opt_type = runtime::adamw<Ps...>;
+  static constexpr std::size_t count = 2;
+  static constexpr const char* suffix[count] = {".exp_avg", ".exp_avg_sq"};
+  template <std::size_t I>
+  static auto tensors(const opt_type& o) {
+    const auto& s = o.template state_of<I>();
+    if (s) return std::make_tuple(s->exp_avg, s->exp_avg_sq);
+    const auto& p = std::get<I>(o.parameters());
+    using V = std::remove_cvref_t<decltype(p)>;
+    auto z = runtime::factories<typename V::backend_type>::template full<typename V::element_type>(
+        typename V::element_type(0), p.layout());
+    return std::make_tuple(z, z);
+  }
+  template <std::size_t I>
+  static std::int64_t step(const opt_type& o) {
+    const auto& s = o.template state_of<I>();
+    return s ? s->step : 0;
+  }
+  template <std::size_t I, class Tuple>
+  static void set(opt_type& o, Tuple&& t, std::int64_t step) {
+    auto& s = o.template state_of<I>();
+    if (step == 0) s.reset();
+    else s.emplace(typename std::remove_cvref_t<decltype(*s)>{std::move(std::get<0>(t)), std::move(std::get<1>(t)), step});
+  }
+};
+
+template <class... Ps>
+struct optimizer_state<runtime::sgd<Ps...>> {
+  using opt_type = runtime::sgd<Ps...>;
+  static constexpr std::size_t count = 1;
+  static constexpr const char* suffix[count] = {".momentum_buffer"};
+  template <std::size_t I>
+  static auto tensors(const opt_type& o) {
+    const auto& b = o.template momentum_buffer<I>();
+    if (b) return std::make_tuple(*b);
+    const auto& p = std::get<I>(o.parameters());
+    using V = std::remove_cvref_t<decltype(p)>;
+    return std::make_tuple(runtime::factories<typename V::backend_type>::template full<typename V::element_type>(
+        typename V::element_type(0), p.layout()));
+  }
+  template <std::size_t I>
+  static std::int64_t step(const opt_type& o) {
+    return o.template momentum_buffer<I>() ? 1 : 0;
+  }
+  template <std::size_t I, class Tuple>
+  static void set(opt_type& o, Tuple&& t, std::int64_t step) {
+    auto& b = o.template momentum_buffer<I>();
+    if (step == 0) b.reset();
+    else b.emplace(std::move(std::get<0>(t)));
+  }
+};
+
+/// Leaf names, checked unique (they are the checkpoint's keys).
+template <class Opt>
+std::vector<std::string> parameter_names(const Opt& opt, const std::string& path) {
+  std::vector<std::string> names;
+  std::apply([&](const auto&... p) { (names.push_back(p.name()), ...); }, opt.parameters());
+  std::set<std::string> seen;
+  for (const std::string& n : names)
+    if (!seen.insert(n).second)
+      throw checkpoint_error(path + ": two parameters are named '" + n +
+                             "'; a training checkpoint keys tensors by the names given to requires_grad");
+  return names;
+}
+
+inline std::int64_t parse_int(const std::map<std::string, std::string>& meta, const std::string& key,
+                              const std::string& path) {
+  const auto it = meta.find(key);
+  if (it == meta.end())
+    throw checkpoint_error(path + ": the metadata has no '" + key + "' (not a complete spmd training checkpoint)");
+  try {
+    std::size_t used = 0;
+    const long long v = std::stoll(it->second, &used);
+    if (used != it->second.size() || v < 0) throw std::invalid_argument("");
+    return v;
+  } catch (const std::exception&) {
+    throw checkpoint_error(path + ": metadata '" + key + "' is '" + it->second + "', not a count >= 0");
+  }
+}
+
+/// Parameter I's value and optimizer state from `file`, in the parameter's layout.
+template <std::size_t I, class S, class Opt, std::size_t... K>
+auto load_parameter(const safetensors_file& file, const std::string& name, const Opt& opt, std::index_sequence<K...>) {
+  const auto& p = std::get<I>(opt.parameters());
+  using V = std::remove_cvref_t<decltype(p)>;
+  using T = typename V::element_type;
+  using L = typename V::layout_type;
+  using B = typename V::backend_type;
+  auto value = load_from<T, L, B>(file, name, p.layout());
+  auto state = std::make_tuple(load_from<T, L, B>(file, name + S::suffix[K], p.layout())...);
+  return std::make_pair(std::move(value), std::move(state));
+}
+template <std::size_t I, class S, class Opt>
+auto load_parameter(const safetensors_file& file, const std::string& name, const Opt& opt) {
+  return load_parameter<I, S>(file, name, opt, std::make_index_sequence<S::count>{});
+}
+
+}  // namespace detail
+
+/// Saves opt's parameters and state, and `meta`, at `path` (see the header comment).
+template <class Opt>
+void save_training_state(const std::string& path, const Opt& opt, const training_meta& meta = {},
+                         save_options options = {}) {
+  using S = detail::optimizer_state<Opt>;
+  const std::vector<std::string> names = detail::parameter_names(opt, path);
+  options.metadata["spmd.optimizer"] = Opt::name;
+  options.metadata["spmd.step"] = std::to_string(meta.step);
+  if (meta.generator) {
+    options.metadata["spmd.generator.seed"] = std::to_string(meta.generator->seed);
+    options.metadata["spmd.generator.offset"] = std::to_string(meta.generator->offset);
+  }
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    ((options.metadata[names[I] + ".step"] = std::to_string(S::template step<I>(opt))), ...);
+    // Every tensor's value (the state's copies share the optimizer's buffers where the backend can).
+    auto values = std::tuple_cat(std::tuple_cat(std::make_tuple(std::get<I>(opt.parameters()).value()),
+                                                S::template tensors<I>(opt))...);
+    std::vector<std::string> keys;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      keys.push_back(names[i]);
+      for (const char* suf : S::suffix) keys.push_back(names[i] + suf);
+    }
+    using Values = decltype(values);
+    using B = typename std::tuple_element_t<0, Values>::backend_type;
+    [&]<std::size_t... J>(std::index_sequence<J...>) {
+      save_tensors<B>(path, options,
+                      std::pair<std::string_view, const std::tuple_element_t<J, Values>&>(keys[J], std::get<J>(values))...);
+    }(std::make_index_sequence<std::tuple_size_v<Values>>{});
+  }(std::make_index_sequence<Opt::size>{});
+}
+
+/// Loads a checkpoint of save_training_state into opt's parameters and state (their own
+/// layouts: the load reshards) and returns its step and generator state. Throws
+/// checkpoint_error, changing nothing, when the file does not fit (see the header comment).
+template <class Opt>
+training_meta load_training_state(const std::string& path, Opt& opt) {
+  using S = detail::optimizer_state<Opt>;
+  const safetensors_file file(path);
+  const std::vector<std::string> names = detail::parameter_names(opt, path);
+  const auto& md = file.metadata();
+  const auto kind = md.find("spmd.optimizer");
+  if (kind == md.end())
+    throw checkpoint_error(path + ": holds no training state (no 'spmd.optimizer' in its metadata)");
+  if (kind->second != Opt::name)
+    throw checkpoint_error(path + ": was saved by the " + kind->second + " optimizer; this one is " + Opt::name);
+  training_meta meta;
+  meta.step = detail::parse_int(md, "spmd.step", path);
+  if (md.count("spmd.generator.seed") || md.count("spmd.generator.offset"))
+    meta.generator = generator_state{static_cast<std::uint64_t>(detail::parse_int(md, "spmd.generator.seed", path)),
+                                     static_cast<std::uint64_t>(detail::parse_int(md, "spmd.generator.offset", path))};
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    const std::int64_t steps[] = {detail::parse_int(md, names[I] + ".step", path)...};
+    // Everything is read before anything is set.
+    auto loaded = std::make_tuple(detail::load_parameter<I, S>(file, names[I], opt)...);
+    (
+        [&] {
+          auto& [value, state] = std::get<I>(loaded);
+          std::get<I>(opt.parameters()).value() = std::move(value);
+          S::template set<I>(opt, std::move(state), steps[I]);
+        }(),
+        ...);
+  }(std::make_index_sequence<Opt::size>{});
+  return meta;
+}
+
+}  // namespace spmd::io

@@ -1,0 +1,253 @@
+// tests/training/resume: training checkpoints — 6 steps against 3, saved, loaded into new
+// parameters and a new optimizer, and 3 more (bit for bit on the same mesh, AdamW and SGD);
+// resumed on another parallelism (FSDP 2×4 -> DDP 8 -> one device, within f64 tolerance); the
+// file's names and metadata; bad checkpoints refused naming what is wrong, changing nothing,
+// and a failed save leaving the previous checkpoint whole.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "data_parallel.hpp"
+#include "spmd/backends/sim/sim.hpp"
+#include "spmd/io/training_state.hpp"
+#include "spmd/runtime/data_parallel/ddp.hpp"
+#include "spmd/runtime/data_parallel/fully_shard.hpp"
+
+namespace {
+
+using namespace spmd;
+namespace rt = spmd::runtime;
+namespace sim = spmd::sim;
+using dp_test::batch, dp_test::in, dp_test::hidden, dp_test::out;
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("spmd_resume_" + name + ".safetensors")).string();
+}
+
+enum class mode { one, fsdp, ddp };
+
+/// The dp_test model's parameters on mesh M (1-d, or 2-d with dp = dim 0 and the second dim
+/// replicated) in the layouts mode needs (one: replicated).
+template <class M, mode Mode>
+struct model {
+  using PW = std::conditional_t<
+      M::ndim == 1, std::conditional_t<Mode == mode::fsdp, placements<shard<0>>, placements<replicate>>,
+      std::conditional_t<Mode == mode::fsdp, placements<shard<0>, replicate>, placements<replicate, replicate>>>;
+  rt::variable<double, layout<M, PW, extents<hidden, in>>, sim::backend> w1;
+  rt::variable<double, layout<M, PW, extents<hidden>>, sim::backend> b1;
+  rt::variable<double, layout<M, PW, extents<out, hidden>>, sim::backend> w2;
+  rt::variable<double, layout<M, PW, extents<out>>, sim::backend> b2;
+
+  static model make() {
+    const dp_test::init init;
+    return {rt::requires_grad(sim::distribute_tensor<layout<M, PW, extents<hidden, in>>>(init.w1), "w1"),
+            rt::requires_grad(sim::distribute_tensor<layout<M, PW, extents<hidden>>>(init.b1), "b1"),
+            rt::requires_grad(sim::distribute_tensor<layout<M, PW, extents<out, hidden>>>(init.w2), "w2"),
+            rt::requires_grad(sim::distribute_tensor<layout<M, PW, extents<out>>>(init.b2), "b2")};
+  }
+
+  /// Steps [from, to) of training; the losses.
+  template <class Opt>
+  std::vector<double> train(Opt& opt, int from, int to) {
+    std::vector<double> losses;
+    using S = std::conditional_t<M::ndim == 2, placements<shard<0>, replicate>,
+                                 std::conditional_t<(M::size > 1), placements<shard<0>>, placements<replicate>>>;
+    const dp_test::init init;
+    for (int step = from; step < to; ++step) {
+      const auto x = sim::distribute_tensor<layout<M, S, extents<batch, in>>>(init.x(step));
+      const auto t = sim::distribute_tensor<layout<M, S, extents<batch, out>>>(init.t(step));
+      auto loss = [&] {
+        if constexpr (Mode == mode::fsdp) {
+          auto up = rt::fully_shard<0>(w1, b1);
+          auto down = rt::fully_shard<0>(w2, b2);
+          auto h = up.forward([&](const auto& a, const auto& b) { return rt::relu(rt::linear(rt::as_variable(x), a, b)); });
+          auto d = down.forward([&](const auto& a, const auto& b) { return rt::linear(h, a, b); }) - t;
+          return rt::mean<>(d * d);
+        } else if constexpr (Mode == mode::ddp) {
+          auto m = rt::ddp<0>(w1, b1, w2, b2);
+          const auto [a1, c1, a2, c2] = m.params();
+          return dp_test::loss(x, t, a1, c1, a2, c2);
+        } else {
+          return dp_test::loss(x, t, w1, b1, w2, b2);
+        }
+      }();
+      losses.push_back(loss.full_tensor()[0]);
+      loss.backward();
+      opt.step();
+      opt.zero_grad();
+    }
+    return losses;
+  }
+  std::vector<double> all() const {
+    std::vector<double> v;
+    for (const auto& t : {w1.full_tensor(), b1.full_tensor(), w2.full_tensor(), b2.full_tensor()})
+      v.insert(v.end(), t.begin(), t.end());
+    return v;
+  }
+};
+
+template <class M, mode Mode>
+auto adamw_of(model<M, Mode>& m) {
+  return rt::adamw({.lr = 0.01}, m.w1, m.b1, m.w2, m.b2);
+}
+
+void close(const std::vector<double>& a, const std::vector<double>& b, double tol) {
+  REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) CHECK(std::abs(a[i] - b[i]) <= tol * (1 + std::abs(b[i])));
+}
+
+}  // namespace
+
+TEST_CASE("resume: 6 steps = 3, save, load into new parameters, 3 more — bit for bit", "[resume]") {
+  using M = mesh<4>;
+  const std::string path = temp_path("same");
+  auto straight = model<M, mode::fsdp>::make();
+  auto opt = adamw_of(straight);
+  std::vector<double> losses = straight.train(opt, 0, 6);
+
+  auto first = model<M, mode::fsdp>::make();
+  auto opt1 = adamw_of(first);
+  std::vector<double> resumed = first.train(opt1, 0, 3);
+  generator gen(1234);
+  gen.set_offset(96);
+  io::save_training_state(path, opt1, {.step = 3, .generator = gen.get_state()});
+
+  auto second = model<M, mode::fsdp>::make();  // the initial values: the load must replace them
+  auto opt2 = adamw_of(second);
+  const io::training_meta meta = io::load_training_state(path, opt2);
+  CHECK(meta.step == 3);
+  REQUIRE(meta.generator.has_value());
+  CHECK(meta.generator->seed == 1234);
+  CHECK(meta.generator->offset == 96);
+  REQUIRE(opt2.state_of<0>().has_value());
+  CHECK(opt2.state_of<0>()->step == 3);
+  const std::vector<double> rest = second.train(opt2, 3, 6);
+  resumed.insert(resumed.end(), rest.begin(), rest.end());
+  CHECK(resumed == losses);
+  CHECK(second.all() == straight.all());
+
+  // The file as other tools see it: torch's state names, the global values.
+  const io::safetensors_file f(path);
+  for (const char* name : {"w1", "w1.exp_avg", "w1.exp_avg_sq", "b2", "b2.exp_avg_sq"}) CHECK(f.contains(name));
+  CHECK(f.metadata().at("spmd.optimizer") == "adamw");
+  CHECK(f.metadata().at("w2.step") == "3");
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("resume: SGD's momentum buffers, bit for bit", "[resume]") {
+  using M = mesh<2>;
+  const std::string path = temp_path("sgd");
+  auto straight = model<M, mode::ddp>::make();
+  rt::sgd opt({.lr = 0.1, .momentum = 0.9, .nesterov = true}, straight.w1, straight.b1, straight.w2, straight.b2);
+  const std::vector<double> losses = straight.train(opt, 0, 4);
+  auto a = model<M, mode::ddp>::make();
+  rt::sgd opt_a({.lr = 0.1, .momentum = 0.9, .nesterov = true}, a.w1, a.b1, a.w2, a.b2);
+  std::vector<double> resumed = a.train(opt_a, 0, 2);
+  io::save_training_state(path, opt_a, {.step = 2});
+  auto b = model<M, mode::ddp>::make();
+  rt::sgd opt_b({.lr = 0.1, .momentum = 0.9, .nesterov = true}, b.w1, b.b1, b.w2, b.b2);
+  CHECK(io::load_training_state(path, opt_b).step == 2);
+  CHECK(opt_b.momentum_buffer<1>().has_value());
+  const std::vector<double> rest = b.train(opt_b, 2, 4);
+  resumed.insert(resumed.end(), rest.begin(), rest.end());
+  CHECK(resumed == losses);
+  CHECK(b.all() == straight.all());
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("resume on another parallelism: FSDP 2×4 -> DDP 8 -> one device", "[resume]") {
+  const std::string p1 = temp_path("fsdp"), p2 = temp_path("ddp");
+  auto ref = model<mesh<1>, mode::one>::make();
+  auto opt_ref = adamw_of(ref);
+  const std::vector<double> losses = ref.train(opt_ref, 0, 6);
+
+  // FSDP over dp = 2 on a 2×4 mesh (replicated over the second dim).
+  auto f = model<mesh<2, 4>, mode::fsdp>::make();
+  auto opt_f = adamw_of(f);
+  std::vector<double> got = f.train(opt_f, 0, 2);
+  io::save_training_state(p1, opt_f, {.step = 2});
+
+  auto d = model<mesh<8>, mode::ddp>::make();
+  auto opt_d = adamw_of(d);
+  CHECK(io::load_training_state(p1, opt_d).step == 2);
+  const std::vector<double> mid = d.train(opt_d, 2, 4);
+  got.insert(got.end(), mid.begin(), mid.end());
+  io::save_training_state(p2, opt_d, {.step = 4});
+
+  auto one = model<mesh<1>, mode::one>::make();
+  auto opt_one = adamw_of(one);
+  CHECK(io::load_training_state(p2, opt_one).step == 4);
+  const std::vector<double> last = one.train(opt_one, 4, 6);
+  got.insert(got.end(), last.begin(), last.end());
+  close(got, losses, 1e-12);
+  close(one.all(), ref.all(), 1e-12);
+  std::filesystem::remove(p1);
+  std::filesystem::remove(p2);
+}
+
+TEST_CASE("resume: bad checkpoints are refused naming what is wrong, and change nothing", "[resume]") {
+  using M = mesh<2>;
+  const std::string path = temp_path("bad"), other = temp_path("other");
+  auto m = model<M, mode::ddp>::make();
+  auto opt = adamw_of(m);
+  m.train(opt, 0, 1);
+  io::save_training_state(path, opt, {.step = 1});
+  const std::vector<double> before = m.all();
+
+  // Another optimizer.
+  rt::sgd sgd_opt({.lr = 0.1}, m.w1, m.b1, m.w2, m.b2);
+  CHECK_THROWS_WITH(io::load_training_state(path, sgd_opt), Catch::Contains("saved by the adamw optimizer"));
+
+  // A file without one optimizer entry (a model's plain checkpoint of the same tensors).
+  io::save_tensors<sim::backend>(other, {}, std::pair<std::string_view, const std::remove_cvref_t<decltype(m.w1.value())>&>("w1", m.w1.value()));
+  CHECK_THROWS_WITH(io::load_training_state(other, opt), Catch::Contains("holds no training state"));
+  {
+    // The optimizer's name but no exp_avg_sq for b2: written by hand, every other entry present.
+    io::save_options o;
+    o.metadata = {{"spmd.optimizer", "adamw"}, {"spmd.step", "1"}, {"w1.step", "1"}, {"b1.step", "1"},
+                  {"w2.step", "1"}, {"b2.step", "1"}};
+    const auto& s0 = *opt.state_of<0>();
+    const auto& s1 = *opt.state_of<1>();
+    const auto& s2 = *opt.state_of<2>();
+    const auto& s3 = *opt.state_of<3>();
+    using P = std::pair<std::string_view, const std::remove_cvref_t<decltype(m.w1.value())>&>;
+    using PB = std::pair<std::string_view, const std::remove_cvref_t<decltype(m.b1.value())>&>;
+    using P2 = std::pair<std::string_view, const std::remove_cvref_t<decltype(m.w2.value())>&>;
+    using PB2 = std::pair<std::string_view, const std::remove_cvref_t<decltype(m.b2.value())>&>;
+    io::save_tensors<sim::backend>(other, o, P("w1", m.w1.value()), P("w1.exp_avg", s0.exp_avg),
+                                   P("w1.exp_avg_sq", s0.exp_avg_sq), PB("b1", m.b1.value()),
+                                   PB("b1.exp_avg", s1.exp_avg), PB("b1.exp_avg_sq", s1.exp_avg_sq),
+                                   P2("w2", m.w2.value()), P2("w2.exp_avg", s2.exp_avg),
+                                   P2("w2.exp_avg_sq", s2.exp_avg_sq), PB2("b2", m.b2.value()),
+                                   PB2("b2.exp_avg", s3.exp_avg));
+    CHECK_THROWS_WITH(io::load_training_state(other, opt), Catch::Contains("no tensor 'b2.exp_avg_sq'"));
+  }
+  // Another model: the same names, another shape.
+  {
+    auto w = rt::requires_grad(sim::distribute_tensor<layout<M, placements<replicate>, extents<5, 4>>>(dp_test::values(20, 1)), "w1");
+    rt::adamw o2({.lr = 0.01}, w);
+    CHECK_THROWS_WITH(io::load_training_state(path, o2), Catch::Contains("w1") && Catch::Contains("[6, 4]"));
+    CHECK(w.full_tensor() == dp_test::values(20, 1));
+  }
+  CHECK(m.all() == before);
+  CHECK(opt.state_of<0>()->step == 1);
+
+  // A save that fails half-way leaves the previous checkpoint whole.
+  const auto size = std::filesystem::file_size(path);
+  io::save_options stop;
+  stop.after_tensor = [](std::string_view name) {
+    if (name == "w2") throw std::runtime_error("stopped");
+  };
+  m.train(opt, 1, 2);
+  CHECK_THROWS_WITH(io::save_training_state(path, opt, {.step = 2}, stop), "stopped");
+  CHECK(std::filesystem::file_size(path) == size);
+  auto again = model<M, mode::ddp>::make();
+  auto opt_again = adamw_of(again);
+  CHECK(io::load_training_state(path, opt_again).step == 1);
+  std::filesystem::remove(path);
+  std::filesystem::remove(other);
+}
