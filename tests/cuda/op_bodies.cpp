@@ -15,6 +15,7 @@
 
 #include "spmd/backends/cuda/grid_emulation.hpp"
 #include "spmd/backends/cuda/op_bodies.hpp"
+#include "spmd/core/optim_math.hpp"
 #include "spmd/backends/cuda/ops/geometry.hpp"
 #include "spmd/backends/sim/sim.hpp"
 #include "spmd/runtime/ops/cat.hpp"
@@ -347,5 +348,47 @@ TEST_CASE("narrow and one_hot: the device bodies give the host kernels' bits", "
     on_grid(10, [&](index_t i) { cu::one_hot_item<float, std::int32_t>(got.data(), wrong.data(), 5, i, bad); });
     CHECK(bad[0] == 1);
     CHECK(bad[1] == 5);
+  }
+}
+
+TEST_CASE("fused optimizer update: every element of every segment updated once, as on the host",
+          "[op_bodies]") {
+  namespace om = spmd::optim_math;
+  // Three parameters' blocks of unequal sizes (one empty), AdamW then SGD with momentum.
+  const std::vector<index_t> sizes{37, 0, 11, 64};
+  auto fill = [](std::vector<float>& v, unsigned seed) {
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((i * 7 + seed) % 13) * 0.25f - 1.5f;
+  };
+  om::adamw_coeffs<float> ac{true, 0.999f, 0.1f, 0.999f, 0.001f, 0.03f, 1e-8f, 0.01f};
+  om::sgd_coeffs<float> sc{true, 0.01f, true, false, 0.9f, false, 1.f, true, 0.1f};
+  for (int which = 0; which < 2; ++which) {
+    std::vector<std::vector<float>> p(sizes.size()), g(sizes.size()), a(sizes.size()), b(sizes.size());
+    for (std::size_t s = 0; s < sizes.size(); ++s) {
+      for (auto* v : {&p[s], &g[s], &a[s], &b[s]}) v->resize(static_cast<std::size_t>(sizes[s]));
+      fill(p[s], 1 + s), fill(g[s], 2 + s), fill(a[s], 3 + s), fill(b[s], 4 + s);
+      for (float& x : b[s]) x = x * x;  // exp_avg_sq is >= 0
+    }
+    auto want_p = p, want_a = a, want_b = b;
+    for (std::size_t s = 0; s < sizes.size(); ++s)
+      for (std::size_t i = 0; i < p[s].size(); ++i) {
+        if (which == 0) om::adamw_elem(want_p[s][i], g[s][i], want_a[s][i], want_b[s][i], ac);
+        else om::sgd_elem(want_p[s][i], g[s][i], want_a[s][i], sc);
+      }
+    auto run = [&](auto coeffs) {
+      using C = decltype(coeffs);
+      std::vector<om::segment<float, C>> table;
+      for (std::size_t s = 0; s < sizes.size(); ++s)
+        table.push_back({p[s].data(), g[s].data(), a[s].data(), b[s].data(), sizes[s], coeffs});
+      // 3 blocks of 5 threads, 2 rows: fewer rows than segments, fewer threads than elements.
+      for (index_t row = 1; row >= 0; --row)
+        cu::emulate_grid(3, 5, [&](index_t blk, index_t t, index_t nb, index_t nt) {
+          om::update_thread(table.data(), static_cast<index_t>(table.size()), blk, t, nb, nt, row, 2);
+        });
+    };
+    if (which == 0) run(ac);
+    else run(sc);
+    CHECK(p == want_p);
+    CHECK(a == want_a);
+    if (which == 0) CHECK(b == want_b);
   }
 }

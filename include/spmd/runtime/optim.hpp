@@ -15,10 +15,16 @@
 // each rounded to the element type: SGD's d_p = g + wd·p, buf = momentum·buf + (1−dampening)·d_p
 // (buf = d_p at the first step), d_p = d_p + momentum·buf (Nesterov) or buf, p = p − lr·d_p;
 // AdamW's p = p·(1 − lr·wd), m = m + (1−β1)(g − m) (torch's lerp), v = β2·v + (1−β2)·g²,
-// p = p − (lr / (1−β1^t)) · m / (√v / √(1−β2^t) + eps). Every step is a few elementwise
-// operators of the runtime, so it runs on every backend.
+// p = p − (lr / (1−β1^t)) · m / (√v / √(1−β2^t) + eps) (core/optim_math.hpp).
+//
+// A step is fused: each rank's block of a parameter is updated in one pass over its elements
+// (every operation still rounded as the operator would round it, so the bits are those of
+// the operation-by-operation update). On the host the ranks of the simulation whose blocks
+// are replicas update once and share the result; on a device backend the blocks of every
+// parameter of every rank go to one kernel launch (B::fused_update).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -26,7 +32,9 @@
 #include <string>
 #include <tuple>
 #include <utility>
+#include <vector>
 
+#include "spmd/core/optim_math.hpp"
 #include "spmd/runtime/autograd/node.hpp"
 #include "spmd/runtime/autograd/variable.hpp"
 #include "spmd/runtime/ops/elementwise.hpp"
@@ -41,11 +49,63 @@ typename V::value_type in_param_layout(const G& g) {
   return autograd_detail::to_layout<typename V::layout_type>(G(g));
 }
 
-/// The elementwise result r in layout L (the operators keep it; the extents' spelling may
-/// differ for dynamic extents).
-template <class L, class D>
-auto as_layout(D&& r) {
-  return autograd_detail::relabel<L>(std::forward<D>(r));
+/// The device blocks of one step, launched together (B::fused_update); unused on the host.
+template <class B, class T, class Coeffs>
+struct fused_batch {
+  using segment_type = optim_math::segment<T, Coeffs>;
+  std::vector<segment_type> segments;
+  void launch() {
+    if constexpr (!host_memory<B>) {
+      if (!segments.empty()) B::template fused_update<T, Coeffs>(segments);
+    }
+  }
+};
+
+/// Updates parameter p's held blocks with gradient g and state a, b (null: none): on the host
+/// now, rank by rank (ranks whose four blocks are replicas of an earlier rank's share its
+/// result); on a device, queued in `batch` (same element type) or launched now.
+template <class Coeffs, class D, class G, class Batch>
+void update_blocks(D& p, const G& g, D* a, D* b, const Coeffs& c, Batch& batch) {
+  using T = typename D::value_type;
+  using B = typename D::backend_type;
+  auto& pl = p.locals(detail::internal_t{});
+  const auto& gl = g.locals();
+  auto* al = a ? &a->locals(detail::internal_t{}) : nullptr;
+  auto* bl = b ? &b->locals(detail::internal_t{}) : nullptr;
+  if constexpr (host_memory<B>) {
+    struct seen {
+      index_t rank;
+      const T *p, *g, *a, *b;
+    };
+    std::vector<seen> done;
+    for (const index_t i : pl.held()) {
+      const seen key{i, pl.cdata(i), gl.cdata(i), al ? al->cdata(i) : nullptr, bl ? bl->cdata(i) : nullptr};
+      const auto twin = std::find_if(done.begin(), done.end(), [&](const seen& s) {
+        return s.p == key.p && s.g == key.g && s.a == key.a && s.b == key.b && key.p != nullptr;
+      });
+      if (twin != done.end()) {
+        pl.share(i, twin->rank);
+        if (al) al->share(i, twin->rank);
+        if (bl) bl->share(i, twin->rank);
+        continue;
+      }
+      done.push_back(key);
+      const index_t n = pl.size(i);
+      T* pp = pl.data(i);
+      const T* gp = gl.cdata(i);
+      T* ap = al ? al->data(i) : nullptr;
+      T* bp = bl ? bl->data(i) : nullptr;
+      const optim_math::segment<T, Coeffs> seg{pp, gp, ap, bp, n, c};
+      optim_math::update_thread(&seg, 1, 0, 0, 1, 1, 0, 1);
+    }
+  } else {
+    for (const index_t i : pl.held()) {
+      const optim_math::segment<T, Coeffs> seg{pl.data(i), gl.data(i), al ? al->data(i) : nullptr,
+                                               bl ? bl->data(i) : nullptr, pl.size(i), c};
+      if constexpr (std::is_same_v<typename Batch::segment_type, decltype(seg)>) batch.segments.push_back(seg);
+      else B::template fused_update<T, Coeffs>(std::vector<decltype(seg)>{seg});  // another element type
+    }
+  }
 }
 
 template <class V>
@@ -65,9 +125,14 @@ class param_group {
   }
   /// One update of every parameter that has a gradient (one without is skipped, as torch does).
   void step() {
+    auto& self = static_cast<Derived&>(*this);
+    // The gradients in the parameters' layouts live until a device launch has read them.
+    std::tuple<std::optional<typename Ps::value_type>...> grads;
+    typename Derived::batch_type batch;
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (static_cast<Derived&>(*this).template update<I>(), ...);
+      (self.template update<I>(std::get<I>(grads), batch), ...);
     }(std::index_sequence_for<Ps...>{});
+    batch.launch();
   }
   void zero_grad() {
     std::apply([](auto&... p) { (p.zero_grad(), ...); }, params_);
@@ -117,31 +182,33 @@ class sgd : public optim_detail::param_group<sgd<Ps...>, Ps...> {
   static constexpr const char* name = "sgd";
 
  private:
-  template <std::size_t I>
-  void update() {
+  using first_param = std::tuple_element_t<0, std::tuple<Ps...>>;
+  using batch_type = optim_detail::fused_batch<typename first_param::backend_type, typename first_param::element_type,
+                                               optim_math::sgd_coeffs<typename first_param::element_type>>;
+
+  template <std::size_t I, class G>
+  void update(std::optional<G>& g, batch_type& batch) {
     auto& p = std::get<I>(this->params_);
     using V = std::remove_cvref_t<decltype(p)>;
-    using L = typename V::layout_type;
     using T = typename V::element_type;
-    using P = typename L::placements_type;
     if (!p.has_grad()) return;
-    typename V::value_type d = optim_detail::in_param_layout<V>(p.grad());
-    if (opt_.weight_decay != 0)
-      d = optim_detail::as_layout<L>(runtime::add<P>(d, runtime::mul<P>(p.value(), static_cast<T>(opt_.weight_decay))));
-    if (opt_.momentum != 0) {
-      auto& buf = std::get<I>(buffers_);
-      if (!buf) {
-        buf.emplace(d);
-      } else {
-        auto scaled = runtime::mul<P>(*buf, static_cast<T>(opt_.momentum));
-        buf.emplace(optim_detail::as_layout<L>(
-            opt_.dampening == 0 ? runtime::add<P>(scaled, d)
-                                : runtime::add<P>(scaled, runtime::mul<P>(d, static_cast<T>(1 - opt_.dampening)))));
-      }
-      if (opt_.nesterov) d = optim_detail::as_layout<L>(runtime::add<P>(d, runtime::mul<P>(*buf, static_cast<T>(opt_.momentum))));
-      else d = *buf;
+    g.emplace(optim_detail::in_param_layout<V>(p.grad()));
+    optim_math::sgd_coeffs<T> c;
+    c.decays = opt_.weight_decay != 0;
+    c.weight_decay = static_cast<T>(opt_.weight_decay);
+    c.has_momentum = opt_.momentum != 0;
+    c.momentum = static_cast<T>(opt_.momentum);
+    c.dampened = opt_.dampening != 0;
+    c.one_minus_dampening = static_cast<T>(1 - opt_.dampening);
+    c.nesterov = opt_.nesterov;
+    c.lr = static_cast<T>(opt_.lr);
+    auto& buf = std::get<I>(buffers_);
+    if (c.has_momentum && !buf) {
+      c.first = true;  // the buffer starts as the gradient: its old values are not read
+      buf.emplace(factories<typename V::backend_type>::template empty<T>(p.layout()));
     }
-    p.value() = optim_detail::as_layout<L>(runtime::sub<P>(p.value(), runtime::mul<P>(d, static_cast<T>(opt_.lr))));
+    optim_detail::update_blocks(p.value(), *g, c.has_momentum ? &*buf : nullptr,
+                                static_cast<typename V::value_type*>(nullptr), c, batch);
   }
 
   sgd_options opt_;
@@ -188,39 +255,35 @@ class adamw : public optim_detail::param_group<adamw<Ps...>, Ps...> {
   static constexpr const char* name = "adamw";
 
  private:
-  template <std::size_t I>
-  void update() {
+  using first_param = std::tuple_element_t<0, std::tuple<Ps...>>;
+  using batch_type = optim_detail::fused_batch<typename first_param::backend_type, typename first_param::element_type,
+                                               optim_math::adamw_coeffs<typename first_param::element_type>>;
+
+  template <std::size_t I, class G>
+  void update(std::optional<G>& g, batch_type& batch) {
     auto& p = std::get<I>(this->params_);
     using V = std::remove_cvref_t<decltype(p)>;
-    using L = typename V::layout_type;
     using T = typename V::element_type;
-    using P = typename L::placements_type;
     if (!p.has_grad()) return;
-    const typename V::value_type g = optim_detail::in_param_layout<V>(p.grad());
+    g.emplace(optim_detail::in_param_layout<V>(p.grad()));
     auto& s = std::get<I>(states_);
     if (!s) {
-      auto zeros = factories<typename V::backend_type>::template full<T>(T(0), p.layout());
-      s.emplace(state<V>{zeros, zeros, 0});
+      using F = factories<typename V::backend_type>;
+      s.emplace(state<V>{F::template full<T>(T(0), p.layout()), F::template full<T>(T(0), p.layout()), 0});
     }
     const std::int64_t t = ++s->step;
-    // Decoupled weight decay first, on the parameter itself.
-    if (opt_.weight_decay != 0)
-      p.value() = optim_detail::as_layout<L>(runtime::mul<P>(p.value(), static_cast<T>(1 - opt_.lr * opt_.weight_decay)));
-    // exp_avg.lerp_(g, 1 - β1), torch's form for a weight below 0.5: m + w·(g − m).
-    const T w = static_cast<T>(1 - opt_.beta1);
-    s->exp_avg = optim_detail::as_layout<L>(runtime::add<P>(s->exp_avg, runtime::mul<P>(runtime::sub<P>(g, s->exp_avg), w)));
-    // exp_avg_sq.mul_(β2).addcmul_(g, g, value = 1 − β2).
-    s->exp_avg_sq = optim_detail::as_layout<L>(
-        runtime::add<P>(runtime::mul<P>(s->exp_avg_sq, static_cast<T>(opt_.beta2)),
-                        runtime::mul<P>(runtime::mul<P>(g, static_cast<T>(1 - opt_.beta2)), g)));  // (value·g)·g, torch's order
     const double bc1 = 1 - std::pow(opt_.beta1, static_cast<double>(t));
     const double bc2 = 1 - std::pow(opt_.beta2, static_cast<double>(t));
-    const double step_size = opt_.lr / bc1;
-    const double bc2_sqrt = std::sqrt(bc2);
-    auto denom = runtime::add<P>(runtime::div<P>(runtime::sqrt<P>(s->exp_avg_sq), static_cast<T>(bc2_sqrt)),
-                                 static_cast<T>(opt_.eps));
-    p.value() = optim_detail::as_layout<L>(
-        runtime::sub<P>(p.value(), runtime::mul<P>(runtime::div<P>(s->exp_avg, denom), static_cast<T>(step_size))));
+    optim_math::adamw_coeffs<T> c;
+    c.decays = opt_.weight_decay != 0;
+    c.decay = static_cast<T>(1 - opt_.lr * opt_.weight_decay);
+    c.one_minus_beta1 = static_cast<T>(1 - opt_.beta1);
+    c.beta2 = static_cast<T>(opt_.beta2);
+    c.one_minus_beta2 = static_cast<T>(1 - opt_.beta2);
+    c.bc2_sqrt = static_cast<T>(std::sqrt(bc2));
+    c.eps = static_cast<T>(opt_.eps);
+    c.step_size = static_cast<T>(opt_.lr / bc1);
+    optim_detail::update_blocks(p.value(), *g, &s->exp_avg, &s->exp_avg_sq, c, batch);
   }
 
   adamw_options opt_;

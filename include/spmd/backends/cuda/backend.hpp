@@ -129,6 +129,20 @@ struct backend {
     return t;
   }
 
+  /// The optimizers' update of every block in `segments` (runtime/optim.hpp), in one launch:
+  /// the table goes up once (stream-ordered, freed after the kernel).
+  template <class T, class Coeffs>
+  static void fused_update(const std::vector<optim_math::segment<T, Coeffs>>& segments) {
+    const index_t n = static_cast<index_t>(segments.size());
+    index_t longest = 0;
+    for (const auto& s : segments) longest = std::max(longest, s.n);
+    device_buffer<optim_math::segment<T, Coeffs>> table(n);
+    check(cudaMemcpyAsync(table.data(), segments.data(), segments.size() * sizeof(segments[0]),
+                          cudaMemcpyHostToDevice, current_stream()),
+          "cudaMemcpyAsync (optimizer table)");
+    kernels::fused_update<T, Coeffs>(table.data(), n, longest, current_stream());
+  }
+
   /// n elements of src's local i (from src_at) into dst's local j (at dst_at), on the stream:
   /// how redistribute_coalesced packs its bucket (runtime/coalesce.hpp).
   template <class T>

@@ -11,6 +11,7 @@
 #include "spmd/backends/cuda/step_table.hpp"
 #include "spmd/core/element_math.hpp"
 #include "spmd/core/config.hpp"
+#include "spmd/core/optim_math.hpp"
 #include "spmd/random/draw.hpp"
 
 namespace spmd::cuda {
@@ -39,6 +40,11 @@ void step_wide(const step_view& table, const rank_ptrs<wide16>& ptrs, cudaStream
 /// out[k] = To(in[k]) for k < n (forward_dtype).
 template <class To, class From>
 void cast(To* out, const From* in, index_t n, cudaStream_t stream);
+
+/// The optimizers' fused update (core/optim_math.hpp) over `segments` blocks whose table is in
+/// device memory; `longest` is the largest block's element count. One launch.
+template <class T, class Coeffs>
+void fused_update(const optim_math::segment<T, Coeffs>* table, index_t segments, index_t longest, cudaStream_t stream);
 
 // ---- one rank's box operations (the per-rank executor's region kernels, NCCL backend) ----
 
