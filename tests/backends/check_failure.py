@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """tests/backends/check_failure.py MPIRUN_ARGS... -- EXE: a rank that fails must end the job.
 
-Runs EXE under mpirun in four modes and checks each ends (no hang: a 120 s limit) with a
+Runs EXE under mpirun in five modes and checks each ends (no hang: a 120 s limit) with a
 non-zero exit and a message naming the failing rank and its error."""
 import subprocess
 import sys
@@ -13,6 +13,7 @@ cases = [
     ("kernel", 4, ["spmd::mpi: rank 2 of 4 failed", "the kernel failed on purpose"]),
     ("world", 4, ["failed", "the mesh has 8 ranks (rank ids up to 7) but the communicator has 4 processes"]),
     ("collective", 4, ["failed", "spmd::mpi::all_reduce: rank 1's tensor [3, 2] differs from rank 0's [2, 2] in their group"]),
+    ("training", 4, ["spmd::mpi: rank 3 of 4 failed", "rank 3 failed mid-step on purpose"]),
 ]
 bad = 0
 for mode, n, wants in cases:

@@ -5,12 +5,17 @@
 //   mpi_failure world        (run with fewer processes than the mesh) every rank refuses
 //   mpi_failure collective   rank 1 passes all_reduce a tensor of another shape: every rank
 //                            refuses before data moves
+//   mpi_failure training     rank 3 fails inside an FSDP unit's forward, mid-step: the others
+//                            wait in the next unit's collectives until the job ends
 #include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "spmd/backends/mpi/mpi.hpp"
+#include "spmd/runtime/autograd.hpp"
+#include "spmd/runtime/data_parallel/fully_shard.hpp"
+#include "spmd/runtime/optim.hpp"
 #include "spmd/runtime/ops/local_map.hpp"
 
 int main(int argc, char** argv) {
@@ -45,6 +50,27 @@ int main(int argc, char** argv) {
     host::host_tensor<float> mine{{rows, 2}, std::vector<float>(static_cast<std::size_t>(rows * 2), 1.f)};
     const auto y = mpi::all_reduce<M>(mine, reduce_op::sum);
     return y.data.size() == 4 ? 0 : 1;
+  }
+  if (mode == "training") {
+    using LW = layout<M, placements<shard<0>, replicate>, extents<4, 4>>;
+    using LX = layout<M, placements<shard<0>, replicate>, extents<6, 4>>;
+    auto w1 = runtime::requires_grad(mpi::full<float, LW>(0.5f), "w1");
+    auto w2 = runtime::requires_grad(mpi::full<float, LW>(0.25f), "w2");
+    runtime::adamw opt({.lr = 0.01}, w1, w2);
+    auto up = runtime::fully_shard<0>(w1);
+    auto down = runtime::fully_shard<0>(w2);
+    const auto x = mpi::ones<float, LX>();
+    for (int step = 0; step < 2; ++step) {
+      auto h = up.forward([&](const auto& w) { return runtime::relu(runtime::linear(runtime::as_variable(x), w)); });
+      auto y = down.forward([&](const auto& w) {
+        if (step == 1 && env.rank() == 3) throw std::runtime_error("rank 3 failed mid-step on purpose");
+        return runtime::linear(h, w);
+      });
+      runtime::mean<>(y * y).backward();
+      opt.step();
+      opt.zero_grad();
+    }
+    return 0;
   }
   return 3;
 }

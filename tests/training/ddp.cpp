@@ -47,11 +47,13 @@ trained train() {
       r.losses.push_back(loss.full_tensor()[0]);
       loss.backward();
     } else {
-      auto model = rt::ddp<0, Bucket>(w1, b1, w2, b2);
-      const auto [W1, B1, W2, B2] = model.params();
+      // [docs:ddp-step]
+      auto model = rt::ddp<0, Bucket>(w1, b1, w2, b2);  // mesh dim 0 is data parallel
+      const auto [W1, B1, W2, B2] = model.params();     // w1 itself, gradient kept Partial
       auto loss = dp_test::loss(x, t, W1, B1, W2, B2);
       r.losses.push_back(loss.full_tensor()[0]);
-      loss.backward();
+      loss.backward();  // each bucket: one all_reduce once its last gradient is computed
+      // [/docs:ddp-step]
     }
     r.collectives.push_back(comm.count(step_kind::all_reduce));
     opt.step();

@@ -71,23 +71,27 @@ trained fsdp_1d(bool reshard_after_forward) {
   auto w2 = rt::requires_grad(sim::distribute_tensor<layout<M, S, extents<out, hidden>>>(init.w2), "w2");
   auto b2 = rt::requires_grad(sim::distribute_tensor<layout<M, S, extents<out>>>(init.b2), "b2");  // 1,1,1,0
   const rt::fsdp_options o{.reshard_after_forward = reshard_after_forward};
-  auto up = rt::fully_shard<0>(o, w1, b1);
+  // [docs:fsdp-units]
+  auto up = rt::fully_shard<0>(o, w1, b1);    // a unit: one all_gather, one reduce_scatter
   auto down = rt::fully_shard<0>(o, w2, b2);
   static_assert(decltype(up)::collectives_per_step() == 3 && decltype(up)::collectives_per_step(false) == 2);
-  rt::adamw opt({.lr = 0.01}, w1, b1, w2, b2);
+  rt::adamw opt({.lr = 0.01}, w1, b1, w2, b2);  // sharded parameters: sharded state
+  // [/docs:fsdp-units]
   trained r;
   for (int step = 0; step < 3; ++step) {
     const auto x = sim::distribute_tensor<layout<M, S, extents<batch, in>>>(init.x(step));
     const auto t = sim::distribute_tensor<layout<M, S, extents<batch, out>>>(init.t(step));
     sim::comm_counter comm;
     std::size_t inside = 0;
-    auto h = up.forward([&](const auto& W1, const auto& B1) {
+    // [docs:fsdp-forward]
+    auto h = up.forward([&](const auto& W1, const auto& B1) {  // W1, B1: gathered, Replicate
       inside = up.gathered_bytes();
       return rt::relu(rt::linear(rt::as_variable(x), W1, B1));
     });
+    auto y = down.forward([&](const auto& W2, const auto& B2) { return rt::linear(h, W2, B2); });
+    // [/docs:fsdp-forward]
     CHECK(inside >= (hidden * in + hidden) * sizeof(double) * 4);  // every rank holds the whole
     CHECK(up.gathered_bytes() == (reshard_after_forward ? 0u : inside));
-    auto y = down.forward([&](const auto& W2, const auto& B2) { return rt::linear(h, W2, B2); });
     // The loss's own collectives (the mean of 10 rows over 4 ranks gathers them: an uneven
     // Shard is not a Partial(avg)) are not the units'.
     sim::comm_counter of_loss;

@@ -114,11 +114,13 @@ TEST_CASE("resume: 6 steps = 3, save, load into new parameters, 3 more — bit f
   std::vector<double> resumed = first.train(opt1, 0, 3);
   generator gen(1234);
   gen.set_offset(96);
+  // [docs:resume]
   io::save_training_state(path, opt1, {.step = 3, .generator = gen.get_state()});
 
   auto second = model<M, mode::fsdp>::make();  // the initial values: the load must replace them
   auto opt2 = adamw_of(second);
-  const io::training_meta meta = io::load_training_state(path, opt2);
+  const io::training_meta meta = io::load_training_state(path, opt2);  // parameters, state, step
+  // [/docs:resume]
   CHECK(meta.step == 3);
   REQUIRE(meta.generator.has_value());
   CHECK(meta.generator->seed == 1234);

@@ -41,6 +41,12 @@
 
 namespace spmd::runtime {
 
+/// Bytes one rank holds for training (param_group::bytes_of_rank).
+struct training_bytes {
+  std::size_t parameters = 0, gradients = 0, state = 0;
+  std::size_t total() const { return parameters + gradients + state; }
+};
+
 namespace optim_detail {
 
 /// g (a gradient of p, any layout of p's shape) in p's layout.
@@ -109,6 +115,11 @@ void update_blocks(D& p, const G& g, D* a, D* b, const Coeffs& c, Batch& batch) 
 }
 
 template <class V>
+std::size_t block_bytes(const V& p, index_t mesh_rank) {
+  return static_cast<std::size_t>(p.layout().local_size(mesh_rank)) * sizeof(typename V::element_type);
+}
+
+template <class V>
 void check_trainable(const V& p, const char* who) {
   if (!p.requires_grad())
     throw std::invalid_argument(std::string("spmd::") + who + ": '" + p.name() +
@@ -136,6 +147,26 @@ class param_group {
   }
   void zero_grad() {
     std::apply([](auto&... p) { (p.zero_grad(), ...); }, params_);
+  }
+  /// What rank `mesh_rank` holds for these parameters, their gradients and the optimizer's
+  /// state, in bytes: its blocks' elements times the element size, as a rank on its own
+  /// device holds them (the simulation's replicas share memory; that is not subtracted).
+  training_bytes bytes_of_rank(index_t mesh_rank) const {
+    training_bytes b;
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (
+          [&] {
+            const auto& p = std::get<I>(params_);
+            const std::size_t block = block_bytes(p, mesh_rank);
+            b.parameters += block;
+            if (p.has_grad())
+              b.gradients += static_cast<std::size_t>(p.grad().layout().local_size(mesh_rank)) *
+                             sizeof(typename std::remove_cvref_t<decltype(p)>::element_type);
+            b.state += block * static_cast<const Derived&>(*this).template state_tensors<I>();
+          }(),
+          ...);
+    }(std::index_sequence_for<Ps...>{});
+    return b;
   }
   /// The parameters (variables: their values are the tensors the steps update).
   const std::tuple<Ps...>& parameters() const { return params_; }
@@ -180,6 +211,9 @@ class sgd : public optim_detail::param_group<sgd<Ps...>, Ps...> {
   const sgd_options& options() const { return opt_; }
   /// The name checkpoints record (torch's class name, lower case).
   static constexpr const char* name = "sgd";
+  /// State tensors parameter I has now (its momentum buffer, once made).
+  template <std::size_t I>
+  std::size_t state_tensors() const { return std::get<I>(buffers_) ? 1 : 0; }
 
  private:
   using first_param = std::tuple_element_t<0, std::tuple<Ps...>>;
@@ -253,6 +287,9 @@ class adamw : public optim_detail::param_group<adamw<Ps...>, Ps...> {
   auto& state_of() { return std::get<I>(states_); }
   const adamw_options& options() const { return opt_; }
   static constexpr const char* name = "adamw";
+  /// State tensors parameter I has now (exp_avg and exp_avg_sq, once made).
+  template <std::size_t I>
+  std::size_t state_tensors() const { return std::get<I>(states_) ? 2 : 0; }
 
  private:
   using first_param = std::tuple_element_t<0, std::tuple<Ps...>>;

@@ -212,10 +212,19 @@ class fsdp_unit {
   const std::tuple<Ps...>& parameters() const { return s_->params; }
   /// True while the gathered parameters are held (between unshard and the reshard).
   bool unsharded() const { return s_->held; }
-  /// Bytes of the gathered parameters held now (0 once resharded).
+  /// Bytes of the gathered parameters this process holds now (0 once resharded).
   std::size_t gathered_bytes() const {
     if (!s_->held) return 0;
     return std::apply([](const auto&... g) { return (std::size_t{0} + ... + g->bytes_held()); }, s_->gathered);
+  }
+  /// Bytes of the gathered parameters rank `mesh_rank` holds now, as on its own device.
+  std::size_t gathered_bytes(index_t mesh_rank) const {
+    if (!s_->held) return 0;
+    return std::apply(
+        [&](const auto&... g) {
+          return (std::size_t{0} + ... + (static_cast<std::size_t>(g->layout().local_size(mesh_rank)) * sizeof(C)));
+        },
+        s_->gathered);
   }
 
  private:
