@@ -279,3 +279,79 @@ TEST_CASE("fully_shard with mixed precision: bf16 gathers and compute, f32 gradi
   // of the gradient can change a step's size, not its sign for these values.
   for (std::size_t i = 0; i < w32.size(); ++i) CHECK(std::abs(w16[i] - w32[i]) <= 1e-2);
 }
+
+namespace {
+
+// The attention block with its heads split over tp, FSDP on dp: 4 sequences of 3 tokens,
+// width 8, 4 heads of 2. The rows are the (sequence, token) pairs, sharded over dp by whole
+// sequences; q, k, v are column-parallel (each tp rank one head), the output projection
+// row-parallel. Scores are computed for all rows of a head at once and the pairs of different
+// sequences masked out, so that the head is the batch dim of bmm.
+constexpr index_t seqs = 4, toks = 3, rows = seqs * toks, width = 8, heads = 4, hd = 2;
+
+template <class M, class PCol, class PRow, class PRowBias, class PX, bool Fsdp>
+trained attention() {
+  const auto init = [](unsigned seed, double scale) { return dp_test::values(width * width, seed, scale); };
+  auto wq = rt::requires_grad(sim::distribute_tensor<layout<M, PCol, extents<width, width>>>(init(61, 3e-3)), "wq");
+  auto wk = rt::requires_grad(sim::distribute_tensor<layout<M, PCol, extents<width, width>>>(init(62, 3e-3)), "wk");
+  auto wv = rt::requires_grad(sim::distribute_tensor<layout<M, PCol, extents<width, width>>>(init(63, 1e-3)), "wv");
+  auto wo = rt::requires_grad(sim::distribute_tensor<layout<M, PRow, extents<width, width>>>(init(64, 1e-3)), "wo");
+  auto bo = rt::requires_grad(sim::distribute_tensor<layout<M, PRowBias, extents<width>>>(dp_test::values(width, 65, 1e-4)), "bo");
+  std::vector<double> mask(rows * rows);
+  for (index_t i = 0; i < rows; ++i)
+    for (index_t j = 0; j < rows; ++j) mask[static_cast<std::size_t>(i * rows + j)] = i / toks == j / toks ? 0.0 : -1e9;
+  using PMask = std::conditional_t<M::ndim == 2, placements<shard<0>, replicate>, placements<replicate>>;
+  const auto m = sim::distribute_tensor<layout<M, PMask, extents<rows, rows>>>(mask);
+  rt::adamw opt({.lr = 0.01}, wq, wk, wv, wo, bo);
+  trained r;
+  for (int step = 0; step < 3; ++step) {
+    const auto x = sim::distribute_tensor<layout<M, PX, extents<rows, width>>>(dp_test::values(rows * width, 70 + step, 2e-3));
+    const auto t = sim::distribute_tensor<layout<M, PX, extents<rows, width>>>(dp_test::values(rows * width, 80 + step));
+    // One head per tp rank: (rows, width) -> (heads, rows, hd).
+    auto split = [](const auto& y) { return rt::transpose<0, 1>(rt::reshape<rows, heads, hd>(y)); };
+    auto core = [&](const auto& q, const auto& k, const auto& v) {
+      auto s = rt::bmm(split(q), rt::transpose<1, 2>(split(k))) * (1.0 / std::sqrt(double(hd))) + m;
+      auto o = rt::bmm(rt::softmax<2>(s), split(v));
+      return rt::reshape<rows, width>(rt::transpose<0, 1>(o));
+    };
+    auto xv = rt::as_variable(x);
+    auto y = [&] {
+      if constexpr (Fsdp) {
+        auto qkv = rt::fully_shard<0>(wq, wk, wv);
+        auto out = rt::fully_shard<0>(wo, bo);
+        static_assert(decltype(qkv)::collectives_per_step() == 3 && decltype(out)::collectives_per_step() == 3);
+        auto o = qkv.forward([&](const auto& a, const auto& b, const auto& c) {
+          return core(rt::matmul_t(xv, a), rt::matmul_t(xv, b), rt::matmul_t(xv, c));
+        });
+        return out.forward([&](const auto& a, const auto& b) { return rt::add<PX>(rt::matmul_t(o, a), b); });
+      } else {
+        auto o = core(rt::matmul_t(xv, wq), rt::matmul_t(xv, wk), rt::matmul_t(xv, wv));
+        return rt::add<PX>(rt::matmul_t(o, wo), bo);
+      }
+    }();
+    auto d = y - t;
+    auto loss = rt::mean<>(d * d);
+    r.losses.push_back(loss.full_tensor()[0]);
+    loss.backward();
+    opt.step();
+    opt.zero_grad();
+  }
+  r.w1 = wq.full_tensor(), r.b1 = wk.full_tensor(), r.w2 = wo.full_tensor(), r.b2 = bo.full_tensor();
+  std::vector<double> v = wv.full_tensor();
+  r.w1.insert(r.w1.end(), v.begin(), v.end());
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("fully_shard × TP on a 2×4 mesh: the attention block (a head per tp rank) trains as on one device",
+          "[fsdp]") {
+  using R = placements<replicate>;
+  const trained one = attention<mesh<1>, R, R, R, R, false>();
+  using M = mesh<2, 4>;
+  const trained two_d = attention<M, placements<shard<0, 1>, shard<0, 0>>, placements<shard<0>, shard<1>>,
+                                  placements<shard<0>, replicate>, placements<shard<0>, replicate>, true>();
+  close_all(two_d, one, 1e-10);
+  // Training moved the weights (the comparison is not of the initial values).
+  CHECK(one.w2 != dp_test::values(width * width, 64, 1e-3));
+}
