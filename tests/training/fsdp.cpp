@@ -61,8 +61,10 @@ trained one_device() {
   return r;
 }
 
-/// The same on mesh<4>: two units, (w1, b1) and (w2, b2), data sharded over dp.
-trained fsdp_1d(bool reshard_after_forward) {
+/// The same on mesh<4>: two units, (w1, b1) and (w2, b2), data sharded over dp; with
+/// `prefetch`, down's all_gather starts before up runs and up's re-gather when down's backward
+/// begins.
+trained fsdp_1d(bool reshard_after_forward, bool prefetch = false) {
   using M = mesh<4>;
   using S = placements<shard<0>>;
   const dp_test::init init;
@@ -83,6 +85,10 @@ trained fsdp_1d(bool reshard_after_forward) {
     const auto t = sim::distribute_tensor<layout<M, S, extents<batch, out>>>(init.t(step));
     sim::comm_counter comm;
     std::size_t inside = 0;
+    if (prefetch) {
+      down.prefetch();
+      down.prefetch_in_backward(up);
+    }
     // [docs:fsdp-forward]
     auto h = up.forward([&](const auto& W1, const auto& B1) {  // W1, B1: gathered, Replicate
       inside = up.gathered_bytes();
@@ -129,6 +135,12 @@ TEST_CASE("fully_shard on 1-d: the one-device parameters after three AdamW steps
     CHECK(f.gathers == std::vector<int>(3, reshard ? 4 : 2));
     CHECK(f.scatters == std::vector<int>{2, 2, 2});
     CHECK(f.all_reduces == std::vector<int>{0, 0, 0});
+    // Prefetching changes when the all_gathers start, not what they compute or how many run.
+    const trained p = fsdp_1d(reshard, true);
+    CHECK(p.w1 == f.w1);
+    CHECK(p.b2 == f.b2);
+    CHECK(p.losses == f.losses);
+    CHECK(p.gathers == f.gathers);
   }
 }
 

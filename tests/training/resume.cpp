@@ -1,5 +1,5 @@
-// tests/training/resume: training checkpoints — 6 steps against 3, saved, loaded into new
-// parameters and a new optimizer, and 3 more (bit for bit on the same mesh, AdamW and SGD);
+// tests/training/resume: training checkpoints — 20 steps against 10, saved, loaded into new
+// parameters and a new optimizer, and 10 more (bit for bit on the same mesh, AdamW and SGD);
 // resumed on another parallelism (FSDP 2×4 -> DDP 8 -> one device, within f64 tolerance); the
 // file's names and metadata; bad checkpoints refused naming what is wrong, changing nothing,
 // and a failed save leaving the previous checkpoint whole.
@@ -102,32 +102,32 @@ void close(const std::vector<double>& a, const std::vector<double>& b, double to
 
 }  // namespace
 
-TEST_CASE("resume: 6 steps = 3, save, load into new parameters, 3 more — bit for bit", "[resume]") {
+TEST_CASE("resume: 20 steps = 10, save, load into new parameters, 10 more — bit for bit", "[resume]") {
   using M = mesh<4>;
   const std::string path = temp_path("same");
   auto straight = model<M, mode::fsdp>::make();
   auto opt = adamw_of(straight);
-  std::vector<double> losses = straight.train(opt, 0, 6);
+  std::vector<double> losses = straight.train(opt, 0, 20);
 
   auto first = model<M, mode::fsdp>::make();
   auto opt1 = adamw_of(first);
-  std::vector<double> resumed = first.train(opt1, 0, 3);
+  std::vector<double> resumed = first.train(opt1, 0, 10);
   generator gen(1234);
   gen.set_offset(96);
   // [docs:resume]
-  io::save_training_state(path, opt1, {.step = 3, .generator = gen.get_state()});
+  io::save_training_state(path, opt1, {.step = 10, .generator = gen.get_state()});
 
   auto second = model<M, mode::fsdp>::make();  // the initial values: the load must replace them
   auto opt2 = adamw_of(second);
   const io::training_meta meta = io::load_training_state(path, opt2);  // parameters, state, step
   // [/docs:resume]
-  CHECK(meta.step == 3);
+  CHECK(meta.step == 10);
   REQUIRE(meta.generator.has_value());
   CHECK(meta.generator->seed == 1234);
   CHECK(meta.generator->offset == 96);
   REQUIRE(opt2.state_of<0>().has_value());
-  CHECK(opt2.state_of<0>()->step == 3);
-  const std::vector<double> rest = second.train(opt2, 3, 6);
+  CHECK(opt2.state_of<0>()->step == 10);
+  const std::vector<double> rest = second.train(opt2, 10, 20);
   resumed.insert(resumed.end(), rest.begin(), rest.end());
   CHECK(resumed == losses);
   CHECK(second.all() == straight.all());
@@ -136,7 +136,7 @@ TEST_CASE("resume: 6 steps = 3, save, load into new parameters, 3 more — bit f
   const io::safetensors_file f(path);
   for (const char* name : {"w1", "w1.exp_avg", "w1.exp_avg_sq", "b2", "b2.exp_avg_sq"}) CHECK(f.contains(name));
   CHECK(f.metadata().at("spmd.optimizer") == "adamw");
-  CHECK(f.metadata().at("w2.step") == "3");
+  CHECK(f.metadata().at("w2.step") == "10");
   std::filesystem::remove(path);
 }
 

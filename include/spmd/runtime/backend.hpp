@@ -31,6 +31,14 @@
 //   template <class T> static void dropout(storage<T>& out, const storage<T>& in, spec, global,
 //                                          const random::draw&);   // runtime/random.hpp
 //
+// A backend that can run communication beside compute (NCCL) adds:
+//
+//   class overlap;                         // while it lives, work runs on a side stream
+//   static overlap begin_overlap();        // ... after the work queued so far
+//   overlap::finish() -> completion;       // completion.wait(): later work waits for it
+//
+// (fully_shard's prefetch, runtime/data_parallel/fully_shard.hpp).
+//
 // Nothing else: the plan and its lowering to box operations (spmd/plan/lower.hpp), the
 // propagation rules and the operators are shared. See docs/backends.md.
 #pragma once

@@ -96,13 +96,51 @@ void update_blocks(D& p, const G& g, D* a, D* b, const Coeffs& c, Batch& batch) 
         continue;
       }
       done.push_back(key);
+      // A block this rank owns alone is updated in place; a shared one (a replica, or the
+      // zeros two state tensors start from) into a fresh buffer, which saves the copy that
+      // copy-on-write would make first.
       const index_t n = pl.size(i);
-      T* pp = pl.data(i);
+      struct target {
+        const T* in = nullptr;
+        T* out = nullptr;
+        host::buffer<T> fresh;
+      };
+      auto prepare = [n, i](auto* ls, target& t) {
+        if (!ls) return;
+        if (!(*ls)[i].buf || (*ls)[i].buf.unique()) {
+          t.out = ls->data(i);
+          t.in = t.out;
+        } else {
+          t.fresh = host::buffer<T>(n);
+          t.in = ls->cdata(i);
+          t.out = t.fresh.data();
+        }
+      };
+      target tp, ta, tb;
+      prepare(&pl, tp);
+      prepare(al, ta);
+      prepare(bl, tb);
       const T* gp = gl.cdata(i);
-      T* ap = al ? al->data(i) : nullptr;
-      T* bp = bl ? bl->data(i) : nullptr;
-      const optim_math::segment<T, Coeffs> seg{pp, gp, ap, bp, n, c};
-      optim_math::update_thread(&seg, 1, 0, 0, 1, 1, 0, 1);
+      for (index_t k = 0; k < n; ++k) {
+        T pv = tp.in[k];
+        if constexpr (std::is_same_v<Coeffs, optim_math::adamw_coeffs<T>>) {
+          T m = ta.in[k], v = tb.in[k];
+          optim_math::adamw_elem(pv, gp[k], m, v, c);
+          ta.out[k] = m;
+          tb.out[k] = v;
+        } else {
+          T buf = ta.in ? ta.in[k] : T{};
+          optim_math::sgd_elem(pv, gp[k], buf, c);
+          if (ta.out) ta.out[k] = buf;
+        }
+        tp.out[k] = pv;
+      }
+      auto install = [&](auto* ls, target& t) {
+        if (ls && t.fresh) ls->adopt(i, std::move(t.fresh), ls->shape(i));
+      };
+      install(&pl, tp);
+      install(al, ta);
+      install(bl, tb);
     }
   } else {
     for (const index_t i : pl.held()) {

@@ -20,36 +20,10 @@
 #include "spmd/backends/cuda/device.hpp"
 #include "spmd/backends/cuda/error.hpp"
 #include "spmd/backends/nccl/api.hpp"
+#include "spmd/backends/nccl/streams.hpp"
 
 namespace spmd::nccl {
 
-namespace detail {
-
-/// This device's communication stream (one per device, kept for the process's life).
-inline cudaStream_t comm_stream() {
-  static auto* streams = new std::map<int, cudaStream_t>();
-  static auto* mu = new std::mutex();
-  int dev = 0;
-  cuda::check(cudaGetDevice(&dev), "cudaGetDevice");
-  std::lock_guard<std::mutex> lock(*mu);
-  auto it = streams->find(dev);
-  if (it == streams->end()) {
-    cudaStream_t s = nullptr;
-    cuda::check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
-    it = streams->emplace(dev, s).first;
-  }
-  return it->second;
-}
-
-/// An event recorded on `s` now (disabled timing: the cheapest kind).
-inline cudaEvent_t record_on(cudaStream_t s) {
-  cudaEvent_t e = nullptr;
-  cuda::check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags");
-  cuda::check(cudaEventRecord(e, s), "cudaEventRecord");
-  return e;
-}
-
-}  // namespace detail
 
 /// A redistribute in flight: wait() hands its result to the current stream.
 template <class D>

@@ -11,6 +11,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -20,6 +21,7 @@
 #include "spmd/backends/host/slot.hpp"
 #include "spmd/backends/nccl/communicator.hpp"
 #include "spmd/backends/nccl/names.hpp"
+#include "spmd/backends/nccl/streams.hpp"
 #include "spmd/backends/nccl/transport.hpp"
 #include "spmd/core/layout_spec.hpp"
 #include "spmd/plan/lower.hpp"
@@ -96,6 +98,50 @@ host::local_set<T> gather_locals(const device_set<T>& in, const layout_spec& spe
 
 struct backend : cuda::backend {
   static constexpr const char* name = "nccl";
+
+  /// Communication beside compute (fully_shard's prefetch): while an `overlap` lives, the work
+  /// this thread issues runs on the device's communication stream, after what the current
+  /// stream had queued; finish() ends that and returns the completion, whose wait() makes the
+  /// current stream wait for it (the host never blocks).
+  class overlap {
+   public:
+    class completion {
+     public:
+      explicit completion(cudaEvent_t e) : e_(e) {}
+      completion(completion&& o) noexcept : e_(std::exchange(o.e_, nullptr)) {}
+      completion(const completion&) = delete;
+      completion& operator=(const completion&) = delete;
+      ~completion() {
+        if (e_ != nullptr) {  // never waited for: order after it anyway, then drop it
+          (void)cudaStreamWaitEvent(cuda::current_stream(), e_, 0);
+          (void)cudaEventDestroy(e_);
+        }
+      }
+      void wait() {
+        cuda::check(cudaStreamWaitEvent(cuda::current_stream(), e_, 0), "cudaStreamWaitEvent");
+        cuda::check(cudaEventDestroy(std::exchange(e_, nullptr)), "cudaEventDestroy");
+      }
+
+     private:
+      cudaEvent_t e_;
+    };
+
+    overlap() : comm_(detail::comm_stream()) {
+      const cudaEvent_t ready = detail::record_on(cuda::current_stream());
+      cuda::check(cudaStreamWaitEvent(comm_, ready, 0), "cudaStreamWaitEvent");
+      cuda::check(cudaEventDestroy(ready), "cudaEventDestroy");
+      scope_ = std::make_unique<cuda::stream_scope>(comm_);
+    }
+    completion finish() {
+      scope_.reset();
+      return completion(detail::record_on(comm_));
+    }
+
+   private:
+    cudaStream_t comm_;
+    std::unique_ptr<cuda::stream_scope> scope_;
+  };
+  static overlap begin_overlap() { return overlap(); }
 
   /// This process's rank in the communicator in use, and a barrier over it (one ncclAllReduce
   /// of an int, waited for): what a checkpoint save coordinates with (io/checkpoint.hpp).

@@ -32,9 +32,11 @@
 // before the all_gather (so it moves bf16), computes in bf16, casts the gradients to float
 // and reduce-scatters them in float; the optimizer steps the f32 parameters.
 //
-// Overlap: the simulation, MPI and CUDA backends run a unit's all_gather when it is asked
-// for; none prefetches the next unit's during the current one's compute (spmd's one
-// asynchronous redistribute, NCCL's, is not used here yet).
+// Overlap: next.prefetch() starts the next unit's all_gather before the current unit runs,
+// and prefetch_in_backward(previous) starts the previous unit's re-gather when this one's
+// backward begins (FSDP2's explicit prefetching). On NCCL (B::begin_overlap) the prefetched
+// all_gather runs on the communication stream beside the compute; the simulation, MPI and
+// CUDA run it at once, in order (the same results, no overlap).
 #pragma once
 
 #include <functional>
@@ -120,9 +122,41 @@ class fsdp_unit {
     std::tuple<std::shared_ptr<typename compute_type<Ps>::value_type>...> gathered;
     bool held = false;  // the gathered values are valid
     std::shared_ptr<bucket_type> bucket;
+    bool prefetched = false;                 // an all_gather started early, not yet used
+    std::function<void()> pending;           // its wait, on a backend that overlaps
+    std::function<void()> backward_prefetch;  // the unit to prefetch when this one re-gathers
 
-    /// The all_gather: every shard (in param_dtype) into the gathered values.
+    /// The all_gather, or the wait for a prefetched one.
     void gather() {
+      if (prefetched) {
+        prefetched = false;
+        if (pending) {
+          auto wait = std::move(pending);
+          pending = nullptr;
+          wait();
+        }
+        held = true;
+        return;
+      }
+      all_gather();
+    }
+    /// The all_gather started now; on a backend that overlaps (B::begin_overlap) it runs
+    /// beside the caller's next work, and gather() waits for it.
+    void prefetch() {
+      if (held || prefetched) return;
+      prefetched = true;
+      if constexpr (requires { B::begin_overlap(); }) {
+        auto side = B::begin_overlap();
+        all_gather();
+        held = false;  // valid only once waited for
+        auto done = std::make_shared<decltype(side.finish())>(side.finish());
+        pending = [done] { done->wait(); };
+      } else {
+        all_gather();
+      }
+    }
+    /// Every shard (in param_dtype) into the gathered values.
+    void all_gather() {
       auto full = [&]<std::size_t... I>(std::index_sequence<I...>) {
         return redistribute_coalesced<to<gathered_placements<Ps>...>>(
             detail::cast_dtensor<C>(std::get<I>(params).value())...);
@@ -140,7 +174,7 @@ class fsdp_unit {
     }
     /// Frees the gathered values' memory (they keep their layout, with no locals).
     void release() {
-      if (!held) return;
+      if (!held || prefetched) return;
       std::apply(
           [](auto&... slot) {
             (
@@ -174,6 +208,7 @@ class fsdp_unit {
   /// The unit's parameters gathered into their TP layouts (one all_gather), as variables whose
   /// backward hands their gradients to the unit's reduce_scatter.
   auto unshard() {
+    if (!s_->prefetched) s_->held = false;  // a fresh all_gather: the parameters may have changed
     s_->gather();
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
       return std::make_tuple(view<I>()...);
@@ -192,7 +227,8 @@ class fsdp_unit {
       if (!y.node() || !is_grad_enabled()) return y;
       using N0 = typename Y::node_type;
       auto fn = [st = s_, y](const typename Y::grad_type& g) {
-        if (!st->held) st->gather();
+        if (!st->held || st->prefetched) st->gather();  // (a prefetch is consumed here)
+        if (st->backward_prefetch) st->backward_prefetch();  // the unit whose backward comes next
         autograd_detail::send(y, g);
       };
       using N = op_node<typename Y::element_type, typename Y::grad_layout, typename Y::backend_type, decltype(fn)>;
@@ -200,6 +236,18 @@ class fsdp_unit {
           std::make_shared<N>("fully_shard", std::vector<std::shared_ptr<node_base>>{y.node()}, std::move(fn));
       return Y(detail::internal_t{}, y.value_ptr(), std::move(node));
     }
+  }
+
+  /// Starts this unit's all_gather now, before its forward (FSDP2's explicit forward
+  /// prefetch: call it for the next unit before running the current one). On a backend that
+  /// overlaps (NCCL) the all_gather runs on the communication stream beside the current
+  /// unit's compute; on the others it runs now, in order.
+  void prefetch() { s_->prefetch(); }
+  /// When backward re-gathers this unit, prefetch `previous` too (the unit whose backward runs
+  /// next: the one before it in the forward).
+  template <class Unit>
+  void prefetch_in_backward(const Unit& previous) {
+    s_->backward_prefetch = [p = previous]() mutable { p.prefetch(); };
   }
 
   /// unshard, f(gathered parameters...), reshard: the unit's forward.
