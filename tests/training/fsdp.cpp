@@ -251,7 +251,7 @@ TEST_CASE("fully_shard with mixed precision: bf16 gathers and compute, f32 gradi
   using R = placements<replicate>;
   const dp_test::init init;
   const auto f = [](const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); };
-  const auto bf = [](const std::vector<double>& v) { return std::vector<bfloat16>(v.begin(), v.end()); };
+  const auto bf = [](const std::vector<double>& v) { return std::vector<spmd::bfloat16>(v.begin(), v.end()); };
   auto run = [&](auto policy) {
     using Policy = decltype(policy);
     auto w1 = rt::requires_grad(sim::distribute_tensor<layout<M, S, extents<hidden, in>>>(f(init.w1)), "w1");
@@ -264,7 +264,7 @@ TEST_CASE("fully_shard with mixed precision: bf16 gathers and compute, f32 gradi
       sim::comm_counter comm;
       auto h = unit.forward([&](const auto& W1, const auto& B1) {
         using C = typename std::remove_cvref_t<decltype(W1)>::element_type;
-        if constexpr (std::is_same_v<C, bfloat16>) {
+        if constexpr (std::is_same_v<C, spmd::bfloat16>) {
           const auto x = sim::distribute_tensor<layout<M, S, extents<batch, in>>>(bf(init.x(step)));
           return rt::relu(rt::linear(rt::as_variable(x), W1, B1));
         } else {
@@ -283,7 +283,7 @@ TEST_CASE("fully_shard with mixed precision: bf16 gathers and compute, f32 gradi
     return std::make_tuple(losses, w1.full_tensor(), gathered_bytes);
   };
   const auto [l32, w32, bytes32] = run(rt::mixed_precision<>{});
-  const auto [l16, w16, bytes16] = run(rt::mixed_precision<bfloat16, float>{});
+  const auto [l16, w16, bytes16] = run(rt::mixed_precision<spmd::bfloat16, float>{});
   // The all_gather moved bf16: half the bytes (the loss's own gather moves its type too).
   CHECK(bytes16 * 2 == bytes32);
   for (std::size_t i = 0; i < l32.size(); ++i) CHECK(std::abs(l16[i] - l32[i]) <= 2e-2 * std::abs(l32[i]) + 1e-6);

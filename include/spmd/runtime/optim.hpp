@@ -144,10 +144,10 @@ void update_blocks(D& p, const G& g, D* a, D* b, const Coeffs& c, Batch& batch) 
     }
   } else {
     for (const index_t i : pl.held()) {
-      const optim_math::segment<T, Coeffs> seg{pl.data(i), gl.data(i), al ? al->data(i) : nullptr,
-                                               bl ? bl->data(i) : nullptr, pl.size(i), c};
-      if constexpr (std::is_same_v<typename Batch::segment_type, decltype(seg)>) batch.segments.push_back(seg);
-      else B::template fused_update<T, Coeffs>(std::vector<decltype(seg)>{seg});  // another element type
+      using S = optim_math::segment<T, Coeffs>;
+      const S seg{pl.data(i), gl.data(i), al ? al->data(i) : nullptr, bl ? bl->data(i) : nullptr, pl.size(i), c};
+      if constexpr (std::is_same_v<typename Batch::segment_type, S>) batch.segments.push_back(seg);
+      else B::template fused_update<T, Coeffs>(std::vector<S>{seg});  // another element type: its own launch
     }
   }
 }
