@@ -27,22 +27,38 @@ struct adamw_coeffs {
   T step_size{};        // lr / (1 − β1^t)
 };
 
-/// torch.optim.AdamW's single-tensor step on one element: p, its gradient g, exp_avg m and
-/// exp_avg_sq v.
+/// AdamW's step in its three stages (the host runs each over a block of elements, so that the
+/// stages without a square root vectorise; adamw_elem runs them in turn on one element).
+/// Stage 1: decoupled weight decay, then the moments.
 template <class T>
-SPMD_HD constexpr void adamw_elem(T& p, T g, T& m, T& v, const adamw_coeffs<T>& c) {
+SPMD_HD constexpr void adamw_moments(T& p, T g, T& m, T& v, const adamw_coeffs<T>& c) {
   using element_math::binary_elem;
-  using element_math::unary_elem;
   if (c.decays) p = binary_elem<binary_fn::mul>(p, c.decay);  // p.mul_(1 − lr·wd)
   // m.lerp_(g, 1 − β1): m + w·(g − m) for a weight below 0.5.
   m = binary_elem<binary_fn::add>(m, binary_elem<binary_fn::mul>(binary_elem<binary_fn::sub>(g, m), c.one_minus_beta1));
   // v.mul_(β2).addcmul_(g, g, value = 1 − β2): (value·g)·g.
   v = binary_elem<binary_fn::add>(binary_elem<binary_fn::mul>(v, c.beta2),
                                   binary_elem<binary_fn::mul>(binary_elem<binary_fn::mul>(g, c.one_minus_beta2), g));
-  // denom = v.sqrt() / √(1 − β2^t) + eps; p.addcdiv_(m, denom, value = −step_size).
-  const T denom = binary_elem<binary_fn::add>(
-      binary_elem<binary_fn::div>(unary_elem<unary_fn::sqrt>(v), c.bc2_sqrt), c.eps);
+}
+/// Stage 2: v.sqrt().
+template <class T>
+SPMD_HD constexpr T adamw_root(T v) {
+  return element_math::unary_elem<unary_fn::sqrt>(v);
+}
+/// Stage 3: denom = root / √(1 − β2^t) + eps; p.addcdiv_(m, denom, value = −step_size).
+template <class T>
+SPMD_HD constexpr void adamw_apply(T& p, T m, T root, const adamw_coeffs<T>& c) {
+  using element_math::binary_elem;
+  const T denom = binary_elem<binary_fn::add>(binary_elem<binary_fn::div>(root, c.bc2_sqrt), c.eps);
   p = binary_elem<binary_fn::sub>(p, binary_elem<binary_fn::mul>(binary_elem<binary_fn::div>(m, denom), c.step_size));
+}
+
+/// torch.optim.AdamW's single-tensor step on one element: p, its gradient g, exp_avg m and
+/// exp_avg_sq v.
+template <class T>
+SPMD_HD constexpr void adamw_elem(T& p, T g, T& m, T& v, const adamw_coeffs<T>& c) {
+  adamw_moments(p, g, m, v, c);
+  adamw_apply(p, m, adamw_root(v), c);
 }
 
 /// SGD's coefficients of one parameter at one step.
