@@ -247,7 +247,14 @@ class fsdp_unit {
   /// next: the one before it in the forward).
   template <class Unit>
   void prefetch_in_backward(const Unit& previous) {
-    s_->backward_prefetch = [p = previous]() mutable { p.prefetch(); };
+    s_->backward_prefetch = previous.prefetcher();
+  }
+  /// A function that prefetches this unit while it exists (it holds no reference to it, so
+  /// units that name each other do not keep each other alive).
+  std::function<void()> prefetcher() const {
+    return [w = std::weak_ptr<state>(s_)] {
+      if (auto st = w.lock()) st->prefetch();
+    };
   }
 
   /// unshard, f(gathered parameters...), reshard: the unit's forward.
