@@ -7,6 +7,7 @@
 #include <cmath>
 #include <vector>
 
+#include "../common/values.hpp"
 #include "spmd/backends/sim/sim.hpp"
 #include "spmd/runtime/autograd.hpp"
 #include "spmd/runtime/clip_grad.hpp"
@@ -21,15 +22,7 @@ using LW = layout<M, placements<shard<0>, shard<1>>, extents<5, 6>>;  // uneven:
 using LB = layout<M, placements<replicate, shard<0>>, extents<6>>;
 using LP = layout<M, placements<shard<0>, replicate>, extents<4, 3>>;
 
-std::vector<float> values(std::size_t n, unsigned seed) {
-  std::vector<float> v(n);
-  unsigned s = seed * 2654435761u + 3;
-  for (float& x : v) {
-    s = s * 1664525u + 1013904223u;
-    x = static_cast<float>(static_cast<int>(s >> 9) % 2001 - 1000) * 1e-3f;
-  }
-  return v;
-}
+using test_values::values;
 
 struct setup {
   std::vector<float> cw = values(30, 2), cb = values(6, 3), cp = values(12, 4);

@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "../common/values.hpp"
 #include "spmd/backends/sim/sim.hpp"
 #include "spmd/runtime/autograd.hpp"
 #include "spmd/runtime/optim.hpp"
@@ -18,15 +19,7 @@ using namespace spmd;
 namespace rt = spmd::runtime;
 namespace sim = spmd::sim;
 
-std::vector<float> values(std::size_t n, unsigned seed) {
-  std::vector<float> v(n);
-  unsigned s = seed * 2654435761u + 7;
-  for (float& x : v) {
-    s = s * 1664525u + 1013904223u;
-    x = static_cast<float>(static_cast<int>(s >> 9) % 2001 - 1000) * 1e-3f;
-  }
-  return v;
-}
+using test_values::values;
 
 /// torch.optim.SGD's step on one element, float arithmetic in torch's order.
 struct sgd_ref {

@@ -7,6 +7,7 @@
 #include <tuple>
 #include <vector>
 
+#include "../common/values.hpp"
 #include "spmd/backends/sim/sim.hpp"
 #include "spmd/runtime/coalesce.hpp"
 
@@ -16,15 +17,7 @@ using namespace spmd;
 namespace rt = spmd::runtime;
 namespace sim = spmd::sim;
 
-std::vector<float> values(std::size_t n, unsigned seed) {
-  std::vector<float> v(n);
-  unsigned s = seed * 2654435761u + 7;
-  for (float& x : v) {
-    s = s * 1664525u + 1013904223u;
-    x = static_cast<float>(static_cast<int>(s >> 9) % 2001 - 1000) * 1e-3f;
-  }
-  return v;
-}
+using test_values::values;
 
 template <class D>
 std::vector<std::vector<float>> locals_of(const D& d) {

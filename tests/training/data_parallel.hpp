@@ -2,20 +2,26 @@
 // for any parameter layout: y = relu(x W1ᵀ + b1) W2ᵀ + b2, loss = mean((y − t)²), f64.
 #pragma once
 
+#include <catch2/catch.hpp>
+
+#include <cmath>
 #include <vector>
+
+#include "../common/values.hpp"
 
 #include "spmd/runtime/autograd.hpp"
 
 namespace dp_test {
 
 inline std::vector<double> values(std::size_t n, unsigned seed, double scale = 1e-3) {
-  std::vector<double> v(n);
-  unsigned s = seed * 2654435761u + 7;
-  for (double& x : v) {
-    s = s * 1664525u + 1013904223u;
-    x = static_cast<double>(static_cast<int>(s >> 9) % 2001 - 1000) * scale;
-  }
-  return v;
+  return test_values::values<double>(n, seed, scale);
+}
+
+/// |a − b| ≤ tol·(1 + |b|) element by element (the relative-or-absolute tolerance of the
+/// comparisons with one-device training).
+inline void close(const std::vector<double>& a, const std::vector<double>& b, double tol) {
+  REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) CHECK(std::abs(a[i] - b[i]) <= tol * (1 + std::abs(b[i])));
 }
 
 // Sizes: 10 samples of 4 features, hidden 6, 3 outputs (10 rows over 4 ranks: 3, 3, 3, 1).

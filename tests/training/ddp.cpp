@@ -16,12 +16,14 @@ namespace {
 using namespace spmd;
 namespace rt = spmd::runtime;
 namespace sim = spmd::sim;
+using dp_test::close;
 using dp_test::batch, dp_test::in, dp_test::hidden, dp_test::out;
 
 struct trained {
   std::vector<double> w1, b1, w2, b2;
   std::vector<double> losses;
   std::vector<int> collectives;  // per step
+  rt::training_bytes held;       // rank 0's after the last step, gradients still held
 };
 
 /// Three steps of SGD(momentum) on mesh<N>, data sharded over it, parameters replicated;
@@ -57,6 +59,7 @@ trained train() {
     }
     r.collectives.push_back(comm.count(step_kind::all_reduce));
     opt.step();
+    r.held = opt.bytes_of_rank(0);
     opt.zero_grad();
   }
   r.w1 = w1.full_tensor();
@@ -64,11 +67,6 @@ trained train() {
   r.w2 = w2.full_tensor();
   r.b2 = b2.full_tensor();
   return r;
-}
-
-void close(const std::vector<double>& a, const std::vector<double>& b, double tol) {
-  REQUIRE(a.size() == b.size());
-  for (std::size_t i = 0; i < a.size(); ++i) CHECK(std::abs(a[i] - b[i]) <= tol * (1 + std::abs(b[i])));
 }
 
 }  // namespace
@@ -109,6 +107,12 @@ TEST_CASE("ddp: the one-device parameters after three steps, one all_reduce per 
   CHECK(per_param.collectives == std::vector<int>{4, 4, 4});
   CHECK(one_bucket.collectives == std::vector<int>{1, 1, 1});
   CHECK(two_buckets.collectives == std::vector<int>{2, 2, 2});
+  // Every rank holds every parameter, its gradient and its momentum buffer.
+  constexpr std::size_t param_bytes = (hidden * in + hidden + out * hidden + out) * sizeof(double);
+  CHECK(one_bucket.held.parameters == param_bytes);
+  CHECK(one_bucket.held.gradients == param_bytes);
+  CHECK(one_bucket.held.state == param_bytes);
+  CHECK(one_bucket.held.total() == 3 * param_bytes);
 }
 
 TEST_CASE("ddp: an unused parameter gets no gradient, the others are reduced when backward ends", "[ddp]") {

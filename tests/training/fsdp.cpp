@@ -17,6 +17,7 @@ namespace {
 using namespace spmd;
 namespace rt = spmd::runtime;
 namespace sim = spmd::sim;
+using dp_test::close;
 using dp_test::batch, dp_test::in, dp_test::hidden, dp_test::out;
 
 struct trained {
@@ -25,10 +26,6 @@ struct trained {
   std::vector<int> gathers, scatters, all_reduces;  // per step
 };
 
-void close(const std::vector<double>& a, const std::vector<double>& b, double tol) {
-  REQUIRE(a.size() == b.size());
-  for (std::size_t i = 0; i < a.size(); ++i) CHECK(std::abs(a[i] - b[i]) <= tol * (1 + std::abs(b[i])));
-}
 void close_all(const trained& a, const trained& b, double tol) {
   close(a.w1, b.w1, tol);
   close(a.b1, b.b1, tol);
@@ -115,8 +112,14 @@ trained fsdp_1d(bool reshard_after_forward, bool prefetch = false) {
                               decltype(down)::collectives_per_step(reshard_after_forward));
     // The gradients, and so the optimizer's state, are sharded as the parameters are.
     static_assert(std::is_same_v<decltype(w1)::grad_layout, decltype(w1)::layout_type>);
-    CHECK(w1.grad().bytes_held() < hidden * in * sizeof(double) * 4);
     opt.step();
+    // Rank 0 holds its rows: w1 2×4, b1 2, w2 1×6, b2 1; AdamW's state twice that; rank 3
+    // holds no row of any parameter (6 and 3 rows over 4 ranks).
+    constexpr std::size_t rank0 = (2 * 4 + 2 + 1 * 6 + 1) * sizeof(double);
+    CHECK(opt.bytes_of_rank(0).parameters == rank0);
+    CHECK(opt.bytes_of_rank(0).gradients == rank0);
+    CHECK(opt.bytes_of_rank(0).state == 2 * rank0);
+    CHECK(opt.bytes_of_rank(3).total() == 0);
     opt.zero_grad();
   }
   r.w1 = w1.full_tensor(), r.b1 = b1.full_tensor(), r.w2 = w2.full_tensor(), r.b2 = b2.full_tensor();

@@ -22,6 +22,7 @@ namespace {
 using namespace spmd;
 namespace rt = spmd::runtime;
 namespace sim = spmd::sim;
+using dp_test::close;
 using dp_test::batch, dp_test::in, dp_test::hidden, dp_test::out;
 
 std::string temp_path(const std::string& name) {
@@ -93,11 +94,6 @@ struct model {
 template <class M, mode Mode>
 auto adamw_of(model<M, Mode>& m) {
   return rt::adamw({.lr = 0.01}, m.w1, m.b1, m.w2, m.b2);
-}
-
-void close(const std::vector<double>& a, const std::vector<double>& b, double tol) {
-  REQUIRE(a.size() == b.size());
-  for (std::size_t i = 0; i < a.size(); ++i) CHECK(std::abs(a[i] - b[i]) <= tol * (1 + std::abs(b[i])));
 }
 
 }  // namespace

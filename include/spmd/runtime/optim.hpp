@@ -222,11 +222,21 @@ class param_group {
   /// One update of every parameter that has a gradient (one without is skipped, as torch does).
   void step() {
     auto& self = static_cast<Derived&>(*this);
+    using first = std::tuple_element_t<0, std::tuple<Ps...>>;
+    using T0 = typename first::element_type;
     // The gradients in the parameters' layouts live until a device launch has read them.
     std::tuple<std::optional<typename Ps::value_type>...> grads;
-    typename Derived::batch_type batch;
+    fused_batch<typename first::backend_type, T0, typename Derived::template coeffs<T0>> batch;
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (self.template update<I>(std::get<I>(grads), batch), ...);
+      (
+          [&] {
+            auto& p = std::get<I>(params_);
+            if (!p.has_grad()) return;  // skipped, as torch does
+            auto& g = std::get<I>(grads);
+            g.emplace(in_param_layout<std::remove_cvref_t<decltype(p)>>(p.grad()));
+            self.template update<I>(p, *g, batch);
+          }(),
+          ...);
     }(std::index_sequence_for<Ps...>{});
     batch.launch();
   }
@@ -301,17 +311,13 @@ class sgd : public optim_detail::param_group<sgd<Ps...>, Ps...> {
   std::size_t state_tensors() const { return std::get<I>(buffers_) ? 1 : 0; }
 
  private:
-  using first_param = std::tuple_element_t<0, std::tuple<Ps...>>;
-  using batch_type = optim_detail::fused_batch<typename first_param::backend_type, typename first_param::element_type,
-                                               optim_math::sgd_coeffs<typename first_param::element_type>>;
+  template <class T>
+  using coeffs = optim_math::sgd_coeffs<T>;
 
-  template <std::size_t I, class G>
-  void update(std::optional<G>& g, batch_type& batch) {
-    auto& p = std::get<I>(this->params_);
-    using V = std::remove_cvref_t<decltype(p)>;
+  /// Parameter I's update with its gradient g in its layout (param_group::step).
+  template <std::size_t I, class V, class G, class Batch>
+  void update(V& p, const G& g, Batch& batch) {
     using T = typename V::element_type;
-    if (!p.has_grad()) return;
-    g.emplace(optim_detail::in_param_layout<V>(p.grad()));
     optim_math::sgd_coeffs<T> c;
     c.decays = opt_.weight_decay != 0;
     c.weight_decay = static_cast<T>(opt_.weight_decay);
@@ -326,7 +332,7 @@ class sgd : public optim_detail::param_group<sgd<Ps...>, Ps...> {
       c.first = true;  // the buffer starts as the gradient (its zeros are not used)
       buf.emplace(factories<typename V::backend_type>::template full<T>(T(0), p.layout()));
     }
-    optim_detail::update_blocks(p.value(), *g, c.has_momentum ? &*buf : nullptr,
+    optim_detail::update_blocks(p.value(), g, c.has_momentum ? &*buf : nullptr,
                                 static_cast<typename V::value_type*>(nullptr), c, batch);
   }
 
@@ -377,17 +383,13 @@ class adamw : public optim_detail::param_group<adamw<Ps...>, Ps...> {
   std::size_t state_tensors() const { return std::get<I>(states_) ? 2 : 0; }
 
  private:
-  using first_param = std::tuple_element_t<0, std::tuple<Ps...>>;
-  using batch_type = optim_detail::fused_batch<typename first_param::backend_type, typename first_param::element_type,
-                                               optim_math::adamw_coeffs<typename first_param::element_type>>;
+  template <class T>
+  using coeffs = optim_math::adamw_coeffs<T>;
 
-  template <std::size_t I, class G>
-  void update(std::optional<G>& g, batch_type& batch) {
-    auto& p = std::get<I>(this->params_);
-    using V = std::remove_cvref_t<decltype(p)>;
+  /// Parameter I's update with its gradient g in its layout (param_group::step).
+  template <std::size_t I, class V, class G, class Batch>
+  void update(V& p, const G& g, Batch& batch) {
     using T = typename V::element_type;
-    if (!p.has_grad()) return;
-    g.emplace(optim_detail::in_param_layout<V>(p.grad()));
     auto& s = std::get<I>(states_);
     if (!s) {
       using F = factories<typename V::backend_type>;
@@ -405,7 +407,7 @@ class adamw : public optim_detail::param_group<adamw<Ps...>, Ps...> {
     c.bc2_sqrt = static_cast<T>(std::sqrt(bc2));
     c.eps = static_cast<T>(opt_.eps);
     c.step_size = static_cast<T>(opt_.lr / bc1);
-    optim_detail::update_blocks(p.value(), *g, &s->exp_avg, &s->exp_avg_sq, c, batch);
+    optim_detail::update_blocks(p.value(), g, &s->exp_avg, &s->exp_avg_sq, c, batch);
   }
 
   adamw_options opt_;
