@@ -63,3 +63,14 @@ TEST_CASE("bmm: gradients over the batch, row and inner placements", "[autograd]
         [&](auto x, auto w) { return rt::sum<>(rt::bmm(x, w) * c); }, {a, b});
   });
 }
+
+TEST_CASE("bmm with two batch dims: gradients with (batch, heads) on (dp, tp)", "[autograd][matmul]") {
+  using M = mesh<2, 2>;
+  const auto a = gradcheck::values(2 * 2 * 3 * 4, 12), b = gradcheck::values(2 * 2 * 4 * 3, 13);
+  using LC = L<M, placements<replicate, replicate>, 2, 2, 3, 3>;
+  const auto c = gradcheck::weights<LC>(14);
+  gradcheck::check<L<M, placements<shard<0>, shard<1>>, 2, 2, 3, 4>, L<M, placements<shard<0>, shard<1>>, 2, 2, 4, 3>>(
+      [&](auto x, auto w) { return rt::sum<>(rt::bmm(x, w) * c); }, {a, b});
+  gradcheck::check<L<M, placements<replicate, shard<3>>, 2, 2, 3, 4>, L<M, placements<shard<1>, replicate>, 2, 2, 4, 3>>(
+      [&](auto x, auto w) { return rt::sum<>(rt::bmm(x, w) * c); }, {a, b});
+}

@@ -4,6 +4,8 @@
 //   matmul_t x (m, k) @ w (n, k)^T          "mk,nk->mn"   (linear's x · Wᵀ, no transpose made)
 //   t_matmul x (k, m)^T @ w (k, n)          "km,kn->mn"   (a weight's gradient, gᵀ · x, no transpose made)
 //   bmm      x (b, m, k) @ w (b, k, n)      "bmk,bkn->bmn"
+//            x (a, b, m, k) @ w (a, b, k, n) "abmk,abkn->abmn" (two batch dims: attention's
+//                                           batch and heads, each sharded on its own mesh dim)
 //
 // The contracted factor k reduces with sum: sharding it on a mesh dim gives a P(sum) output
 // (x S(1) @ w S(0) -> P(sum)). Products are linear in each input, so one input may hold a
@@ -69,13 +71,17 @@ struct t_matmul {
 
 struct bmm {
   static constexpr const char* name = "bmm";
-  static constexpr op_rule rule(const op_context&) {
-    return matmul_detail::bilinear("bmk,bkn->bmn");
+  static constexpr op_rule rule(const op_context& c) {
+    return matmul_detail::bilinear(c.in_shape[0].size() == 4 ? "abmk,abkn->abmn" : "bmk,bkn->bmn");
   }
   static constexpr shape_vec out_shape(const svec<shape_vec, max_op_inputs>& in) {
-    matmul_detail::shared_extent(in[0][0], in[1][0], "bmm (batch)");
-    matmul_detail::shared_extent(in[0][2], in[1][1], name);
-    return shape_vec{{in[0][0], in[0][1], in[1][2]}, 3};
+    const int r = in[0].size();
+    shape_vec out{};
+    for (int d = 0; d + 2 < r; ++d) out.push_back(matmul_detail::shared_extent(in[0][d], in[1][d], "bmm (batch)"));
+    matmul_detail::shared_extent(in[0][r - 1], in[1][r - 2], name);
+    out.push_back(in[0][r - 2]);
+    out.push_back(in[1][r - 1]);
+    return out;
   }
 };
 

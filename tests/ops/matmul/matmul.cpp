@@ -102,3 +102,33 @@ TEST_CASE("bmm", "[matmul]") {
     op_test::check_close(sim::bmm(x, sim::distribute_tensor<LB>(b.data)), want, 1e-12);
   });
 }
+
+TEST_CASE("bmm with two batch dims: attention's (batch, heads) sharded on (dp, tp)", "[matmul]") {
+  using Mesh = mesh<2, 2>;
+  // (batch 3, heads 2, m 4, k 5) @ (3, 2, 5, 3): batch uneven on dp.
+  const auto a = op_test::random<double>({3, 2, 4, 5}, 23), b = op_test::random<double>({3, 2, 5, 3}, 24);
+  auto want = host_tensor<double>::zeros({3, 2, 4, 3});
+  for (index_t q = 0; q < 3; ++q)
+    for (index_t h = 0; h < 2; ++h)
+      for (index_t i = 0; i < 4; ++i)
+        for (index_t j = 0; j < 3; ++j) {
+          double s = 0;
+          for (index_t p = 0; p < 5; ++p) s += a.at({q, h, i, p}) * b.at({q, h, p, j});
+          want.at({q, h, i, j}) = s;
+        }
+  auto check = [&]<class PA, class PB>() {
+    INFO("x " << op_test::placements_text<PA>() << " w " << op_test::placements_text<PB>());
+    const auto x = sim::distribute_tensor<layout<Mesh, PA, extents<3, 2, 4, 5>>>(a.data);
+    const auto w = sim::distribute_tensor<layout<Mesh, PB, extents<3, 2, 5, 3>>>(b.data);
+    op_test::check_close(sim::bmm(x, w), want, 1e-12);
+  };
+  using BH = placements<shard<0>, shard<1>>;  // batch on dp, heads on tp: no communication
+  check.template operator()<BH, BH>();
+  using Bv = decltype(sim::bmm(sim::distribute_tensor<layout<Mesh, BH, extents<3, 2, 4, 5>>>(a.data),
+                               sim::distribute_tensor<layout<Mesh, BH, extents<3, 2, 5, 3>>>(b.data)));
+  static_assert(std::is_same_v<typename Bv::placements_type, BH>);
+  check.template operator()<placements<shard<1>, shard<2>>, placements<replicate, replicate>>();
+  check.template operator()<placements<shard<3>, replicate>, placements<shard<2>, shard<0>>>();  // inner k: P(sum)
+  check.template operator()<placements<partial<reduce_op::sum>, shard<0>>, placements<replicate, shard<0>>>();
+  check.template operator()<placements<replicate, replicate>, placements<shard<3>, shard<1>>>();
+}

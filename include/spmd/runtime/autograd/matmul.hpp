@@ -51,8 +51,9 @@ auto bmm(const X& x, const W& w) {
       std::move(y), "bmm",
       [x = autograd_detail::keep(x), w = autograd_detail::keep(w)](const auto& g) {
         using namespace autograd_detail;
-        if (wants(x)) send(x, runtime::bmm(g, runtime::transpose<1, 2>(w.value())));
-        if (wants(w)) send(w, runtime::bmm(runtime::transpose<1, 2>(x.value()), g));
+        constexpr int r = static_cast<int>(std::remove_cvref_t<decltype(g)>::rank);  // 3 or 4
+        if (wants(x)) send(x, runtime::bmm(g, runtime::transpose<r - 2, r - 1>(w.value())));
+        if (wants(w)) send(w, runtime::bmm(runtime::transpose<r - 2, r - 1>(x.value()), g));
       },
       x, w);
 }

@@ -69,7 +69,11 @@ struct op_kernel<ops::bmm> {
   template <class T>
   static void run(const ops::bmm&, strided_view<T> out, const op_rank_info&,
                   strided_view<const T> a, strided_view<const T> b) {
-    const index_t nb = a.extent(0), m = a.extent(1), k = a.extent(2), n = b.extent(2);
+    // The leading (batch) dims of a contiguous block are one batch.
+    const int r = static_cast<int>(a.extents().size());
+    const index_t m = a.extent(r - 2), k = a.extent(r - 1), n = b.extent(r - 1);
+    index_t nb = 1;
+    for (int d = 0; d + 2 < r; ++d) nb *= a.extent(d);
     for (index_t i = 0; i < nb; ++i)
       detail::gemm(out.data() + i * m * n, a.data() + i * m * k, b.data() + i * k * n, m, n, k,
                    false, false);
@@ -105,14 +109,17 @@ auto t_matmul(const dtensor<T, LX, Bk>& x, const dtensor<T, LW, Bk>& w) {
   return apply<Forced>(ops::t_matmul{}, x, w);
 }
 
-/// x (b, m, k) @ w (b, k, n).
+/// x (b, m, k) @ w (b, k, n), or with two batch dims: x (a, b, m, k) @ w (a, b, k, n).
 template <class Forced = void, element T, class LX, class LW, class Bk>
 auto bmm(const dtensor<T, LX, Bk>& x, const dtensor<T, LW, Bk>& w) {
-  static_assert(LX::rank == 3 && LW::rank == 3, "spmd::bmm: both operands must be 3-d (batch, m, k).");
-  static_assert(detail::extents_agree<typename LX::extents_type, 0, typename LW::extents_type, 0>(),
+  static_assert((LX::rank == 3 || LX::rank == 4) && LW::rank == LX::rank,
+                "spmd::bmm: both operands must be 3-d (batch, m, k) or both 4-d (batch, batch, m, k).");
+  constexpr int r = static_cast<int>(LX::rank);
+  static_assert(detail::extents_agree<typename LX::extents_type, 0, typename LW::extents_type, 0>() &&
+                    detail::extents_agree<typename LX::extents_type, r - 3, typename LW::extents_type, r - 3>(),
                 "spmd::bmm: the batch dims differ.");
-  static_assert(detail::extents_agree<typename LX::extents_type, 2, typename LW::extents_type, 1>(),
-                "spmd::bmm: the inner dims differ (x's dim 2 and w's dim 1).");
+  static_assert(detail::extents_agree<typename LX::extents_type, r - 1, typename LW::extents_type, r - 2>(),
+                "spmd::bmm: the inner dims differ (x's last dim and w's second to last).");
   return apply<Forced>(ops::bmm{}, x, w);
 }
 

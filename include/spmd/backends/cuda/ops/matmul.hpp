@@ -78,7 +78,11 @@ struct device_op<spmd::ops::bmm> {
   template <class T, class Off>
   static void run(const spmd::ops::bmm&, device_set<T>& out, Off&, const device_set<T>& a, const device_set<T>& b) {
     ops_detail::gemm_all(out, a, b, false, false, [](const shape_vec& sa, const shape_vec& sb) {
-      return ops_detail::gemm_dims{sa[1], sb[2], sa[2], sa[0]};
+      // The leading (batch) dims of a contiguous block are one batch.
+      const int r = sa.size();
+      index_t nb = 1;
+      for (int d = 0; d + 2 < r; ++d) nb *= sa[d];
+      return ops_detail::gemm_dims{sa[r - 2], sb[r - 1], sa[r - 1], nb};
     });
   }
 };
