@@ -29,28 +29,38 @@ namespace spmd::ops {
 
 namespace typed_detail {
 
-template <placement_kind K, int D, reduce_op Op>
+template <placement_kind K, int D, reduce_op Op, int Order>
 struct placement_type_of {
   using type = replicate;
 };
-template <int D, reduce_op Op>
-struct placement_type_of<placement_kind::shard, D, Op> {
-  using type = shard<D>;
+template <int D, reduce_op Op, int Order>
+struct placement_type_of<placement_kind::shard, D, Op, Order> {
+  using type = shard<D, Order>;
 };
-template <int D, reduce_op Op>
-struct placement_type_of<placement_kind::partial, D, Op> {
+template <int D, reduce_op Op, int Order>
+struct placement_type_of<placement_kind::partial, D, Op, Order> {
   using type = partial<Op>;
 };
 
-/// spmd::placements<...> of a constexpr placement_vec `H::value()` (default shard order:
-/// candidates only ever build default orders).
+/// spmd::placements<...> of a constexpr placement_vec `H::value()` (candidates only ever build
+/// default orders; a kept order comes from the inputs: see resolved::kept_out).
 template <class H, class Seq = std::make_index_sequence<static_cast<std::size_t>(H::value().size())>>
 struct placements_of;
 template <class H, std::size_t... I>
 struct placements_of<H, std::index_sequence<I...>> {
   using type = placements<typename placement_type_of<H::value()[I].kind, H::value()[I].dim,
-                                                     H::value()[I].op>::type...>;
+                                                     H::value()[I].op, H::value()[I].order>::type...>;
 };
+
+/// `s` with each tensor dim's shards in the default order (mesh-dim order).
+constexpr layout_spec default_order_of(layout_spec s) {
+  for (int d = 0; d < s.tensor_rank; ++d) {
+    int pos = 0;
+    for (int m = 0; m < s.placements.size(); ++m)
+      if (s.placements[m].is_shard(d)) s.placements[m].order = pos++;
+  }
+  return s;
+}
 
 template <class E>
 constexpr shape_vec static_shape() {
@@ -116,6 +126,82 @@ struct resolved {
                 "spmd: the forced output placements need one placement per mesh dim.");
 
   static constexpr resolution result = resolve(rule, context, forced_value, is_forced);
+
+  // Inputs that share one layout with a non-default shard order (FSDP × TP's strided
+  // Shard(0), DTensor's _StridedShard) keep it through ops that map the ordered dims to the
+  // output's dims one to one or reduce them (pointwise ops, reductions): candidates only
+  // build default orders, so without this every such op would move its inputs. The op is
+  // resolved as if the order were the default one; when nothing moves there, nothing moves
+  // here either, and the output's dims that come from ordered dims take their order (such an
+  // op does not care which global indices a rank's block holds, only that the blocks agree).
+  static constexpr bool ordered_inputs = [] {
+    const layout_spec first = context.in[0];
+    bool ordered = false;
+    for (int d = 0; d < first.tensor_rank; ++d) ordered = ordered || !first.default_order(d);
+    if (!ordered || is_forced) return false;
+    for (int i = 0; i < context.in.size(); ++i)
+      if (!(context.in[i] == first) || !(rule.in[i] == rule.in[0])) return false;
+    for (int d = 0; d < rule.in[0].size(); ++d) {  // an ordered dim's factor: kept in place or reduced
+      const int f = rule.in[0][d];
+      if (first.default_order(d)) continue;
+      if (f == no_factor || (op_rule::has(rule.out, f) && op_rule::dim_of(rule.out, f) < 0)) return false;
+    }
+    return true;
+  }();
+  static constexpr op_context plain_context = [] {
+    op_context c = context;
+    for (int i = 0; i < c.in.size(); ++i) c.in[i] = typed_detail::default_order_of(c.in[i]);
+    return c;
+  }();
+  static constexpr auto plain_resolution() {
+    if constexpr (ordered_inputs) return resolve(rule, plain_context, forced_value, false);
+    else return result;
+  }
+  static constexpr bool keeps_order = [] {
+    if constexpr (!ordered_inputs) {
+      return false;
+    } else {
+      constexpr resolution plain = plain_resolution();
+      if (!plain.ok()) return false;
+      for (int i = 0; i < plain_context.in.size(); ++i)
+        if (!propagate_detail::same_op_blocks(plain_context.in[i], plain.chosen.in[i])) return false;
+      return true;
+    }
+  }();
+  /// The kept-order output placements: the plain resolution's, with the orders of the
+  /// output dims that come from ordered input dims.
+  static constexpr placement_vec kept_out = [] {
+    if constexpr (!keeps_order) {
+      return placement_vec{};
+    } else {
+      const layout_spec first = context.in[0];
+      placement_vec out = plain_resolution().chosen.out.placements;
+      for (int m = 0; m < out.size(); ++m) {
+        if (!out[m].is_shard()) continue;
+        const int din = op_rule::dim_of(rule.in[0], rule.out[out[m].dim]);
+        out[m].order = din >= 0 && !first.default_order(din) ? first.placements[m].order : default_order;
+      }
+      // Positions 0..k-1 per tensor dim (a mesh dim of size 1 may have dropped a shard), and
+      // no positions at all where that is the default order (shard<D>, the canonical type).
+      for (int d = 0; d < static_cast<int>(out_shape.size()); ++d) {
+        int k = 0;
+        bool ascending = true;
+        for (int m = 0; m < out.size(); ++m)
+          if (out[m].is_shard(d) && out[m].order != default_order) {
+            int pos = 0;
+            for (int n = 0; n < out.size(); ++n)
+              pos += out[n].is_shard(d) && out[n].order != default_order && out[n].order < out[m].order;
+            ascending = ascending && pos == k;
+            out[m].order = pos;
+            ++k;
+          }
+        if (ascending)
+          for (int m = 0; m < out.size(); ++m)
+            if (out[m].is_shard(d)) out[m].order = default_order;
+      }
+      return out;
+    }
+  }();
   static_assert(result.error != resolve_error::arity,
                 "spmd: the inputs' dims do not match the operator's rule.");
   static_assert(result.error != resolve_error::forced_invalid,
@@ -126,10 +212,21 @@ struct resolved {
  private:
   template <std::size_t I>
   struct in_holder {
-    static constexpr placement_vec value() { return result.chosen.in[static_cast<int>(I)].placements; }
+    static constexpr placement_vec value() {
+      placement_vec p = result.chosen.in[static_cast<int>(I)].placements;
+      for (int m = 0; m < p.size(); ++m) p[m].order = default_order;
+      return p;
+    }
   };
   struct out_holder {
-    static constexpr placement_vec value() { return result.chosen.out.placements; }
+    static constexpr placement_vec value() {
+      placement_vec p = result.chosen.out.placements;
+      for (int m = 0; m < p.size(); ++m) p[m].order = default_order;
+      return p;
+    }
+  };
+  struct kept_out_holder {
+    static constexpr placement_vec value() { return kept_out; }
   };
   template <std::size_t I>
   using input_t = std::tuple_element_t<I, std::tuple<L...>>;
@@ -138,7 +235,7 @@ struct resolved {
   /// The placements input I runs with: its own when it already holds the blocks.
   template <std::size_t I>
   using input_placements = std::conditional_t<
-      propagate_detail::same_op_blocks(input_t<I>::spec(), result.chosen.in[static_cast<int>(I)]),
+      keeps_order || propagate_detail::same_op_blocks(input_t<I>::spec(), result.chosen.in[static_cast<int>(I)]),
       typename input_t<I>::placements_type, typename typed_detail::placements_of<in_holder<I>>::type>;
   template <std::size_t I>
   using input_layout = layout<mesh_type, input_placements<I>, typename input_t<I>::extents_type>;
@@ -146,7 +243,8 @@ struct resolved {
   static constexpr bool input_moves = !std::is_same_v<input_layout<I>, input_t<I>>;
 
   /// The placements the op computes in, and those of its result (the forced ones, if any).
-  using compute_placements = typename typed_detail::placements_of<out_holder>::type;
+  using compute_placements =
+      typename typed_detail::placements_of<std::conditional_t<keeps_order, kept_out_holder, out_holder>>::type;
   using out_placements = std::conditional_t<is_forced, Forced, compute_placements>;
   static constexpr bool output_moves = is_forced && !std::is_same_v<out_placements, compute_placements>;
 

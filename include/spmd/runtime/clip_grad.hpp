@@ -46,6 +46,60 @@ auto contribution(const G& g, bool inf) {
 
 }  // namespace clip_detail
 
+/// The total 2-norm of the gradients of `params` in one collective: each gradient's sum of
+/// squares is kept Partial(sum) on every mesh dim (a replicated dim takes the value on one
+/// member: a local step), the partials are added, and one all_reduce over the whole mesh
+/// makes the sum replicated; then its square root. clip_grad_norm_ (torch's norm of the
+/// norms, one all_reduce per sharded gradient) gives the same value up to rounding; a
+/// training loop that reads the norm every step (spmd-train) pays one collective for it.
+/// Parameters without a gradient are left out. Returns a replicated 0-d dtensor.
+template <class... Ps>
+  requires(sizeof...(Ps) > 0 && (is_variable<Ps> && ...))
+auto total_grad_norm(const Ps&... params) {
+  using First = std::tuple_element_t<0, std::tuple<Ps...>>;
+  using Mesh = typename First::mesh_type;
+  using T = typename First::element_type;
+  using B = typename First::backend_type;
+  static_assert(((std::is_same_v<typename Ps::mesh_type, Mesh> && std::is_same_v<typename Ps::element_type, T>) && ...),
+                "spmd::total_grad_norm: every parameter must be on one mesh with one element type.");
+  using R = typename detail::all_replicate<Mesh>::type;
+  using P = typename detail::all_partial<Mesh, reduce_op::sum>::type;
+  using Partial = dtensor<T, layout<Mesh, P, extents<>>, B>;
+  std::optional<Partial> acc;
+  auto fold = [&](const auto& p) {
+    if (!p.has_grad()) return;
+    const auto& g = p.grad();
+    // The reduction's own placements (Partial where g is sharded), then Replicate -> Partial
+    // (a local step): forcing the reduction's output instead can move g first.
+    Partial c = runtime::redistribute<P>(runtime::reduce<ops::reduce_kind::sum, over<>>(runtime::mul(g, g)));
+    if (!acc) acc.emplace(std::move(c));
+    else acc.emplace(runtime::add<P>(*acc, c));
+  };
+  (fold(params), ...);
+  if (!acc) return factories<B>::template full<T>(T(0), layout<Mesh, R, extents<>>{});
+  return runtime::sqrt(runtime::redistribute<R>(*acc));
+}
+
+/// Scales every gradient of `params` by min(max_norm / (total + 1e-6), 1), total a norm
+/// computed before (torch.nn.utils.clip_grads_with_norm_): clip_grad_norm_'s second half.
+template <class Scalar, class... Ps>
+  requires(sizeof...(Ps) > 0 && (is_variable<Ps> && ...))
+void clip_grads_with_norm_(double max_norm, const Scalar& total, Ps&... params) {
+  using T = typename Scalar::value_type;
+  if (!(max_norm >= 0))
+    throw std::invalid_argument("spmd::clip_grads_with_norm_: max_norm " + std::to_string(max_norm) + " is negative");
+  const Scalar coef = runtime::minimum(runtime::div(static_cast<T>(max_norm), runtime::add(total, static_cast<T>(1e-6))),
+                                       static_cast<T>(1));
+  auto scale = [&](auto& p) {
+    if (!p.has_grad()) return;
+    auto& g = p.grad();
+    using G = std::remove_cvref_t<decltype(g)>;
+    g = autograd_detail::relabel<typename G::layout_type>(
+        runtime::mul<typename G::layout_type::placements_type>(g, coef));
+  };
+  (scale(params), ...);
+}
+
 /// Scales the gradients of `params` (variables) so that their total norm (norm_type 2 or
 /// inf_norm) is at most max_norm; returns the total norm before clipping as a replicated 0-d
 /// dtensor. Parameters without a gradient are left out, as in torch.
@@ -78,16 +132,7 @@ auto clip_grad_norm_(double max_norm, double norm_type, Ps&... params) {
   if (!acc) return factories<B>::template full<T>(T(0), layout<Mesh, R, extents<>>{});
   Scalar total = inf ? std::move(*acc) : Scalar(runtime::sqrt(*acc));
   // clip_coef = max_norm / (total + 1e-6), clamped to at most 1; then every gradient times it.
-  const Scalar coef = runtime::minimum(runtime::div(static_cast<T>(max_norm), runtime::add(total, static_cast<T>(1e-6))),
-                                       static_cast<T>(1));
-  auto scale = [&](auto& p) {
-    if (!p.has_grad()) return;
-    auto& g = p.grad();
-    using G = std::remove_cvref_t<decltype(g)>;
-    g = autograd_detail::relabel<typename G::layout_type>(
-        runtime::mul<typename G::layout_type::placements_type>(g, coef));
-  };
-  (scale(params), ...);
+  clip_grads_with_norm_(max_norm, total, params...);
   return total;
 }
 

@@ -280,6 +280,15 @@ template <class Mesh, std::size_t... I>
 struct all_replicate<Mesh, std::index_sequence<I...>> {
   using type = placements<replicate_at<I>...>;
 };
+/// Partial(Op) on every dim of Mesh.
+template <std::size_t, reduce_op Op>
+using partial_at = partial<Op>;
+template <class Mesh, reduce_op Op, class = std::make_index_sequence<Mesh::ndim>>
+struct all_partial;
+template <class Mesh, reduce_op Op, std::size_t... I>
+struct all_partial<Mesh, Op, std::index_sequence<I...>> {
+  using type = placements<partial_at<I, Op>...>;
+};
 
 // The factories' element functions are named types, not lambdas: a lambda in a function
 // template is a new type for every layout, and so would be every instantiation of

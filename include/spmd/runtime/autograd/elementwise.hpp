@@ -53,6 +53,15 @@ auto operator-(const variable<T, L, B, GP>& x) {
   return neg(x);
 }
 
+/// x converted to element type U (torch's x.to(dtype)): the gradient is converted back to T.
+/// A bf16 model's logits go to float before the loss this way (torchtitan's loss does).
+template <element U, element T, class L, class B, class GP>
+auto cast(const variable<T, L, B, GP>& x) {
+  auto y = detail::cast_dtensor<U>(x.value());
+  return autograd_detail::make_result(
+      std::move(y), "cast", [x](const auto& g) { autograd_detail::send(x, detail::cast_dtensor<T>(g)); }, x);
+}
+
 // ---------------------------------------------------------------------------------------
 // Binary: two operands (a variable and a variable or dtensor), broadcasting
 // ---------------------------------------------------------------------------------------

@@ -3,8 +3,11 @@
 //
 //   auto l = cross_entropy<C>(logits, targets);                 // logits (N, C), targets (N)
 //   auto v = vocab_parallel_cross_entropy<C>(logits, targets);  // logits sharded on C: never gathered
+//   auto s = cross_entropy<V>(logits3, targets2);               // logits (B, T, V), targets (B, T)
 //
-// Both are the mean over rows of logsumexp(x_i) − x_{i, t_i} (torch's cross_entropy with
+// The class dim is the last (a language model's (batch, position, vocabulary) logits need no
+// flatten, which an uneven batch shard would not survive; torch puts it at dim 1 for 3-d
+// input, spmd chooses the last: docs/training.md). Both are the mean over rows of logsumexp(x_i) − x_{i, t_i} (torch's cross_entropy with
 // reduction='mean'), composed of operators, so their backward ((softmax − one_hot) / N) comes
 // from the same rules as everything else. cross_entropy goes through log_softmax, whose class
 // dim is never sharded: class-sharded logits are gathered first, as DTensor does outside
@@ -31,22 +34,24 @@ template <index_t C, class X, class Targets>
 constexpr void check_cross_entropy() {
   using LX = typename X::layout_type;
   using LT = typename Targets::layout_type;
-  static_assert(LX::rank == 2, "spmd::cross_entropy: the logits must be (rows, classes).");
-  static_assert(LT::rank == 1, "spmd::cross_entropy: the targets must be 1-d (one class per row).");
+  static_assert(LX::rank >= 2, "spmd::cross_entropy: the logits must be (rows..., classes).");
+  static_assert(LT::rank + 1 == LX::rank,
+                "spmd::cross_entropy: the targets must have the logits' dims but the last (one class per row).");
   static_assert(std::is_same_v<typename Targets::value_type, std::int32_t> ||
                     std::is_same_v<typename Targets::value_type, std::int64_t>,
                 "spmd::cross_entropy: the targets must be int32 or int64 class indices.");
-  static_assert(LX::extents_type::static_extent(1) == C,
-                "spmd::cross_entropy: C must be the logits' static class extent.");
+  static_assert(LX::extents_type::static_extent(LX::rank - 1) == C,
+                "spmd::cross_entropy: C must be the logits' static class extent (the last dim).");
 }
 }  // namespace autograd_detail
 
-/// mean_i(−log_softmax(x)_{i, t_i}): logits (N, C) and targets (N) in [0, C).
+/// mean_i(−log_softmax(x)_{i, t_i}): logits (N..., C) and targets (N...) in [0, C).
 template <index_t C, element T, class L, class B, class GP, element I, class LT>
 auto cross_entropy(const variable<T, L, B, GP>& logits, const dtensor<I, LT, B>& targets) {
   autograd_detail::check_cross_entropy<C, dtensor<T, L, B>, dtensor<I, LT, B>>();
+  constexpr int c = static_cast<int>(L::rank) - 1;
   const auto onehot = one_hot<T, C>(targets);
-  return -mean<>(sum<1>(log_softmax<1>(logits) * onehot));
+  return -mean<>(sum<c>(log_softmax<c>(logits) * onehot));
 }
 
 /// The same value, with logits sharded on the class dim kept so (loss_parallel): see above.
@@ -54,6 +59,7 @@ template <index_t C, element T, class L, class B, class GP, element I, class LT>
 auto vocab_parallel_cross_entropy(const variable<T, L, B, GP>& logits, const dtensor<I, LT, B>& targets) {
   autograd_detail::check_cross_entropy<C, dtensor<T, L, B>, dtensor<I, LT, B>>();
   using XP = typename L::placements_type;
+  constexpr int c = static_cast<int>(L::rank) - 1;
   // Row statistics (N values) are reduced explicitly and the logits' ops keep the logits'
   // placements, so the cost model cannot prefer gathering small logits.
   auto reduced = [](const auto& v) {
@@ -62,10 +68,10 @@ auto vocab_parallel_cross_entropy(const variable<T, L, B, GP>& logits, const dte
   };
   // The row max shifts the exponent only: logsumexp's gradient does not depend on it.
   const auto m = runtime::redistribute<default_grad_placements_t<
-      typename decltype(runtime::max<1>(logits.value(), keepdim))::placements_type>>(
-      runtime::max<1>(logits.value(), keepdim));
-  auto lse = log(reduced(sum<1>(exp(sub<XP>(logits, m)), keepdim))) + m;
-  auto picked = reduced(sum<1>(mul<XP>(logits, one_hot<T, C>(targets)), keepdim));
+      typename decltype(runtime::max<c>(logits.value(), keepdim))::placements_type>>(
+      runtime::max<c>(logits.value(), keepdim));
+  auto lse = log(reduced(sum<c>(exp(sub<XP>(logits, m)), keepdim))) + m;
+  auto picked = reduced(sum<c>(mul<XP>(logits, one_hot<T, C>(targets)), keepdim));
   return mean<>(lse - picked);
 }
 

@@ -126,7 +126,9 @@ auto embedding(const dtensor<I, LI, B>& indices, const variable<T, LW, B, GP>& w
       [indices, weight](const auto& g) {
         constexpr index_t V = LW::extents_type::static_extent(0);
         auto oh = runtime::one_hot<T, V>(indices);  // (idx..., V)
-        if constexpr (LI::rank == 1) {
+        if constexpr (LI::rank <= 2) {
+          // (n, V)ᵀ·(n, H), or (b, n, V)ᵀ·(b, n, H) contracting b and n: no flatten, which an
+          // uneven batch shard would not survive.
           autograd_detail::send(weight, runtime::t_matmul(oh, g));
         } else {
           constexpr int r = static_cast<int>(LI::rank);

@@ -16,6 +16,14 @@
 namespace spmd::runtime {
 
 namespace detail {
+/// The product of a local block's leading dims [0, n): the rows of one gemm over a contiguous
+/// batch of matrices.
+template <class V>
+index_t leading_elems(const V& v, int n) {
+  index_t p = 1;
+  for (int d = 0; d < n; ++d) p *= v.extent(d);
+  return p;
+}
 /// Two static extents that must agree (a dynamic one is checked at run time).
 template <class EA, std::size_t DA, class EB, std::size_t DB>
 constexpr bool extents_agree() {
@@ -30,7 +38,9 @@ struct op_kernel<ops::matmul> {
   template <class T>
   static void run(const ops::matmul&, strided_view<T> out, const op_rank_info&,
                   strided_view<const T> a, strided_view<const T> b) {
-    detail::gemm(out.data(), a.data(), b.data(), a.extent(0), b.extent(1), a.extent(1), false, false);
+    const int r = static_cast<int>(a.extents().size());  // 2, or 3: (b, m) are the rows
+    detail::gemm(out.data(), a.data(), b.data(), detail::leading_elems(a, r - 1), b.extent(1), a.extent(r - 1),
+                 false, false);
   }
 };
 template <>
@@ -39,7 +49,9 @@ struct op_kernel<ops::matmul_t> {
   template <class T>
   static void run(const ops::matmul_t&, strided_view<T> out, const op_rank_info&,
                   strided_view<const T> a, strided_view<const T> b) {
-    detail::gemm(out.data(), a.data(), b.data(), a.extent(0), b.extent(0), a.extent(1), false, true);
+    const int r = static_cast<int>(a.extents().size());  // 2, or 3: (b, m) are the rows
+    detail::gemm(out.data(), a.data(), b.data(), detail::leading_elems(a, r - 1), b.extent(0), a.extent(r - 1),
+                 false, true);
   }
 };
 template <>
@@ -48,7 +60,9 @@ struct op_kernel<ops::t_matmul> {
   template <class T>
   static void run(const ops::t_matmul&, strided_view<T> out, const op_rank_info&,
                   strided_view<const T> a, strided_view<const T> b) {
-    detail::gemm(out.data(), a.data(), b.data(), a.extent(1), b.extent(1), a.extent(0), true, false);
+    const int r = static_cast<int>(a.extents().size());  // 2, or 3: (b, k) are contracted
+    detail::gemm(out.data(), a.data(), b.data(), a.extent(r - 1), b.extent(r - 1), detail::leading_elems(a, r - 1),
+                 true, false);
   }
 };
 #if defined(SPMD_HAVE_CBLAS)
@@ -83,19 +97,21 @@ struct op_kernel<ops::bmm> {
 /// x (m, k) @ w (k, n).
 template <class Forced = void, element T, class LX, class LW, class Bk>
 auto matmul(const dtensor<T, LX, Bk>& x, const dtensor<T, LW, Bk>& w) {
-  static_assert(LX::rank == 2 && LW::rank == 2,
-                "spmd::matmul: both operands must be matrices (use bmm for batches).");
-  static_assert(detail::extents_agree<typename LX::extents_type, 1, typename LW::extents_type, 0>(),
-                "spmd::matmul: the inner dims differ (x's dim 1 and w's dim 0).");
+  static_assert((LX::rank == 2 || LX::rank == 3) && LW::rank == 2,
+                "spmd::matmul: x must be a matrix or a batch of them (b, m, k) and w a matrix (use bmm "
+                "for a batch of both).");
+  static_assert(detail::extents_agree<typename LX::extents_type, LX::rank - 1, typename LW::extents_type, 0>(),
+                "spmd::matmul: the inner dims differ (x's last dim and w's dim 0).");
   return apply<Forced>(ops::matmul{}, x, w);
 }
 
 /// x (m, k) @ w (n, k)ᵀ, without transposing w.
 template <class Forced = void, element T, class LX, class LW, class Bk>
 auto matmul_t(const dtensor<T, LX, Bk>& x, const dtensor<T, LW, Bk>& w) {
-  static_assert(LX::rank == 2 && LW::rank == 2, "spmd::matmul_t: both operands must be matrices.");
-  static_assert(detail::extents_agree<typename LX::extents_type, 1, typename LW::extents_type, 1>(),
-                "spmd::matmul_t: the inner dims differ (x's dim 1 and w's dim 1).");
+  static_assert((LX::rank == 2 || LX::rank == 3) && LW::rank == 2,
+                "spmd::matmul_t: x must be a matrix or a batch of them (b, m, k) and w a matrix.");
+  static_assert(detail::extents_agree<typename LX::extents_type, LX::rank - 1, typename LW::extents_type, 1>(),
+                "spmd::matmul_t: the inner dims differ (x's last dim and w's dim 1).");
   return apply<Forced>(ops::matmul_t{}, x, w);
 }
 
@@ -103,9 +119,12 @@ auto matmul_t(const dtensor<T, LX, Bk>& x, const dtensor<T, LW, Bk>& w) {
 /// gradient and the input where they lie.
 template <class Forced = void, element T, class LX, class LW, class Bk>
 auto t_matmul(const dtensor<T, LX, Bk>& x, const dtensor<T, LW, Bk>& w) {
-  static_assert(LX::rank == 2 && LW::rank == 2, "spmd::t_matmul: both operands must be matrices.");
-  static_assert(detail::extents_agree<typename LX::extents_type, 0, typename LW::extents_type, 0>(),
-                "spmd::t_matmul: the inner dims differ (x's dim 0 and w's dim 0).");
+  static_assert((LX::rank == 2 || LX::rank == 3) && LW::rank == LX::rank,
+                "spmd::t_matmul: both operands must be matrices, or both batches of them (b, k, m).");
+  static_assert(detail::extents_agree<typename LX::extents_type, 0, typename LW::extents_type, 0>() &&
+                    detail::extents_agree<typename LX::extents_type, LX::rank - 2, typename LW::extents_type,
+                                          LW::rank - 2>(),
+                "spmd::t_matmul: the contracted dims differ (all but the last of x and w).");
   return apply<Forced>(ops::t_matmul{}, x, w);
 }
 

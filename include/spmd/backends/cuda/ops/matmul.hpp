@@ -41,6 +41,13 @@ struct gemm_dims {
   index_t m, n, k, batch;
 };
 
+/// The product of a block's leading dims [0, n).
+inline index_t leading(const shape_vec& s, int n) {
+  index_t p = 1;
+  for (int d = 0; d < n; ++d) p *= s[d];
+  return p;
+}
+
 }  // namespace ops_detail
 
 template <>
@@ -48,7 +55,8 @@ struct device_op<spmd::ops::matmul> {
   template <class T, class Off>
   static void run(const spmd::ops::matmul&, device_set<T>& out, Off&, const device_set<T>& a, const device_set<T>& b) {
     ops_detail::gemm_all(out, a, b, false, false, [](const shape_vec& sa, const shape_vec& sb) {
-      return ops_detail::gemm_dims{sa[0], sb[1], sa[1], 1};
+      const int r = sa.size();  // (b, m) are the rows of one gemm
+      return ops_detail::gemm_dims{ops_detail::leading(sa, r - 1), sb[1], sa[r - 1], 1};
     });
   }
 };
@@ -58,7 +66,8 @@ struct device_op<spmd::ops::matmul_t> {
   template <class T, class Off>
   static void run(const spmd::ops::matmul_t&, device_set<T>& out, Off&, const device_set<T>& a, const device_set<T>& b) {
     ops_detail::gemm_all(out, a, b, false, true, [](const shape_vec& sa, const shape_vec& sb) {
-      return ops_detail::gemm_dims{sa[0], sb[0], sa[1], 1};
+      const int r = sa.size();
+      return ops_detail::gemm_dims{ops_detail::leading(sa, r - 1), sb[0], sa[r - 1], 1};
     });
   }
 };
@@ -68,7 +77,8 @@ struct device_op<spmd::ops::t_matmul> {
   template <class T, class Off>
   static void run(const spmd::ops::t_matmul&, device_set<T>& out, Off&, const device_set<T>& a, const device_set<T>& b) {
     ops_detail::gemm_all(out, a, b, true, false, [](const shape_vec& sa, const shape_vec& sb) {
-      return ops_detail::gemm_dims{sa[1], sb[1], sa[0], 1};
+      const int r = sa.size();  // (b, k) are contracted
+      return ops_detail::gemm_dims{sa[r - 1], sb[r - 1], ops_detail::leading(sa, r - 1), 1};
     });
   }
 };

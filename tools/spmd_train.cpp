@@ -1,0 +1,195 @@
+// spmd-train — trains one of two exactly specified models (tools/train/mlp.hpp, gpt.hpp) from
+// a safetensors file of initial parameters and one of data, and prints the loss of every step
+// (docs/training.md; the flags and the JSON fields are a contract):
+//
+//   spmd-train --model mlp|gpt --mesh M [--backend sim|mpi|cuda|nccl] [--dp fsdp|ddp]
+//              --init INIT.safetensors --data DATA.safetensors --steps N
+//              [--optimizer adamw|sgd] [--lr LR] [--dtype f32|bf16] [--clip C]
+//              [--save OUT.safetensors] [--checkpoint CK.safetensors --checkpoint-at K]
+//              [--resume CK.safetensors] [--json]
+//
+// --backend mpi and nccl run under `mpirun -np D*T`; the first process prints. Exit codes: 0
+// success, 2 bad input (a flag, a mesh not built, a file that does not fit the model; nothing
+// is written), 1 an unexpected failure. Errors go to stderr.
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <stdexcept>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "spmd/io/safetensors.hpp"
+#ifdef SPMD_TRAIN_MPI
+#include "spmd/backends/mpi/environment.hpp"
+#endif
+#ifdef SPMD_TRAIN_CUDA
+#include "spmd/backends/cuda/device.hpp"
+#endif
+#ifdef SPMD_TRAIN_NCCL
+#include "spmd/backends/nccl/environment.hpp"
+#endif
+
+#include "train/inputs.hpp"
+#include "train/instances.hpp"
+#include "train/report.hpp"
+
+namespace {
+
+using namespace spmd_train;
+
+constexpr int exit_bad_input = 2;
+
+/// Under mpirun every process parses the same flags: only the first reports a usage error.
+bool first_process() {
+  for (const char* v : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
+    if (const char* r = std::getenv(v)) return std::string(r) == "0";
+  return true;
+}
+
+void parse_mesh(train_options& o) {
+  const std::string& m = o.mesh;
+  auto number = [&](const std::string& s) {
+    if (s.empty() || s.size() > 6 || s.find_first_not_of("0123456789") != std::string::npos) return -1;
+    return std::stoi(s);
+  };
+  const auto x = m.find('x');
+  o.dp = number(x == std::string::npos ? m : m.substr(0, x));
+  o.tp = x == std::string::npos ? 1 : number(m.substr(x + 1));
+  if (o.dp < 1 || o.tp < 1)
+    throw usage_error("--mesh " + m + ": give N (data parallel over N) or DxT (data parallel over D, tensor "
+                      "parallel over T); the meshes built are " + meshes_built());
+}
+
+void check(train_options& o) {
+  auto one_of = [](const std::string& flag, const std::string& v, std::initializer_list<const char*> ok) {
+    std::string list;
+    for (const char* k : ok) {
+      if (v == k) return;
+      list += std::string(list.empty() ? "" : ", ") + k;
+    }
+    throw usage_error(flag + " " + v + ": choose one of " + list);
+  };
+  one_of("--model", o.model, {"mlp", "gpt"});
+  one_of("--backend", o.backend, {"sim", "mpi", "cuda", "nccl"});
+  one_of("--dp", o.dp_mode, {"fsdp", "ddp"});
+  one_of("--dtype", o.dtype, {"f32", "bf16"});
+  one_of("--optimizer", o.optimizer, {"adamw", "sgd"});
+  parse_mesh(o);
+  if (o.steps < 1) throw usage_error("--steps " + std::to_string(o.steps) + ": train at least one step");
+  if (!(o.lr > 0) || !std::isfinite(o.lr)) throw usage_error("--lr " + std::to_string(o.lr) + ": must be positive");
+  if (o.clip && (!(*o.clip > 0) || !std::isfinite(*o.clip)))
+    throw usage_error("--clip " + std::to_string(*o.clip) + ": must be positive");
+  if (o.dtype == "bf16" && o.dp_mode == "ddp")
+    throw usage_error("--dtype bf16 is FSDP's mixed precision (bf16 compute, f32 reduction and parameters): use it "
+                      "with --dp fsdp");
+  if (o.checkpoint.empty() != (o.checkpoint_at == 0))
+    throw usage_error("--checkpoint and --checkpoint-at go together: the file and the step after which it is written");
+  if (!o.checkpoint.empty() && (o.checkpoint_at < 1 || o.checkpoint_at > o.steps))
+    throw usage_error("--checkpoint-at " + std::to_string(o.checkpoint_at) + ": must be a step in 1.." +
+                      std::to_string(o.steps));
+  const model_spec spec = spec_of(o.model);
+  if (spec.heads > 0 && spec.heads % o.tp != 0)
+    throw usage_error("--mesh " + o.mesh + ": tensor parallel over " + std::to_string(o.tp) + " does not divide the " +
+                      std::to_string(spec.heads) + " heads of " + o.model + "; the meshes built are " + meshes_built());
+}
+
+int run(train_options& o, int& argc, char**& argv) {
+  check(o);
+  const train_fn fn = find_instance(o.model, o.backend, o.dp, o.tp);
+  if (!fn) {
+    if (!backend_built(o.backend))
+      throw usage_error("--backend " + o.backend + ": this build of spmd-train has " + backends_built() +
+                        " (docs/training.md says how to build the others)");
+    throw usage_error("--mesh " + o.mesh + " is not built; the meshes built are " + meshes_built());
+  }
+  const model_spec spec = spec_of(o.model);
+  const inputs in = read_inputs(o, spec);
+  if (!o.resume.empty()) (void)spmd::io::safetensors_file(o.resume);  // readable before anything runs
+  const int ranks = o.dp * o.tp;
+  auto train_and_report = [&] {
+    const train_result r = fn(o, in, spec);
+    if (r.prints) print_result(o, r);
+    return 0;
+  };
+  if (o.backend == "mpi" || o.backend == "nccl") {
+#ifdef SPMD_TRAIN_MPI
+    auto body = [&](int world, int rank) {
+      if (world != ranks) {
+        if (rank == 0)
+          std::fprintf(stderr, "spmd-train: --mesh %s needs %d processes (mpirun -np %d), this job has %d\n",
+                       o.mesh.c_str(), ranks, ranks, world);
+        return exit_bad_input;
+      }
+      try {
+        return train_and_report();
+      } catch (const std::exception& e) {  // a failure on one process ends the job
+        spmd::mpi::detail::abort_job(e.what(), dynamic_cast<const usage_error*>(&e) ||
+                                                       dynamic_cast<const spmd::io::checkpoint_error*>(&e)
+                                                   ? exit_bad_input
+                                                   : 1);
+      }
+    };
+#ifdef SPMD_TRAIN_NCCL
+    if (o.backend == "nccl") {
+      spmd::nccl::environment env(argc, argv);
+      return body(spmd::mpi::environment::size(), spmd::mpi::environment::rank());
+    }
+#endif
+    spmd::mpi::environment env(argc, argv);
+    return body(spmd::mpi::environment::size(), spmd::mpi::environment::rank());
+#endif
+  }
+#ifdef SPMD_TRAIN_CUDA
+  if (o.backend == "cuda") spmd::cuda::require_device("spmd-train --backend cuda");
+#endif
+  return train_and_report();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"spmd-train: train the mlp or gpt model on a device mesh and print every step's loss "
+               "(docs/training.md)"};
+  train_options o;
+  app.add_option("--model", o.model, "mlp or gpt")->required();
+  app.add_option("--mesh", o.mesh, "1, N (data parallel) or DxT (data x tensor parallel); built: " + meshes_built())
+      ->required();
+  app.add_option("--backend", o.backend, "sim (default), mpi, cuda or nccl (mpi, nccl: under mpirun -np D*T)");
+  app.add_option("--dp", o.dp_mode, "fsdp (default) or ddp: how the data-parallel dim holds the parameters");
+  app.add_option("--init", o.init, "safetensors file of the initial parameters (f32)")->required();
+  app.add_option("--data", o.data, "safetensors file of the batches")->required();
+  app.add_option("--steps", o.steps, "steps to train (in all, with --resume)")->required();
+  app.add_option("--optimizer", o.optimizer, "adamw (default: betas 0.9, 0.999, eps 1e-8, weight_decay 0.01) or sgd "
+                                             "(momentum 0.9)");
+  app.add_option("--lr", o.lr, "learning rate (default 0.01)");
+  app.add_option("--dtype", o.dtype, "f32 (default) or bf16 (FSDP mixed precision)");
+  app.add_option("--clip", o.clip, "clip the global gradient 2-norm to this before each step");
+  app.add_option("--save", o.save, "write the final parameters (f32) here");
+  app.add_option("--checkpoint", o.checkpoint, "write the training state here after --checkpoint-at steps");
+  app.add_option("--checkpoint-at", o.checkpoint_at, "the step after which --checkpoint is written");
+  app.add_option("--resume", o.resume, "continue from this training state, on any mesh");
+  app.add_flag("--json", o.json, "print one JSON object");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : exit_bad_input;
+  }
+  try {
+    return run(o, argc, argv);
+  } catch (const usage_error& e) {
+    if (first_process()) std::fprintf(stderr, "spmd-train: %s\n", e.what());
+    return exit_bad_input;
+  } catch (const spmd::io::checkpoint_error& e) {
+    if (first_process()) std::fprintf(stderr, "spmd-train: %s\n", e.what());
+    return exit_bad_input;
+  } catch (const std::invalid_argument& e) {
+    if (first_process()) std::fprintf(stderr, "spmd-train: %s\n", e.what());
+    return exit_bad_input;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "spmd-train: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,137 @@
+// tools/train/gpt.hpp — the gpt model of `spmd-train` (docs/training.md): vocabulary 64,
+// context 16, width 32, 4 heads of 8, 2 pre-norm blocks, batch 8.
+//
+//   h = wte[tokens] + wpe
+//   per block:  a = ln1(h);  q, k, v = a wqᵀ, a wkᵀ, a wvᵀ  (4 heads of 8)
+//               h = h + (softmax(q kᵀ / √8 + causal) v, heads concatenated) woᵀ
+//               h = h + gelu_tanh(ln2(h) w1ᵀ + b1) w2ᵀ + b2
+//   loss = cross_entropy(ln_f(h) lm_headᵀ, targets), mean over the 8 × 16 positions
+//
+// Tensor parallel (Megatron): wq, wk, wv column-parallel (the heads split over tp), wo
+// row-parallel, mlp.w1/b1 column, mlp.w2 row, lm_head split by vocabulary with the
+// vocabulary-parallel cross entropy (the logits are never gathered); the rest replicated on
+// tp. Attention is 4-d: (batch, heads, position, 8), batch on dp and heads on tp, so bmm's two
+// batch dims keep both sharded. Under FSDP the units are the embeddings, each block, and the
+// final norm with lm_head (torchtitan's wrapping).
+#pragma once
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+#include "model_common.hpp"
+
+namespace spmd_train {
+
+template <class Cfg>
+struct gpt_model {
+  static constexpr index_t vocab = 64, context = 16, width = 32, heads = 4, head_dim = 8, batch = 8;
+  static constexpr double ln_eps = 1e-5;
+  using Tc = typename Cfg::compute;
+  using col = typename Cfg::column;
+  using row = typename Cfg::row;
+  using rep = typename Cfg::replicated;
+  template <class Role, index_t... E>
+  using param = typename Cfg::template param<Role, E...>;
+  using act = typename Cfg::batch_placements;
+  static_assert(heads % Cfg::tp == 0, "spmd-train gpt: tp must divide the 4 heads");
+
+  struct block {
+    param<rep, width> ln1_w, ln1_b;
+    param<col, width, width> wq, wk, wv;
+    param<row, width, width> wo;
+    param<rep, width> ln2_w, ln2_b;
+    param<col, 4 * width, width> w1;
+    param<col, 4 * width> b1;
+    param<row, width, 4 * width> w2;
+    param<rep, width> b2;
+
+    auto params() { return std::tie(ln1_w, ln1_b, wq, wk, wv, wo, ln2_w, ln2_b, w1, b1, w2, b2); }
+    static block load(const inputs& in, int i) {
+      static constexpr const char* names[] = {"ln1.weight", "ln1.bias", "attn.wq", "attn.wk", "attn.wv", "attn.wo",
+                                              "ln2.weight", "ln2.bias", "mlp.w1",  "mlp.b1",  "mlp.w2",  "mlp.b2"};
+      const std::string p = "blocks." + std::to_string(i) + ".";
+      return [&]<std::size_t... I>(std::index_sequence<I...>) {
+        using all = decltype(std::declval<block&>().params());
+        return block{Cfg::template load<std::remove_cvref_t<std::tuple_element_t<I, all>>>(in, p + names[I])...};
+      }(std::make_index_sequence<12>{});
+    }
+  };
+
+  param<rep, vocab, width> wte;
+  param<rep, context, width> wpe;
+  std::array<block, 2> blocks;
+  param<rep, width> lnf_w, lnf_b;
+  param<col, vocab, width> lm_head;
+
+  static gpt_model load(const inputs& in) {
+    return {Cfg::template load<decltype(wte)>(in, "wte"), Cfg::template load<decltype(wpe)>(in, "wpe"),
+            {block::load(in, 0), block::load(in, 1)},
+            Cfg::template load<decltype(lnf_w)>(in, "ln_f.weight"), Cfg::template load<decltype(lnf_b)>(in, "ln_f.bias"),
+            Cfg::template load<decltype(lm_head)>(in, "lm_head")};
+  }
+  /// Every parameter, in the spec's order (the optimizer's, --save's).
+  auto params() {
+    return std::tuple_cat(std::tie(wte, wpe), blocks[0].params(), blocks[1].params(), std::tie(lnf_w, lnf_b, lm_head));
+  }
+
+  /// The causal mask: 0 on and below the diagonal, −inf above (replicated everywhere).
+  static auto causal_mask() {
+    std::vector<Tc> m(static_cast<std::size_t>(context * context));
+    for (index_t i = 0; i < context; ++i)
+      for (index_t j = 0; j < context; ++j)
+        m[static_cast<std::size_t>(i * context + j)] = j > i ? static_cast<Tc>(-std::numeric_limits<float>::infinity()) : Tc(0);
+    using L = spmd::layout<typename Cfg::mesh, spmd::placements<spmd::replicate, spmd::replicate>, spmd::extents<context, context>>;
+    return Cfg::factories::template distribute_tensor<L>(m);
+  }
+
+  /// (batch, context, width) -> (batch, heads, context, head_dim).
+  template <class Y>
+  static auto split_heads(const Y& y) {
+    return rt::permute<0, 2, 1, 3>(rt::reshape<batch, context, heads, head_dim>(y));
+  }
+
+  template <class H, class Mask, class... W>
+  static auto block_forward(const H& h, const Mask& mask, const W&... w) {
+    const auto& [ln1_w, ln1_b, wq, wk, wv, wo, ln2_w, ln2_b, w1, b1, w2, b2] = std::tie(w...);
+    auto a = rt::layer_norm<1>(h, ln1_w, ln1_b, ln_eps);
+    auto q = split_heads(rt::matmul_t(a, wq));
+    auto k = split_heads(rt::matmul_t(a, wk));
+    auto v = split_heads(rt::matmul_t(a, wv));
+    auto scores = rt::bmm(q, rt::transpose<2, 3>(k)) / std::sqrt(double(head_dim)) + mask;
+    auto o = rt::bmm(rt::softmax<3>(scores), v);
+    auto y = rt::reshape<batch, context, width>(rt::permute<0, 2, 1, 3>(o));
+    auto h1 = rt::add<act>(h, rt::matmul_t(y, wo));  // row-parallel: one all_reduce over tp
+    auto u = rt::gelu_tanh(rt::linear(rt::layer_norm<1>(h1, ln2_w, ln2_b, ln_eps), w1, b1));
+    return rt::add<act>(h1, rt::matmul_t(u, w2)) + b2;
+  }
+
+  /// Step s: the forward of its batch, then finish(loss) (the backward) while the FSDP units
+  /// or the DDP model live.
+  template <class Finish>
+  auto step(const inputs& in, std::int64_t s, Finish&& finish) {
+    const auto tokens = Cfg::template batch_of<std::int64_t, batch, context>(in.tokens, s);
+    const auto targets = Cfg::template batch_of<std::int64_t, batch, context>(in.targets, s);
+    const auto mask = causal_mask();
+    return Cfg::with_params(
+        std::make_tuple(std::tie(wte, wpe), blocks[0].params(), blocks[1].params(), std::tie(lnf_w, lnf_b, lm_head)),
+        [&](auto&& embed, auto&& block0, auto&& block1, auto&& head) {
+          auto h0 = embed([&](const auto& te, const auto& pe) { return rt::embedding(tokens, te) + pe; });
+          auto h1 = block0([&](const auto&... w) { return block_forward(h0, mask, w...); });
+          auto h2 = block1([&](const auto&... w) { return block_forward(h1, mask, w...); });
+          auto logits = head([&](const auto& g, const auto& b, const auto& lm) {
+            return rt::matmul_t(rt::layer_norm<1>(h2, g, b, ln_eps), lm);
+          });
+          if constexpr (std::is_same_v<Tc, float>) return rt::vocab_parallel_cross_entropy<vocab>(logits, targets);
+          else return rt::vocab_parallel_cross_entropy<vocab>(rt::cast<float>(logits), targets);
+        },
+        finish);
+  }
+};
+
+}  // namespace spmd_train

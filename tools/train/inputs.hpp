@@ -1,0 +1,49 @@
+// tools/train/inputs.hpp — the two safetensors files of `spmd-train`, read and checked before
+// any training starts: INIT (the parameters, f32, names and shapes of the model) and DATA
+// (one batch per step). Every problem is a usage_error naming the file, the tensor, what was
+// expected and what was found; nothing is written before they are all checked.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "options.hpp"
+
+namespace spmd_train {
+
+/// A parameter of a model: its name in INIT (and in --save, --checkpoint) and its shape.
+struct param_spec {
+  std::string name;
+  std::vector<std::int64_t> shape;
+};
+
+/// The model's fixed sizes and parameters (docs/training.md has the definitions).
+struct model_spec {
+  std::string name;
+  std::vector<param_spec> params;
+  // mlp: x (steps, batch, d_in) f32 and labels (steps, batch) int64 in [0, classes);
+  // gpt: tokens and targets (steps, batch, context) int64 in [0, vocab).
+  std::int64_t batch = 0, d_in = 0, classes = 0, context = 0, vocab = 0, heads = 0;
+};
+
+model_spec mlp_spec();
+model_spec gpt_spec();
+/// The spec of --model, or a usage_error.
+model_spec spec_of(const std::string& model);
+
+/// Everything training reads, on the host: the parameters by name and each step's batch.
+struct inputs {
+  std::map<std::string, std::vector<float>> params;
+  std::vector<float> x;                    // mlp
+  std::vector<std::int64_t> labels;        // mlp
+  std::vector<std::int64_t> tokens;        // gpt
+  std::vector<std::int64_t> targets;       // gpt
+  std::int64_t data_steps = 0;             // batches in DATA (at least --steps)
+};
+
+/// Reads and checks INIT and DATA for `spec` and `o.steps` steps.
+inputs read_inputs(const train_options& o, const model_spec& spec);
+
+}  // namespace spmd_train

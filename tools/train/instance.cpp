@@ -1,0 +1,38 @@
+// tools/train/instance.cpp — the training function of one (model, mesh, backend) triple:
+// meson compiles this file once per triple (tools/meson.build), with
+//   SPMD_TRAIN_MODEL    mlp or gpt            SPMD_TRAIN_D, SPMD_TRAIN_T   the mesh
+//   SPMD_TRAIN_BACKEND  sim, mpi, cuda, nccl  SPMD_TRAIN_BACKEND_TYPE      its backend type
+//   SPMD_TRAIN_BACKEND_HEADER                 the header that declares it
+// Variants: FSDP in f32 or bf16 (mixed precision), DDP in f32; the optimizer is AdamW or SGD.
+#include "instances.hpp"
+
+#include "gpt.hpp"
+#include "mlp.hpp"
+#include "trainer.hpp"
+
+#include SPMD_TRAIN_BACKEND_HEADER
+
+#define SPMD_TRAIN_JOIN(model, D, T, backend) train_##model##_##D##x##T##_##backend
+#define SPMD_TRAIN_FN(model, D, T, backend) SPMD_TRAIN_JOIN(model, D, T, backend)
+#define SPMD_TRAIN_MODEL_JOIN(model) model##_model
+#define SPMD_TRAIN_MODEL_T(model) SPMD_TRAIN_MODEL_JOIN(model)
+
+namespace spmd_train {
+
+namespace {
+
+template <class Cfg>
+using model_t = SPMD_TRAIN_MODEL_T(SPMD_TRAIN_MODEL)<Cfg>;
+using backend_t = SPMD_TRAIN_BACKEND_TYPE;
+constexpr int D = SPMD_TRAIN_D, T = SPMD_TRAIN_T;
+
+}  // namespace
+
+train_result SPMD_TRAIN_FN(SPMD_TRAIN_MODEL, SPMD_TRAIN_D, SPMD_TRAIN_T, SPMD_TRAIN_BACKEND)(
+    const train_options& o, const inputs& in, const model_spec& spec) {
+  if (o.dp_mode == "ddp") return train<model_t<config<D, T, backend_t, dp_kind::ddp, float>>>(o, in, spec);
+  if (o.dtype == "bf16") return train<model_t<config<D, T, backend_t, dp_kind::fsdp, spmd::bfloat16>>>(o, in, spec);
+  return train<model_t<config<D, T, backend_t, dp_kind::fsdp, float>>>(o, in, spec);
+}
+
+}  // namespace spmd_train

@@ -1,0 +1,122 @@
+// tools/train/model_common.hpp — what the two models share: the (dp, tp) mesh, how each
+// parameter is placed (its tensor-parallel role, and FSDP or DDP on dp), and how a step's
+// batch and the parameters are distributed.
+//
+// Placements, per parameter role (Megatron on tp; dp as FSDP2 / DDP hold it):
+//              tp            dp (fsdp)                     dp (ddp)
+//   column     Shard(0)      Shard(0), split after tp      Replicate
+//              (out features) (DTensor's _StridedShard)
+//   row        Shard(1)      Shard(0)                      Replicate
+//   replicated Replicate     Shard(0)                      Replicate
+// so that gathering dp (FSDP's unshard) gives the TP layout. Activations: the batch on dp,
+// replicated on tp except between a column- and a row-parallel layer.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "spmd/runtime/autograd.hpp"
+#include "spmd/runtime/data_parallel/ddp.hpp"
+#include "spmd/runtime/data_parallel/fully_shard.hpp"
+
+#include "inputs.hpp"
+
+namespace spmd_train {
+
+using spmd::index_t;
+namespace rt = spmd::runtime;
+
+enum class dp_kind { fsdp, ddp };
+
+/// A model's configuration: mesh D×T, backend B, how dp holds parameters, the compute type.
+template <int D, int T, class B, dp_kind Dp, class Compute>
+struct config {
+  static constexpr int dp = D, tp = T;
+  static constexpr dp_kind dp_mode = Dp;
+  using backend = B;
+  using compute = Compute;  // float, or bfloat16 (FSDP's mixed precision: f32 parameters)
+  using mesh = typename spmd::mesh<D, T>::template named<"dp", "tp">;
+  using factories = rt::factories<B>;
+  using policy = rt::mixed_precision<Compute, float>;
+
+  struct column {};
+  struct row {};
+  struct replicated {};
+  template <class Role>
+  using tp_placement = std::conditional_t<std::is_same_v<Role, column>,
+                                          std::conditional_t<Dp == dp_kind::fsdp, spmd::shard<0, 0>, spmd::shard<0>>,
+                                          std::conditional_t<std::is_same_v<Role, row>, spmd::shard<1>, spmd::replicate>>;
+  template <class Role>
+  using dp_placement = std::conditional_t<Dp == dp_kind::ddp, spmd::replicate,
+                                          std::conditional_t<std::is_same_v<Role, column>, spmd::shard<0, 1>, spmd::shard<0>>>;
+  template <class Role, index_t... E>
+  using param = rt::variable<float, spmd::layout<mesh, spmd::placements<dp_placement<Role>, tp_placement<Role>>,
+                                                 spmd::extents<E...>>, B>;
+
+  /// Activations and data: the batch (dim 0) on dp, replicated on tp.
+  using batch_placements = spmd::placements<spmd::shard<0>, spmd::replicate>;
+  template <class U, index_t... E>
+  using batch_tensor = rt::dtensor<U, spmd::layout<mesh, batch_placements, spmd::extents<E...>>, B>;
+
+  /// Parameter `name` from INIT, distributed into its layout and marked trainable.
+  template <class P>
+  static P load(const inputs& in, const std::string& name) {
+    using L = typename P::layout_type;
+    return rt::requires_grad(factories::template distribute_tensor<L>(in.params.at(name)), name);
+  }
+
+  /// Step s's slice of a per-step tensor (steps, E...) of the data, distributed, as U.
+  template <class U, index_t... E, class V>
+  static batch_tensor<U, E...> batch_of(const std::vector<V>& all, std::int64_t s) {
+    constexpr std::size_t n = (std::size_t{1} * ... * static_cast<std::size_t>(E));
+    const auto first = all.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(s) * n);
+    return factories::template distribute_tensor<typename batch_tensor<U, E...>::layout_type>(
+        std::vector<U>(first, first + static_cast<std::ptrdiff_t>(n)));
+  }
+
+  /// finish(f(unit...)): the parameters of `units` (tuples of parameters) as FSDP units,
+  /// or as DDP's views — the one place the two dp modes differ. f receives one callable per
+  /// unit, unit(g) = g(the unit's parameters as this step computes with them...) (FSDP: the
+  /// unit's forward, gathered), and returns the loss; finish(loss) runs the backward while
+  /// the units (or the DDP model) are alive.
+  template <class... Units, class F, class Finish>
+  static auto with_params(std::tuple<Units...> units, F&& f, Finish&& finish) {
+    if constexpr (Dp == dp_kind::fsdp) {
+      auto fs = std::apply(
+          [](auto&... u) {
+            return std::make_tuple(std::apply(
+                [](auto&... p) { return rt::fully_shard<0, policy>(rt::fsdp_options{}, p...); }, u)...);
+          },
+          units);
+      return finish(std::apply([&](auto&... unit) { return f([&unit](auto&& g) { return unit.forward(g); }...); }, fs));
+    } else {
+      static_assert(std::is_same_v<Compute, float>, "spmd-train: bf16 is FSDP's mixed precision");
+      auto all = std::apply([](auto&... u) { return std::tuple_cat(u...); }, units);
+      auto model = std::apply([](auto&... p) { return rt::ddp<0>(p...); }, all);
+      auto views = model.params();
+      // Each unit's callable applies g to that unit's slice of the views.
+      return finish(call_units(views, units, std::forward<F>(f), std::make_index_sequence<sizeof...(Units)>{}));
+    }
+  }
+
+ private:
+  template <class Views, class... Units, class F, std::size_t... U>
+  static auto call_units(const Views& views, const std::tuple<Units...>&, F&& f, std::index_sequence<U...>) {
+    constexpr std::array<std::size_t, sizeof...(Units)> size = {std::tuple_size_v<Units>...};
+    constexpr auto start = [&] {
+      std::array<std::size_t, sizeof...(Units)> s{};
+      for (std::size_t i = 1; i < s.size(); ++i) s[i] = s[i - 1] + size[i - 1];
+      return s;
+    }();
+    auto unit = [&views]<std::size_t First, std::size_t... I>(std::index_sequence<I...>) {
+      return [&views](auto&& g) { return g(std::get<First + I>(views)...); };
+    };
+    return f(unit.template operator()<start[U]>(std::make_index_sequence<size[U]>{})...);
+  }
+};
+
+}  // namespace spmd_train

@@ -1,0 +1,40 @@
+// tools/train/options.hpp — what `spmd-train` is asked to do, and the meshes it is built for.
+//
+// Every model is compiled once per mesh and backend (the mesh is a template parameter):
+// instances.hpp lists what this build has. A 1-d mesh N runs as N×1 (the tp dim of size 1
+// costs nothing: a plan over a dim of one rank has no steps), so both models have one code
+// path.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+namespace spmd_train {
+
+/// Bad input: the program exits 2 with this message, having written nothing.
+struct usage_error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct train_options {
+  std::string model;               // mlp, gpt
+  std::string mesh;                // as given: "8", "2x4"
+  int dp = 1, tp = 1;              // its sizes
+  std::string backend = "sim";     // sim, mpi, cuda, nccl
+  std::string dp_mode = "fsdp";    // fsdp, ddp
+  std::string init, data;          // safetensors files
+  std::int64_t steps = 0;
+  std::string optimizer = "adamw"; // adamw, sgd
+  double lr = 0.01;
+  std::string dtype = "f32";       // f32, bf16 (FSDP's mixed precision)
+  std::optional<double> clip;      // max global 2-norm
+  std::string save;                // final parameters
+  std::string checkpoint;          // training state after checkpoint_at steps
+  std::int64_t checkpoint_at = 0;
+  std::string resume;              // training state to continue from
+  bool json = false;
+};
+
+}  // namespace spmd_train

@@ -1,0 +1,68 @@
+// tools/train/report.cpp — see report.hpp.
+#include "report.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace spmd_train {
+
+namespace {
+
+/// A number with 9 significant digits, as JSON (a non-finite loss prints as a string: JSON
+/// has no NaN).
+std::string number(double v) {
+  if (std::isnan(v)) return "\"nan\"";
+  if (std::isinf(v)) return v > 0 ? "\"inf\"" : "\"-inf\"";
+  char b[32];
+  std::snprintf(b, sizeof b, "%.9g", v);
+  return b;
+}
+
+std::string list(const std::vector<double>& v) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + number(v[i]);
+  return s + "]";
+}
+
+std::string quoted(const std::string& s) { return "\"" + s + "\""; }
+
+}  // namespace
+
+void print_result(const train_options& o, const train_result& r) {
+  static constexpr const char* kinds[] = {"all_gather", "all_reduce", "reduce_scatter", "all_to_all"};
+  if (o.json) {
+    std::string j = "{";
+    j += "\"model\":" + quoted(o.model);
+    j += ",\"mesh\":" + quoted(o.mesh);
+    j += ",\"backend\":" + quoted(o.backend);
+    j += ",\"dp\":" + quoted(o.dp_mode);
+    j += ",\"dtype\":" + quoted(o.dtype);
+    j += ",\"optimizer\":" + quoted(o.optimizer);
+    j += ",\"lr\":" + number(o.lr);
+    j += ",\"steps\":" + std::to_string(o.steps);
+    j += ",\"losses\":" + list(r.losses);
+    j += ",\"grad_norms\":" + list(r.grad_norms);
+    j += ",\"bytes_per_rank\":" + std::to_string(r.bytes_per_rank);
+    j += ",\"collectives_per_step\":{";
+    for (int k = 0; k < 4; ++k) j += std::string(k ? "," : "") + quoted(kinds[k]) + ":" + std::to_string(r.collectives[k]);
+    j += "}}";
+    std::printf("%s\n", j.c_str());
+    return;
+  }
+  double ms = 0;
+  for (double t : r.step_ms) ms += t;
+  std::printf("\n%s on mesh %s (%s, %s, %s, %s, lr %g%s): %zu steps%s, loss %.9g -> %.9g, %.2f ms per step\n",
+              o.model.c_str(), o.mesh.c_str(), o.backend.c_str(), o.dp_mode.c_str(), o.dtype.c_str(),
+              o.optimizer.c_str(), o.lr, o.clip ? (", clip " + std::to_string(*o.clip)).c_str() : "",
+              r.losses.size(), r.first_step ? (" from step " + std::to_string(r.first_step)).c_str() : "",
+              r.losses.empty() ? NAN : r.losses.front(), r.losses.empty() ? NAN : r.losses.back(),
+              r.step_ms.empty() ? 0.0 : ms / static_cast<double>(r.step_ms.size()));
+  std::printf("bytes per rank (parameters + gradients + optimizer state, the most any rank holds): %lld\n",
+              static_cast<long long>(r.bytes_per_rank));
+  std::printf("collectives per step:");
+  for (int k = 0; k < 4; ++k) std::printf(" %s %d%s", kinds[k], r.collectives[k], k < 3 ? "," : "\n");
+}
+
+}  // namespace spmd_train

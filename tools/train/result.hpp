@@ -1,0 +1,21 @@
+// tools/train/result.hpp — what one run of `spmd-train` measured, for the table or the JSON.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+namespace spmd_train {
+
+struct train_result {
+  std::int64_t first_step = 0;          // 0, or the step a resumed run continued from
+  std::vector<double> losses;           // one per step run, from that step's forward
+  std::vector<double> grad_norms;       // global 2-norm of the gradients before clipping
+  std::vector<double> step_ms;          // wall time of each step (this process)
+  std::int64_t bytes_per_rank = 0;      // parameters + gradients + optimizer state, the most any rank holds
+  // Collectives of one step by kind (spmd-plan plan's names), as the last step ran them.
+  std::array<int, 4> collectives{};     // all_gather, all_reduce, reduce_scatter, all_to_all
+  bool prints = true;                   // this process reports (the first process of a job)
+};
+
+}  // namespace spmd_train
