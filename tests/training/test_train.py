@@ -5,7 +5,7 @@ usage: test_train.py GROUP SPMD_TRAIN MAKE_INPUTS MESHES [MPIRUN ARGS...]
 
 MESHES is the comma-separated list this build has (meson's train_meshes); cases on a mesh
 not built are left out, saying so. Groups:
-  curves   20 AdamW steps of mlp and gpt on meshes 8, 2x4 and 4x2, FSDP and DDP: every loss
+  curves   20 AdamW steps of mlp and gpt on meshes 3 (uneven), 8, 2x4 and 4x2, FSDP and DDP: every loss
            within 1e-5 relative of the one-device run, the final parameters (--save) within
            the tolerance below; the first loss against make_inputs.py's numpy forward (float64,
            written from the definitions alone); bf16 within 3e-2 of f32; the loss falls.
@@ -109,7 +109,7 @@ def curves(d):
         check(one["collectives_per_step"] == {"all_gather": 0, "all_reduce": 0, "reduce_scatter": 0, "all_to_all": 0},
               f"{model} on one device runs collectives: {one['collectives_per_step']}")
         worst_loss = worst_param = 0.0
-        for mesh in ("8", "2x4", "4x2"):
+        for mesh in ("3", "8", "2x4", "4x2"):
             if not built(mesh):
                 continue
             for dp in ("fsdp", "ddp"):
@@ -200,19 +200,15 @@ def errors(d):
     p0 = load_file(f.init)
     d0 = load_file(f.data)
 
-    def bad_init(name, change):
-        q = dict(p0)
+    def changed(base, name, change):
+        q = dict(base)
         change(q)
         path = os.path.join(d, name)
         save_file(q, path)
         return path
 
-    def bad_data(name, change):
-        q = dict(d0)
-        change(q)
-        path = os.path.join(d, name)
-        save_file(q, path)
-        return path
+    bad_init = lambda name, change: changed(p0, name, change)
+    bad_data = lambda name, change: changed(d0, name, change)
 
     missing = bad_init("missing.st", lambda q: q.pop("blocks.1.attn.wv"))
     shape = bad_init("shape.st", lambda q: q.update({"lm_head": np.zeros((64, 31), np.float32)}))

@@ -28,9 +28,17 @@
 
 namespace spmd_train {
 
-template <class Cfg>
+/// The gpt model's sizes: spmd-train's (the defaults), or wider ones for bench/train_step.
+template <index_t Vocab = 64, index_t Context = 16, index_t Width = 32, index_t Heads = 4, index_t Batch = 8>
+struct gpt_sizes {
+  static constexpr index_t vocab = Vocab, context = Context, width = Width, heads = Heads, batch = Batch;
+};
+
+template <class Cfg, class Sizes = gpt_sizes<>>
 struct gpt_model {
-  static constexpr index_t vocab = 64, context = 16, width = 32, heads = 4, head_dim = 8, batch = 8;
+  static constexpr index_t vocab = Sizes::vocab, context = Sizes::context, width = Sizes::width,
+                           heads = Sizes::heads, head_dim = width / heads, batch = Sizes::batch;
+  static_assert(width % heads == 0, "spmd-train gpt: the heads must split the width evenly");
   static constexpr double ln_eps = 1e-5;
   using Tc = typename Cfg::compute;
   using col = typename Cfg::column;
@@ -39,7 +47,7 @@ struct gpt_model {
   template <class Role, index_t... E>
   using param = typename Cfg::template param<Role, E...>;
   using act = typename Cfg::batch_placements;
-  static_assert(heads % Cfg::tp == 0, "spmd-train gpt: tp must divide the 4 heads");
+  static_assert(heads % Cfg::tp == 0, "spmd-train gpt: tp must divide the heads");
 
   struct block {
     param<rep, width> ln1_w, ln1_b;
@@ -75,9 +83,14 @@ struct gpt_model {
             Cfg::template load<decltype(lnf_w)>(in, "ln_f.weight"), Cfg::template load<decltype(lnf_b)>(in, "ln_f.bias"),
             Cfg::template load<decltype(lm_head)>(in, "lm_head")};
   }
-  /// Every parameter, in the spec's order (the optimizer's, --save's).
+  /// Every parameter, in the spec's order (the optimizer's, --save's): one flat tuple.
   auto params() {
-    return std::tuple_cat(std::tie(wte, wpe), blocks[0].params(), blocks[1].params(), std::tie(lnf_w, lnf_b, lm_head));
+    block& a = blocks[0];
+    block& b = blocks[1];
+    return std::tie(wte, wpe,  //
+                    a.ln1_w, a.ln1_b, a.wq, a.wk, a.wv, a.wo, a.ln2_w, a.ln2_b, a.w1, a.b1, a.w2, a.b2,
+                    b.ln1_w, b.ln1_b, b.wq, b.wk, b.wv, b.wo, b.ln2_w, b.ln2_b, b.w1, b.b1, b.w2, b.b2,
+                    lnf_w, lnf_b, lm_head);
   }
 
   /// The causal mask: 0 on and below the diagonal, −inf above (replicated everywhere).
@@ -118,8 +131,8 @@ struct gpt_model {
     const auto tokens = Cfg::template batch_of<std::int64_t, batch, context>(in.tokens, s);
     const auto targets = Cfg::template batch_of<std::int64_t, batch, context>(in.targets, s);
     const auto mask = causal_mask();
-    return Cfg::with_params(
-        std::make_tuple(std::tie(wte, wpe), blocks[0].params(), blocks[1].params(), std::tie(lnf_w, lnf_b, lm_head)),
+    return Cfg::template with_params<2, 12, 12, 3>(
+        params(),
         [&](auto&& embed, auto&& block0, auto&& block1, auto&& head) {
           auto h0 = embed([&](const auto& te, const auto& pe) { return rt::embedding(tokens, te) + pe; });
           auto h1 = block0([&](const auto&... w) { return block_forward(h0, mask, w...); });

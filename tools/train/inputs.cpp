@@ -15,12 +15,13 @@ model_spec mlp_spec() {
   return s;
 }
 
-model_spec gpt_spec() {
+model_spec gpt_spec(std::int64_t vocab, std::int64_t context, std::int64_t width, std::int64_t heads,
+                    std::int64_t batch) {
   model_spec s;
   s.name = "gpt";
-  s.batch = 8, s.context = 16, s.vocab = 64, s.heads = 4;
-  const std::int64_t c = 32;
-  s.params = {{"wte", {64, c}}, {"wpe", {16, c}}};
+  s.batch = batch, s.context = context, s.vocab = vocab, s.heads = heads;
+  const std::int64_t c = width;
+  s.params = {{"wte", {vocab, c}}, {"wpe", {context, c}}};
   for (int i = 0; i < 2; ++i) {
     const std::string b = "blocks." + std::to_string(i) + ".";
     s.params.push_back({b + "ln1.weight", {c}});
@@ -35,7 +36,7 @@ model_spec gpt_spec() {
   }
   s.params.push_back({"ln_f.weight", {c}});
   s.params.push_back({"ln_f.bias", {c}});
-  s.params.push_back({"lm_head", {64, c}});
+  s.params.push_back({"lm_head", {vocab, c}});
   return s;
 }
 

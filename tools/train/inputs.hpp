@@ -29,7 +29,9 @@ struct model_spec {
 };
 
 model_spec mlp_spec();
-model_spec gpt_spec();
+/// The gpt model's parameters; the defaults are spmd-train's sizes (bench/train_step widens them).
+model_spec gpt_spec(std::int64_t vocab = 64, std::int64_t context = 16, std::int64_t width = 32, std::int64_t heads = 4,
+                    std::int64_t batch = 8);
 /// The spec of --model, or a usage_error.
 model_spec spec_of(const std::string& model);
 

@@ -30,7 +30,10 @@ constexpr int D = SPMD_TRAIN_D, T = SPMD_TRAIN_T;
 
 train_result SPMD_TRAIN_FN(SPMD_TRAIN_MODEL, SPMD_TRAIN_D, SPMD_TRAIN_T, SPMD_TRAIN_BACKEND)(
     const train_options& o, const inputs& in, const model_spec& spec) {
-  if (o.dp_mode == "ddp") return train<model_t<config<D, T, backend_t, dp_kind::ddp, float>>>(o, in, spec);
+  // With D = 1 there is no data parallelism: DDP and FSDP over one rank are the same program
+  // (no dp collective, every parameter whole), so only FSDP's is compiled.
+  if constexpr (D > 1)
+    if (o.dp_mode == "ddp") return train<model_t<config<D, T, backend_t, dp_kind::ddp, float>>>(o, in, spec);
   if (o.dtype == "bf16") return train<model_t<config<D, T, backend_t, dp_kind::fsdp, spmd::bfloat16>>>(o, in, spec);
   return train<model_t<config<D, T, backend_t, dp_kind::fsdp, float>>>(o, in, spec);
 }

@@ -40,8 +40,8 @@ struct mlp_model {
   auto step(const inputs& in, std::int64_t s, Finish&& finish) {
     const auto x = Cfg::template batch_of<Tc, batch, d_in>(in.x, s);
     const auto labels = Cfg::template batch_of<std::int64_t, batch>(in.labels, s);
-    return Cfg::with_params(
-        std::make_tuple(std::tie(w1, b1), std::tie(w2, b2)),
+    return Cfg::template with_params<2, 2>(
+        params(),
         [&](auto&& up, auto&& down) {
           auto h = up([&](const auto& a, const auto& b) { return rt::relu(rt::linear(rt::as_variable(x), a, b)); });
           auto logits = down([&](const auto& a, const auto& b) {

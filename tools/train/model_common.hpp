@@ -78,45 +78,55 @@ struct config {
         std::vector<U>(first, first + static_cast<std::ptrdiff_t>(n)));
   }
 
-  /// finish(f(unit...)): the parameters of `units` (tuples of parameters) as FSDP units,
-  /// or as DDP's views — the one place the two dp modes differ. f receives one callable per
-  /// unit, unit(g) = g(the unit's parameters as this step computes with them...) (FSDP: the
-  /// unit's forward, gathered), and returns the loss; finish(loss) runs the backward while
-  /// the units (or the DDP model) are alive.
-  template <class... Units, class F, class Finish>
-  static auto with_params(std::tuple<Units...> units, F&& f, Finish&& finish) {
-    if constexpr (Dp == dp_kind::fsdp) {
-      auto fs = std::apply(
-          [](auto&... u) {
-            return std::make_tuple(std::apply(
-                [](auto&... p) { return rt::fully_shard<0, policy>(rt::fsdp_options{}, p...); }, u)...);
-          },
-          units);
-      return finish(std::apply([&](auto&... unit) { return f([&unit](auto&& g) { return unit.forward(g); }...); }, fs));
-    } else {
-      static_assert(std::is_same_v<Compute, float>, "spmd-train: bf16 is FSDP's mixed precision");
-      auto all = std::apply([](auto&... u) { return std::tuple_cat(u...); }, units);
-      auto model = std::apply([](auto&... p) { return rt::ddp<0>(p...); }, all);
-      auto views = model.params();
-      // Each unit's callable applies g to that unit's slice of the views.
-      return finish(call_units(views, units, std::forward<F>(f), std::make_index_sequence<sizeof...(Units)>{}));
-    }
-  }
-
- private:
-  template <class Views, class... Units, class F, std::size_t... U>
-  static auto call_units(const Views& views, const std::tuple<Units...>&, F&& f, std::index_sequence<U...>) {
-    constexpr std::array<std::size_t, sizeof...(Units)> size = {std::tuple_size_v<Units>...};
-    constexpr auto start = [&] {
-      std::array<std::size_t, sizeof...(Units)> s{};
+  /// finish(f(unit...)): the parameters (a flat tuple, `Sizes` of them per unit, in order) as
+  /// FSDP units or as DDP's views — the one place the two dp modes differ. f receives one
+  /// callable per unit, unit(g) = g(the unit's parameters as this step computes with them...)
+  /// (FSDP: the unit's forward, gathered), and returns the loss; finish(loss) runs the
+  /// backward while the units (or the DDP model) are alive. The parameters stay one flat
+  /// tuple (no tuple_cat of units: big tuples are what costs compile time here).
+  template <std::size_t... Sizes, class Params, class F, class Finish>
+  static auto with_params(const Params& params, F&& f, Finish&& finish) {
+    static_assert((Sizes + ...) == std::tuple_size_v<Params>, "spmd-train: the units must cover the parameters");
+    static constexpr std::array<std::size_t, sizeof...(Sizes)> size{Sizes...};
+    static constexpr auto start = [] {
+      std::array<std::size_t, sizeof...(Sizes)> s{};
       for (std::size_t i = 1; i < s.size(); ++i) s[i] = s[i - 1] + size[i - 1];
       return s;
     }();
-    auto unit = [&views]<std::size_t First, std::size_t... I>(std::index_sequence<I...>) {
-      return [&views](auto&& g) { return g(std::get<First + I>(views)...); };
-    };
-    return f(unit.template operator()<start[U]>(std::make_index_sequence<size[U]>{})...);
+    return [&]<std::size_t... U>(std::index_sequence<U...>) {
+      if constexpr (Dp == dp_kind::fsdp) {
+        auto make_unit = [&]<std::size_t First, std::size_t... I>(std::index_sequence<I...>) {
+          return rt::fully_shard<0, policy>(rt::fsdp_options{}, std::get<First + I>(params)...);
+        };
+        auto units = std::make_tuple(make_unit.template operator()<start[U]>(std::make_index_sequence<size[U]>{})...);
+        return finish(f([&u = std::get<U>(units)](auto&& g) { return u.forward(g); }...));
+      } else {
+        static_assert(std::is_same_v<Compute, float>, "spmd-train: bf16 is FSDP's mixed precision");
+        auto model = std::apply([](const auto&... p) { return rt::ddp<0>(p...); }, params);
+        const auto views = model.params();
+        auto slice = [&views]<std::size_t First, std::size_t... I>(std::index_sequence<I...>) {
+          return [&views](auto&& g) { return g(std::get<First + I>(views)...); };
+        };
+        return finish(f(slice.template operator()<start[U]>(std::make_index_sequence<size[U]>{})...));
+      }
+    }(std::make_index_sequence<sizeof...(Sizes)>{});
   }
 };
+
+/// One training step of `model` with `opt`: step s's forward and backward, the optimizer's
+/// step, zero_grad; returns the loss (bench/train_step, tests/training/train_cuda.cpp; the
+/// example writes the loop out, spmd-train adds the norm and clipping between).
+template <class Model, class Opt>
+double train_step(Model& model, Opt& opt, const inputs& in, std::int64_t s) {
+  double loss = 0;
+  model.step(in, s, [&](auto&& l) {
+    loss = static_cast<double>(l.full_tensor()[0]);
+    l.backward();
+    return 0;
+  });
+  opt.step();
+  opt.zero_grad();
+  return loss;
+}
 
 }  // namespace spmd_train

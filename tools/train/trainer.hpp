@@ -35,12 +35,6 @@ namespace spmd_train {
 
 namespace trainer_detail {
 
-template <class B>
-int process_rank() {
-  if constexpr (requires { B::process_rank(); }) return B::process_rank();
-  else return 0;
-}
-
 /// The first element of a replicated dtensor (the loss, the norm), on the host.
 template <class X>
 double scalar(const X& x) {
@@ -59,7 +53,7 @@ template <class Model, class Opt>
 train_result run(const train_options& o, const inputs& in, const model_spec& spec, Model& model, Opt& opt) {
   using B = typename std::remove_cvref_t<std::tuple_element_t<0, decltype(model.params())>>::backend_type;
   train_result r;
-  r.prints = process_rank<B>() == 0;
+  r.prints = spmd::io::detail::process_rank<B>() == 0;
   if (!o.resume.empty()) {
     const spmd::io::training_meta m = spmd::io::load_training_state(o.resume, opt);
     if (m.step > o.steps)
