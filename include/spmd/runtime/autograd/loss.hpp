@@ -30,6 +30,30 @@
 namespace spmd::runtime {
 
 namespace autograd_detail {
+/// The number of rows of logits in layout L (every dim but the last), or dyn when one is.
+template <class L>
+constexpr index_t rows_of() {
+  index_t n = 1;
+  for (std::size_t d = 0; d + 1 < L::rank; ++d) {
+    if (L::extents_type::static_extent(d) == dyn) return dyn;
+    n *= L::extents_type::static_extent(d);
+  }
+  return n;
+}
+}  // namespace autograd_detail
+
+/// The mean of the per-row losses v as sum / rows: a sum stays Partial(sum) over any batch
+/// shard, where a mean (Partial(avg)) holds only for equal pieces and would gather the rows of
+/// an uneven one (mesh 3: 3, 3 and 2 sequences) first. torch's mean is the same sum / rows.
+template <class L, class V>
+auto row_mean(const V& v) {
+  using T = typename V::element_type;
+  constexpr index_t rows = autograd_detail::rows_of<L>();
+  if constexpr (rows == dyn || rows == 0) return mean<>(v);  // counted at run time
+  else return sum<>(v) / static_cast<T>(rows);
+}
+
+namespace autograd_detail {
 template <index_t C, class X, class Targets>
 constexpr void check_cross_entropy() {
   using LX = typename X::layout_type;
@@ -42,6 +66,7 @@ constexpr void check_cross_entropy() {
                 "spmd::cross_entropy: the targets must be int32 or int64 class indices.");
   static_assert(LX::extents_type::static_extent(LX::rank - 1) == C,
                 "spmd::cross_entropy: C must be the logits' static class extent (the last dim).");
+
 }
 }  // namespace autograd_detail
 
@@ -51,7 +76,7 @@ auto cross_entropy(const variable<T, L, B, GP>& logits, const dtensor<I, LT, B>&
   autograd_detail::check_cross_entropy<C, dtensor<T, L, B>, dtensor<I, LT, B>>();
   constexpr int c = static_cast<int>(L::rank) - 1;
   const auto onehot = one_hot<T, C>(targets);
-  return -mean<>(sum<c>(log_softmax<c>(logits) * onehot));
+  return -row_mean<L>(sum<c>(log_softmax<c>(logits) * onehot));
 }
 
 /// The same value, with logits sharded on the class dim kept so (loss_parallel): see above.
@@ -72,7 +97,7 @@ auto vocab_parallel_cross_entropy(const variable<T, L, B, GP>& logits, const dte
       runtime::max<c>(logits.value(), keepdim));
   auto lse = log(reduced(sum<c>(exp(sub<XP>(logits, m)), keepdim))) + m;
   auto picked = reduced(sum<c>(mul<XP>(logits, one_hot<T, C>(targets)), keepdim));
-  return mean<>(lse - picked);
+  return row_mean<L>(lse - picked);
 }
 
 }  // namespace spmd::runtime
