@@ -99,7 +99,10 @@ struct config {
           return rt::fully_shard<0, policy>(rt::fsdp_options{}, std::get<First + I>(params)...);
         };
         auto units = std::make_tuple(make_unit.template operator()<start[U]>(std::make_index_sequence<size[U]>{})...);
-        return finish(f([&u = std::get<U>(units)](auto&& g) { return u.forward(g); }...));
+        auto call = [&units]<std::size_t K>(std::integral_constant<std::size_t, K>) {
+          return [&u = std::get<K>(units)](auto&& g) { return u.forward(g); };
+        };
+        return finish(f(call(std::integral_constant<std::size_t, U>{})...));
       } else {
         static_assert(std::is_same_v<Compute, float>, "spmd-train: bf16 is FSDP's mixed precision");
         auto model = std::apply([](const auto&... p) { return rt::ddp<0>(p...); }, params);
