@@ -59,7 +59,7 @@ void parse_mesh(train_options& o) {
   o.tp = x == std::string::npos ? 1 : number(m.substr(x + 1));
   if (o.dp < 1 || o.tp < 1)
     throw usage_error("--mesh " + m + ": give N (data parallel over N) or DxT (data parallel over D, tensor "
-                      "parallel over T); the meshes built are " + meshes_built());
+                      "parallel over T); the meshes built are " + meshes_built("sim"));
 }
 
 void check(train_options& o) {
@@ -92,7 +92,7 @@ void check(train_options& o) {
   const model_spec spec = spec_of(o.model);
   if (spec.heads > 0 && spec.heads % o.tp != 0)
     throw usage_error("--mesh " + o.mesh + ": tensor parallel over " + std::to_string(o.tp) + " does not divide the " +
-                      std::to_string(spec.heads) + " heads of " + o.model + "; the meshes built are " + meshes_built());
+                      std::to_string(spec.heads) + " heads of " + o.model + "; the meshes built are " + meshes_built(o.backend));
 }
 
 int run(train_options& o, int& argc, char**& argv) {
@@ -102,7 +102,8 @@ int run(train_options& o, int& argc, char**& argv) {
     if (!backend_built(o.backend))
       throw usage_error("--backend " + o.backend + ": this build of spmd-train has " + backends_built() +
                         " (docs/training.md says how to build the others)");
-    throw usage_error("--mesh " + o.mesh + " is not built; the meshes built are " + meshes_built());
+    throw usage_error("--mesh " + o.mesh + " is not built for --backend " + o.backend + "; the meshes built for it are " +
+                      meshes_built(o.backend));
   }
   const model_spec spec = spec_of(o.model);
   const inputs in = read_inputs(o, spec);
@@ -154,7 +155,10 @@ int main(int argc, char** argv) {
                "(docs/training.md)"};
   train_options o;
   app.add_option("--model", o.model, "mlp or gpt")->required();
-  app.add_option("--mesh", o.mesh, "1, N (data parallel) or DxT (data x tensor parallel); built: " + meshes_built())
+  app.add_option("--mesh", o.mesh, "1, N (data parallel) or DxT (data x tensor parallel); built: " + meshes_built("sim") +
+                                  (backend_built("mpi") && meshes_built("mpi") != meshes_built("sim")
+                                       ? " (mpi: " + meshes_built("mpi") + ")"
+                                       : ""))
       ->required();
   app.add_option("--backend", o.backend, "sim (default), mpi, cuda or nccl (mpi, nccl: under mpirun -np D*T)");
   app.add_option("--dp", o.dp_mode, "fsdp (default) or ddp: how the data-parallel dim holds the parameters");

@@ -4,7 +4,12 @@
 //   SPMD_TRAIN_BACKEND  sim, mpi, cuda, nccl  SPMD_TRAIN_BACKEND_TYPE      its backend type
 //   SPMD_TRAIN_BACKEND_HEADER                 the header that declares it
 // Variants: FSDP in f32 or bf16 (mixed precision), DDP in f32; the optimizer is AdamW or SGD.
-#include "instances.hpp"
+// Not instances.hpp: it reads the build's list of instances, and a change to that list should
+// not recompile every instance (the declaration there and this definition must agree; the
+// linker says so when they do not).
+#include "inputs.hpp"
+#include "options.hpp"
+#include "result.hpp"
 
 #include "gpt.hpp"
 #include "mlp.hpp"

@@ -3,8 +3,7 @@
 // builds run in parallel. The list comes from the build (train_built.hpp, written by meson
 // from the options train_meshes and train_gpu):
 //   SPMD_TRAIN_BUILT(X)       X(model, D, T, backend) for every instance
-//   SPMD_TRAIN_MESH_NAMES     "1, 2, 3, 4, 8, 2x2, 2x4, 4x2, 1x4"
-//   SPMD_TRAIN_BACKEND_NAMES  "sim, mpi"
+// (MPI's meshes may be fewer: train_mpi_meshes).
 #pragma once
 
 #include <string>
@@ -23,16 +22,31 @@ using train_fn = train_result (*)(const train_options&, const inputs&, const mod
 SPMD_TRAIN_BUILT(SPMD_TRAIN_DECLARE)
 #undef SPMD_TRAIN_DECLARE
 
-/// The meshes and backends built, for messages.
-inline std::string meshes_built() { return SPMD_TRAIN_MESH_NAMES; }
-inline std::string backends_built() { return SPMD_TRAIN_BACKEND_NAMES; }
-inline bool backend_built(const std::string& b) {
-#define SPMD_TRAIN_HAS(model, D, T, backend) \
-  if (b == #backend) return true;
-  SPMD_TRAIN_BUILT(SPMD_TRAIN_HAS)
-#undef SPMD_TRAIN_HAS
-  return false;
+/// The backends built and the meshes built for one of them ("1, 3, 2x4": a 1-d mesh as N),
+/// in the build's order, for messages.
+inline std::string backends_built() {
+  std::string out;
+  auto add = [&](const char* b) {
+    if ((", " + out + ", ").find(std::string(", ") + b + ", ") == std::string::npos) out += (out.empty() ? "" : ", ") + std::string(b);
+  };
+#define SPMD_TRAIN_ADD(model, D, T, backend) add(#backend);
+  SPMD_TRAIN_BUILT(SPMD_TRAIN_ADD)
+#undef SPMD_TRAIN_ADD
+  return out;
 }
+inline std::string meshes_built(const std::string& b) {
+  std::string out;
+  auto add = [&](const char* backend, int d, int t) {
+    if (b != backend) return;
+    const std::string m = t == 1 ? std::to_string(d) : std::to_string(d) + "x" + std::to_string(t);
+    if ((", " + out + ", ").find(", " + m + ", ") == std::string::npos) out += (out.empty() ? "" : ", ") + m;
+  };
+#define SPMD_TRAIN_ADD(model, D, T, backend) add(#backend, D, T);
+  SPMD_TRAIN_BUILT(SPMD_TRAIN_ADD)
+#undef SPMD_TRAIN_ADD
+  return out;
+}
+inline bool backend_built(const std::string& b) { return !meshes_built(b).empty(); }
 
 /// The training function of `model` on mesh D×T and `backend`, or nullptr when not built.
 inline train_fn find_instance(const std::string& m, const std::string& b, int d, int t) {
