@@ -16,7 +16,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "spmd/io/op_summary.hpp"
+#include "spmd/io/layer_summary.hpp"
 #include "spmd/runtime/ops/elementwise.hpp"
 #include "spmd/runtime/ops/tp.hpp"
 #include "spmd/backends/sim/sim.hpp"
@@ -124,14 +124,14 @@ int run(const char* backend_name, bool print) {
   // [/docs:mlp_run]
 
   using XW1 = decltype(runtime::matmul_t(dx, up.weight));
-  say("layer 1 (column-parallel), compile-time decisions:\n%s\n", indent(Up::template describe<X>()).c_str());
+  say("layer 1 (column-parallel), compile-time decisions:\n%s\n", indent(io::layer_summary<Up, X>()).c_str());
   say("  relu: %s -> %s (elementwise: shards kept)\n",
       format_placements(XW1::layout_type::spec()).c_str(),
       format_placements(H::layout_type::spec()).c_str());
   const int layer1_only = layer1.total() - layer2.total();
   say("  ran: %d collective(s)\n", layer1_only);
   say("layer 2 (row-parallel), compile-time decisions:\n%s\n",
-      indent(Down::template describe<H::layout_type>()).c_str());
+      indent(io::layer_summary<Down, H::layout_type>()).c_str());
   if (print) print_counts(layer2);
 
   const std::vector<float> got = y.full_tensor();

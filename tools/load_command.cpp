@@ -17,7 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "spmd/backends/host/distribute.hpp"
+#include "spmd/host/distribute.hpp"
 #include "spmd/io/placement_text.hpp"
 #include "spmd/io/safetensors.hpp"
 

@@ -1,5 +1,5 @@
 // tools/rand_command.cpp — `spmd-plan rand`: the locals every rank computes of rand / randn
-// under a layout (each rank only its own block, spmd/backends/host/random.hpp), in the form
+// under a layout (each rank only its own block, spmd/host/random.hpp), in the form
 // `run` prints, and the generator's offset after the call. The global tensor they assemble
 // to is the same for every mesh and placement list (docs/random.md).
 //
@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "spmd/backends/host/random.hpp"
+#include "spmd/host/random.hpp"
 #include "spmd/io/placement_text.hpp"
 #include "spmd/random/generator.hpp"
 

@@ -40,7 +40,7 @@
 #include "spmd/core/layout_spec.hpp"
 #include "spmd/io/placement_text.hpp"
 #include "spmd/plan.hpp"
-#include "spmd/backends/host/distribute.hpp"
+#include "spmd/host/distribute.hpp"
 #include "spmd/backends/sim/execute.hpp"
 #ifdef SPMD_PLAN_CUDA
 #include "spmd/backends/cuda/cuda.hpp"

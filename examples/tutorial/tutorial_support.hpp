@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include <spmd/backends/host/host_tensor.hpp>
-#include <spmd/backends/host/view.hpp>
+#include <spmd/host/host_tensor.hpp>
+#include <spmd/host/view.hpp>
 
 namespace tutorial {
 

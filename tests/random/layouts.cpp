@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "spmd/backends/host/distribute.hpp"
-#include "spmd/backends/host/random.hpp"
+#include "spmd/host/distribute.hpp"
+#include "spmd/host/random.hpp"
 #include "spmd/io/placement_text.hpp"
 #include "spmd/random/draw.hpp"
 

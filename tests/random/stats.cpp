@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "spmd/backends/host/random.hpp"
+#include "spmd/host/random.hpp"
 #include "spmd/random/draw.hpp"
 
 namespace {

@@ -1,4 +1,4 @@
-// tests/sim/reduce_kernels.cpp — the reduction kernels (backends/host/kernels.hpp) against
+// tests/sim/reduce_kernels.cpp — the reduction kernels (host/kernels.hpp) against
 // the element-by-element definition: reduce_chunk (through a scratch block) and
 // reduce_stream (straight from registers, non-temporal stores) must give, bit for bit, what
 // combining the inputs left to right with spmd::maximum / minimum / + gives, for every
@@ -14,7 +14,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "spmd/backends/host/kernels.hpp"
+#include "spmd/host/kernels.hpp"
 
 namespace {
 

@@ -28,7 +28,7 @@
 #include <utility>
 #include <vector>
 
-#include "spmd/backends/host/distribute.hpp"
+#include "spmd/host/distribute.hpp"
 #include "spmd/core/box_runs.hpp"
 #include "spmd/io/safetensors.hpp"
 #include "spmd/runtime/dtensor.hpp"

@@ -39,7 +39,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "spmd/backends/host/element.hpp"
+#include "spmd/host/element.hpp"
 #include "spmd/core/box_runs.hpp"
 #include "spmd/core/layout_spec.hpp"
 

@@ -4,7 +4,7 @@
 // written once, over a backend type B. B says where the locals of the ranks it holds live,
 // how a plan's steps move data between them, and (later, for device memory) the local
 // kernels. Host backends (the simulation, MPI) keep locals in a host::local_set and run the
-// host kernels of backends/host/. A backend type has:
+// host kernels of host/. A backend type has:
 //
 //   static constexpr const char* name;                       // "sim", "mpi": in messages
 //   template <class M> static held_range held();             // the mesh indices of mesh M
@@ -46,7 +46,7 @@
 #include <concepts>
 #include <type_traits>
 
-#include "spmd/backends/host/local_set.hpp"
+#include "spmd/host/local_set.hpp"
 #include "spmd/core/mesh.hpp"
 
 namespace spmd::runtime {

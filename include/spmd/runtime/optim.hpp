@@ -34,7 +34,7 @@
 #include <utility>
 #include <vector>
 
-#include "spmd/backends/host/thread_pool.hpp"
+#include "spmd/host/thread_pool.hpp"
 #include "spmd/core/optim_math.hpp"
 #include "spmd/runtime/autograd/node.hpp"
 #include "spmd/runtime/autograd/variable.hpp"

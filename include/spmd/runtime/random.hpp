@@ -33,7 +33,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "spmd/backends/host/random.hpp"
+#include "spmd/host/random.hpp"
 #include "spmd/random/draw.hpp"
 #include "spmd/random/generator.hpp"
 #include "spmd/runtime/dtensor.hpp"

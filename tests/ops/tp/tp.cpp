@@ -5,6 +5,7 @@
 
 #include "../common/op_test.hpp"
 #include "spmd/backends/sim/sim.hpp"
+#include "spmd/io/layer_summary.hpp"
 #include "spmd/runtime/ops/tp.hpp"
 
 namespace {
@@ -59,7 +60,7 @@ void check_mlp() {
   op_test::check_close(y, want, 1e-12);
 
   // The layers say what they will do.
-  const std::string d = Down::template describe<typename decltype(h)::layout_type>();
+  const std::string d = spmd::io::layer_summary<Down, typename decltype(h)::layout_type>();
   CHECK(d.find("P(sum)") != std::string::npos);
   CHECK(d.find("1 collective") != std::string::npos);
 }

@@ -20,8 +20,8 @@
 #include "spmd/backends/cuda/execute.hpp"
 #include "spmd/backends/cuda/launch.hpp"
 #include "spmd/backends/cuda/names.hpp"
-#include "spmd/backends/host/host_tensor.hpp"
-#include "spmd/backends/host/random.hpp"
+#include "spmd/host/host_tensor.hpp"
+#include "spmd/host/random.hpp"
 #include "spmd/plan/lower.hpp"
 
 namespace spmd::cuda {

@@ -20,7 +20,7 @@
 #include "spmd/backends/cuda/device_set.hpp"
 #include "spmd/backends/cuda/execute.hpp"
 #include "spmd/backends/cuda/launch.hpp"
-#include "spmd/backends/host/element.hpp"
+#include "spmd/host/element.hpp"
 #include "spmd/backends/cuda/collectives_table.hpp"
 
 namespace spmd::cuda {

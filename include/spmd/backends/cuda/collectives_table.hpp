@@ -9,16 +9,17 @@
 #include <vector>
 
 #include "spmd/backends/cuda/step_table.hpp"
-#include "spmd/backends/host/element.hpp"
-#include "spmd/backends/host/local_set.hpp"
-#include "spmd/backends/sim/collectives.hpp"
+#include "spmd/host/element.hpp"
+#include "spmd/host/local_set.hpp"
+#include "spmd/host/distribute.hpp"
+#include "spmd/host/groups.hpp"
 
 namespace spmd::cuda {
 
 namespace coll_detail {
 
-using sim::detail::group_members;
-using sim::detail::whole_mesh_mask;
+using host::group_members;
+using host::whole_mesh_mask;
 
 inline shape_vec zeros_like(const shape_vec& s) {
   shape_vec z{};

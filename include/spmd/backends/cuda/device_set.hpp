@@ -15,7 +15,7 @@
 #include "spmd/backends/cuda/device_buffer.hpp"
 #include "spmd/backends/cuda/elements.hpp"
 #include "spmd/backends/cuda/error.hpp"
-#include "spmd/backends/host/local_set.hpp"
+#include "spmd/host/local_set.hpp"
 #include "spmd/core/small_array.hpp"
 
 namespace spmd::cuda {

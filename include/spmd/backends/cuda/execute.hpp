@@ -27,7 +27,7 @@
 #include "spmd/backends/cuda/error.hpp"
 #include "spmd/backends/cuda/launch.hpp"
 #include "spmd/backends/cuda/step_table.hpp"
-#include "spmd/backends/host/slot.hpp"
+#include "spmd/host/slot.hpp"
 #include "spmd/plan/plan.hpp"
 #include "spmd/plan/traffic.hpp"
 #include "spmd/runtime/comm_counter.hpp"

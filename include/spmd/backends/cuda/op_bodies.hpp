@@ -12,7 +12,7 @@
 #include <cmath>
 #include <limits>
 
-#include "spmd/backends/host/element.hpp"
+#include "spmd/host/element.hpp"
 #include "spmd/core/config.hpp"
 #include "spmd/core/element_math.hpp"
 

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "spmd/backends/cuda/step_table.hpp"
-#include "spmd/backends/host/element.hpp"
+#include "spmd/host/element.hpp"
 #include "spmd/core/config.hpp"
 
 namespace spmd::cuda {

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "spmd/backends/host/local_set.hpp"
+#include "spmd/host/local_set.hpp"
 #include "spmd/backends/mpi/communicators.hpp"
 #include "spmd/backends/mpi/environment.hpp"
 #include "spmd/backends/mpi/transport.hpp"

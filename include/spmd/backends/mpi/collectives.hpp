@@ -25,9 +25,9 @@
 #include <utility>
 #include <vector>
 
-#include "spmd/backends/host/distribute.hpp"
-#include "spmd/backends/host/host_tensor.hpp"
-#include "spmd/backends/host/kernels.hpp"
+#include "spmd/host/distribute.hpp"
+#include "spmd/host/host_tensor.hpp"
+#include "spmd/host/kernels.hpp"
 #include "spmd/backends/mpi/backend.hpp"
 #include "spmd/backends/mpi/transport.hpp"
 #include "spmd/backends/mpi/mpi_c.hpp"

@@ -9,7 +9,7 @@
 //   communicators.hpp  a communicator per group of mesh ranks, made once
 #pragma once
 
-#include "spmd/backends/host/host_tensor.hpp"
+#include "spmd/host/host_tensor.hpp"
 #include "spmd/backends/mpi/api.hpp"
 #include "spmd/backends/mpi/backend.hpp"
 #include "spmd/backends/mpi/collectives.hpp"

@@ -19,10 +19,10 @@
 #include <type_traits>
 #include <vector>
 
-#include "spmd/backends/host/buffer.hpp"
-#include "spmd/backends/host/element.hpp"
-#include "spmd/backends/host/kernels.hpp"
-#include "spmd/backends/host/slot.hpp"
+#include "spmd/host/buffer.hpp"
+#include "spmd/host/element.hpp"
+#include "spmd/host/kernels.hpp"
+#include "spmd/host/slot.hpp"
 #include "spmd/backends/mpi/communicators.hpp"
 #include "spmd/backends/mpi/environment.hpp"
 #include "spmd/backends/mpi/names.hpp"

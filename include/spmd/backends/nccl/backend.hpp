@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "spmd/backends/cuda/backend.hpp"
-#include "spmd/backends/host/slot.hpp"
+#include "spmd/host/slot.hpp"
 #include "spmd/backends/nccl/communicator.hpp"
 #include "spmd/backends/nccl/names.hpp"
 #include "spmd/backends/nccl/streams.hpp"

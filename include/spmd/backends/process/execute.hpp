@@ -46,9 +46,9 @@
 #include <utility>
 #include <vector>
 
-#include "spmd/backends/host/element.hpp"
-#include "spmd/backends/host/local_set.hpp"
-#include "spmd/backends/host/slot.hpp"
+#include "spmd/host/element.hpp"
+#include "spmd/host/local_set.hpp"
+#include "spmd/host/slot.hpp"
 #include "spmd/core/mesh_groups.hpp"
 #include "spmd/plan/lower.hpp"
 #include "spmd/plan/plan.hpp"

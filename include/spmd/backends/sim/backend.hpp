@@ -8,7 +8,7 @@
 
 #include <utility>
 
-#include "spmd/backends/host/local_set.hpp"
+#include "spmd/host/local_set.hpp"
 #include "spmd/backends/sim/execute.hpp"
 #include "spmd/backends/sim/names.hpp"
 #include "spmd/plan/lower.hpp"

@@ -45,9 +45,10 @@
 #include "spmd/core/chunk.hpp"
 #include "spmd/core/mesh_groups.hpp"
 #include "spmd/runtime/comm_counter.hpp"
-#include "spmd/backends/host/kernels.hpp"
-#include "spmd/backends/host/local_set.hpp"
+#include "spmd/host/kernels.hpp"
+#include "spmd/host/local_set.hpp"
 #include "spmd/backends/sim/local_tensor.hpp"
+#include "spmd/host/groups.hpp"
 #include "spmd/plan/lower.hpp"
 
 #include "spmd/backends/sim/names.hpp"
@@ -56,11 +57,8 @@ namespace spmd::sim {
 
 namespace detail {
 
-/// The mask of every dim of Mesh (the whole mesh as one group).
-template <class Mesh>
-constexpr dim_mask whole_mesh_mask() {
-  return Mesh::ndim >= 32 ? ~dim_mask{0} : (dim_mask{1} << Mesh::ndim) - 1;
-}
+using host::whole_mesh_mask;
+using host::group_members;
 
 template <class Mesh>
 void check_group(dim_mask group, const char* who) {
@@ -77,16 +75,6 @@ inline int check_dim(int d, int n, const char* who, const char* what) {
                             std::to_string(d) + " is out of range for " + std::to_string(n) +
                             " dims");
   return d < 0 ? d + n : d;
-}
-
-/// Mesh indices of the members of group g, in group order.
-template <class Mesh>
-std::vector<index_t> group_members(dim_mask group, index_t g) {
-  const index_t n = Mesh::group_size(group);
-  std::vector<index_t> m(static_cast<std::size_t>(n));
-  for (index_t j = 0; j < n; ++j)
-    m[static_cast<std::size_t>(j)] = group_member(Mesh::shape_vec(), group, g, j);
-  return m;
 }
 
 /// Every member's shape must equal the first member's.

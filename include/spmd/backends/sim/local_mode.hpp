@@ -17,8 +17,8 @@
 #include <utility>
 #include <vector>
 
-#include "spmd/backends/host/element.hpp"
-#include "spmd/backends/host/host_tensor.hpp"
+#include "spmd/host/element.hpp"
+#include "spmd/host/host_tensor.hpp"
 #include "spmd/backends/sim/local_int.hpp"
 #include "spmd/backends/sim/local_random.hpp"
 #include "spmd/backends/sim/local_tensor.hpp"

@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "spmd/backends/host/random.hpp"
+#include "spmd/host/random.hpp"
 #include "spmd/backends/sim/local_tensor.hpp"
 #include "spmd/runtime/random.hpp"
 

@@ -34,12 +34,12 @@
 #include <vector>
 
 #include "spmd/core/with_rank.hpp"
-#include "spmd/backends/host/distribute.hpp"
+#include "spmd/host/distribute.hpp"
 #include "spmd/backends/sim/api.hpp"
-#include "spmd/backends/host/element.hpp"
+#include "spmd/host/element.hpp"
 #include "spmd/backends/sim/local_int.hpp"
-#include "spmd/backends/host/local_set.hpp"
-#include "spmd/backends/host/view.hpp"
+#include "spmd/host/local_set.hpp"
+#include "spmd/host/view.hpp"
 
 namespace spmd::sim {
 

@@ -18,9 +18,9 @@
 #include <type_traits>
 #include <utility>
 
-#include "spmd/backends/host/host_tensor.hpp"
+#include "spmd/host/host_tensor.hpp"
 #include "spmd/backends/sim/local_int.hpp"
-#include "spmd/backends/host/local_set.hpp"
+#include "spmd/host/local_set.hpp"
 #include "spmd/backends/sim/local_tensor.hpp"
 
 #include "spmd/backends/sim/names.hpp"

@@ -14,18 +14,18 @@
 //   per_rank.hpp      run single-rank code once per rank (maybe_run_for_local_tensor)
 //   local_random.hpp  uniform_, normal_, bernoulli_, dropout on local tensors (the
 //                     dtensor versions and rand, randn: runtime/random.hpp)
-// The host storage and loops it shares with MPI are in backends/host/; the operators in
+// The host storage and loops it shares with MPI are in host/; the operators in
 // runtime/ops/ (include those a program uses: runtime/ops/matmul.hpp, elementwise.hpp, ...).
 #pragma once
 
 #include "spmd/core/bfloat16.hpp"
-#include "spmd/backends/host/buffer.hpp"
-#include "spmd/backends/host/distribute.hpp"
-#include "spmd/backends/host/element.hpp"
-#include "spmd/backends/host/host_tensor.hpp"
-#include "spmd/backends/host/kernels.hpp"
-#include "spmd/backends/host/local_set.hpp"
-#include "spmd/backends/host/view.hpp"
+#include "spmd/host/buffer.hpp"
+#include "spmd/host/distribute.hpp"
+#include "spmd/host/element.hpp"
+#include "spmd/host/host_tensor.hpp"
+#include "spmd/host/kernels.hpp"
+#include "spmd/host/local_set.hpp"
+#include "spmd/host/view.hpp"
 #include "spmd/backends/sim/api.hpp"
 #include "spmd/backends/sim/backend.hpp"
 #include "spmd/backends/sim/collectives.hpp"

@@ -29,10 +29,10 @@
 #include "spmd/ops/typed_op.hpp"
 #include "spmd/core/mesh_groups.hpp"
 #include "spmd/runtime/dtensor.hpp"
-#include "spmd/backends/host/distribute.hpp"
-#include "spmd/backends/host/local_set.hpp"
-#include "spmd/backends/host/thread_pool.hpp"
-#include "spmd/backends/host/view.hpp"
+#include "spmd/host/distribute.hpp"
+#include "spmd/host/local_set.hpp"
+#include "spmd/host/thread_pool.hpp"
+#include "spmd/host/view.hpp"
 
 namespace spmd::runtime {
 

@@ -8,7 +8,7 @@
 #include <type_traits>
 
 #include "spmd/core/config.hpp"
-#include "spmd/backends/host/element.hpp"
+#include "spmd/host/element.hpp"
 
 #if defined(SPMD_HAVE_CBLAS)
 // OpenBLAS's config header declares C99 _Complex types, which clang's -Wpedantic flags in

@@ -22,8 +22,8 @@
 
 #include "spmd/core/layout.hpp"
 #include "spmd/runtime/dtensor.hpp"
-#include "spmd/backends/host/local_set.hpp"
-#include "spmd/backends/host/view.hpp"
+#include "spmd/host/local_set.hpp"
+#include "spmd/host/view.hpp"
 
 namespace spmd::runtime {
 

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "spmd/ops/reduction.hpp"
-#include "spmd/backends/host/element.hpp"
+#include "spmd/host/element.hpp"
 #include "spmd/runtime/ops/apply.hpp"
 
 namespace spmd::runtime {

@@ -14,7 +14,6 @@
 // sharded x is a P(sum); adding the replicated bias reduces it first — the one all_reduce.
 #pragma once
 
-#include <string>
 #include <utility>
 #include <vector>
 
@@ -23,7 +22,6 @@
 
 #include "spmd/core/layout.hpp"
 #include "spmd/core/placement.hpp"
-#include "spmd/io/op_summary.hpp"
 #include "spmd/runtime/dtensor.hpp"
 #include "spmd/runtime/ops/elementwise.hpp"
 #include "spmd/runtime/ops/matmul.hpp"
@@ -74,13 +72,12 @@ struct column_parallel_linear {
   auto operator()(const dtensor<T, LX, Bk>& x) const {
     return linear(x, weight, bias);
   }
-  /// The compile-time decisions of operator() for an input of layout LX, one line per op.
+  // What io::layer_summary (spmd/io/layer_summary.hpp) prints the decisions of: the bias is
+  // added with the placements the add rule picks.
+  using element_type = T;
+  using backend_type = Bk;
   template <class LX>
-  static std::string describe() {
-    using XW = typename detail::linear_product_t<T, LX, weight_layout, Bk>::layout_type;
-    return io::op_summary<ops::matmul_t, T, void, LX, weight_layout>("x @ W^T") + "\n" +
-           io::op_summary<ops::binary<ops::add_fn>, T, void, XW, bias_layout>("+ b");
-  }
+  using bias_forced = void;
 };
 
 /// W (Out, In) split by input features over mesh dim TpDim; b (Out) replicated. The output
@@ -109,12 +106,10 @@ struct row_parallel_linear {
   auto operator()(const dtensor<T, LX, Bk>& x) const {
     return add<out_placements<LX>>(matmul_t(x, weight), bias);
   }
+  using element_type = T;
+  using backend_type = Bk;
   template <class LX>
-  static std::string describe() {
-    using XW = typename detail::linear_product_t<T, LX, weight_layout, Bk>::layout_type;
-    return io::op_summary<ops::matmul_t, T, void, LX, weight_layout>("x @ W^T") + "\n" +
-           io::op_summary<ops::binary<ops::add_fn>, T, out_placements<LX>, XW, bias_layout>("+ b");
-  }
+  using bias_forced = out_placements<LX>;
 };
 
 }  // namespace spmd::runtime

@@ -11,7 +11,7 @@
 #include "spmd/backends/cuda/kernels/step.cuh"
 #include "spmd/backends/cuda/launch.hpp"
 #include "spmd/backends/cuda/step_body.hpp"
-#include "spmd/backends/host/element.hpp"
+#include "spmd/host/element.hpp"
 
 namespace spmd::cuda::kernels {
 

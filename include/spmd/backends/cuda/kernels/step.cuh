@@ -13,7 +13,7 @@
 #include "spmd/backends/cuda/error.hpp"
 #include "spmd/backends/cuda/launch.hpp"
 #include "spmd/backends/cuda/step_body.hpp"
-#include "spmd/backends/host/element.hpp"
+#include "spmd/host/element.hpp"
 
 namespace spmd::cuda::kernels {
 

@@ -1,4 +1,4 @@
-// spmd/backends/host/distribute.hpp — from a global tensor to every rank's local, and back.
+// spmd/host/distribute.hpp — from a global tensor to every rank's local, and back.
 //
 // Value-level (a layout_spec and a global shape), so the typed dtensor and the CLI share it.
 //
@@ -48,9 +48,9 @@
 
 #include "spmd/core/layout_spec.hpp"
 #include "spmd/core/mesh_groups.hpp"
-#include "spmd/backends/host/element.hpp"
-#include "spmd/backends/host/kernels.hpp"
-#include "spmd/backends/host/local_set.hpp"
+#include "spmd/host/element.hpp"
+#include "spmd/host/kernels.hpp"
+#include "spmd/host/local_set.hpp"
 #include "spmd/plan/lower.hpp"
 
 namespace spmd::host {

@@ -1,4 +1,4 @@
-// spmd/backends/host/host_tensor.hpp — one plain tensor by value: a shape and row-major data. It is what
+// spmd/host/host_tensor.hpp — one plain tensor by value: a shape and row-major data. It is what
 // one rank holds (to_local, from_local, a local_tensor's shard) and what a single device
 // would compute (the reference a simulation is checked against).
 //
@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "spmd/core/config.hpp"
-#include "spmd/backends/host/view.hpp"
+#include "spmd/host/view.hpp"
 
 namespace spmd::host {
 

@@ -1,4 +1,4 @@
-// spmd/backends/host/kernels.hpp — the loops that move and reduce elements, run by run.
+// spmd/host/kernels.hpp — the loops that move and reduce elements, run by run.
 //
 // A `run_geom` says where the runs are; these walk them. Contiguous runs are one memcpy
 // each (short ones two fixed-size copies, inlined); reductions read every input of a small
@@ -17,7 +17,7 @@
 #endif
 
 #include "spmd/core/config.hpp"
-#include "spmd/backends/host/element.hpp"
+#include "spmd/host/element.hpp"
 #include "spmd/plan/lower.hpp"
 
 #if defined(__clang__)

@@ -1,4 +1,4 @@
-// spmd/backends/host/view.hpp — a strided view of host memory, rank <= 8 (mdspan's job, host only).
+// spmd/host/view.hpp — a strided view of host memory, rank <= 8 (mdspan's job, host only).
 //
 //   spmd::sim::strided_view<float> v = dt.local(3);   // a rank's local tensor
 //   v(1, 4) = 2.f;                                    // row-major, (i, j)

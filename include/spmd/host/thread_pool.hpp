@@ -1,4 +1,4 @@
-// spmd/backends/host/thread_pool.hpp — the simulation's worker threads.
+// spmd/host/thread_pool.hpp — the simulation's worker threads.
 //
 //   spmd::sim::set_threads(4);        // 1: everything on the calling thread
 //   spmd::sim::threads();             // the setting (default: the machine's cores, or

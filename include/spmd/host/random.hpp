@@ -1,4 +1,4 @@
-// spmd/backends/host/random.hpp — random operators on host locals: each rank computes the
+// spmd/host/random.hpp — random operators on host locals: each rank computes the
 // elements of its own block, by their global index (spmd/random/draw.hpp), never the rest.
 //
 //   random_locals<T>(spec, global, d, held)    every held rank's local of a uniform, normal
@@ -18,10 +18,10 @@
 #include "spmd/core/box_runs.hpp"
 #include "spmd/core/layout_spec.hpp"
 #include "spmd/core/mesh_groups.hpp"
-#include "spmd/backends/host/distribute.hpp"
-#include "spmd/backends/host/thread_pool.hpp"
-#include "spmd/backends/host/element.hpp"
-#include "spmd/backends/host/local_set.hpp"
+#include "spmd/host/distribute.hpp"
+#include "spmd/host/thread_pool.hpp"
+#include "spmd/host/element.hpp"
+#include "spmd/host/local_set.hpp"
 #include "spmd/random/draw.hpp"
 
 namespace spmd::host {

@@ -1,4 +1,4 @@
-// spmd/backends/host/local_set.hpp — the local tensors this process holds, in host memory.
+// spmd/host/local_set.hpp — the local tensors this process holds, in host memory.
 //
 // A `local_set<T>` is indexed by mesh index (the rank's row-major position in the mesh, not
 // its rank id) over the whole mesh, and holds a local tensor — a row-major contiguous buffer
@@ -21,9 +21,9 @@
 
 #include "spmd/core/config.hpp"
 #include "spmd/core/small_array.hpp"
-#include "spmd/backends/host/buffer.hpp"
-#include "spmd/backends/host/kernels.hpp"
-#include "spmd/backends/host/view.hpp"
+#include "spmd/host/buffer.hpp"
+#include "spmd/host/kernels.hpp"
+#include "spmd/host/view.hpp"
 
 namespace spmd::host {
 

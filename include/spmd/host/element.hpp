@@ -1,4 +1,4 @@
-// spmd/backends/host/element.hpp — element types of the simulation and their reductions.
+// spmd/host/element.hpp — element types of the simulation and their reductions.
 //
 // An element is any arithmetic type, spmd::bfloat16 or spmd::float16 (tested: float, double,
 // int32_t, int64_t, bfloat16, float16). Reductions combine two values in the element type (the

@@ -1,4 +1,4 @@
-// spmd/backends/host/slot.hpp — a rank's local while a plan runs, and what a step does to it.
+// spmd/host/slot.hpp — a rank's local while a plan runs, and what a step does to it.
 //
 // Both host executors (the simulation's and MPI's) walk a plan step by step over slots: a slot
 // points at the data a rank holds and owns it (alone, or shared with replicas and a const
@@ -13,10 +13,10 @@
 #include <utility>
 #include <vector>
 
-#include "spmd/backends/host/buffer.hpp"
-#include "spmd/backends/host/element.hpp"
-#include "spmd/backends/host/kernels.hpp"
-#include "spmd/backends/host/local_set.hpp"
+#include "spmd/host/buffer.hpp"
+#include "spmd/host/element.hpp"
+#include "spmd/host/kernels.hpp"
+#include "spmd/host/local_set.hpp"
 #include "spmd/core/config.hpp"
 #include "spmd/plan/lower.hpp"
 

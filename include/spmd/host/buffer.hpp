@@ -1,4 +1,4 @@
-// spmd/backends/host/buffer.hpp — host buffers for local tensors, from a caching pool.
+// spmd/host/buffer.hpp — host buffers for local tensors, from a caching pool.
 //
 // Every local tensor lives in a `buffer<T>` (owning, move-only, uninitialised). Buffers come
 // from a process-wide pool that keeps released blocks by size class (powers of two) and
