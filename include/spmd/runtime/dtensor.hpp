@@ -53,6 +53,7 @@
 #include "spmd/host/view.hpp"
 #include "spmd/random/generator.hpp"
 #include "spmd/runtime/backend.hpp"
+#include "spmd/runtime/observe/hooks.hpp"
 
 
 namespace spmd::runtime {
@@ -507,8 +508,15 @@ storage_t<B, W> run_to(const L& layout, Locals&& locals) {
   static_assert(plan_connects<H, L, Dst>(),
                 "spmd::redistribute: the plan does not lead from the source layout to the "
                 "target layout.");
-  return B::template run_plan<W, H, typename L::mesh_type>(layout.extents(),
-                                                           std::forward<Locals>(locals));
+  return observe::around(
+      [&] {
+        return B::template run_plan<W, H, typename L::mesh_type>(layout.extents(),
+                                                                 std::forward<Locals>(locals));
+      },
+      [&] {
+        return observe::on_redistribute<W>(H::value, L::spec(), Dst::spec(), layout.extents().to_vec(),
+                                           B::template held<typename L::mesh_type>(), true);
+      });
 }
 }  // namespace detail
 

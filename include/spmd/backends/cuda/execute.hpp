@@ -31,6 +31,7 @@
 #include "spmd/plan/plan.hpp"
 #include "spmd/plan/traffic.hpp"
 #include "spmd/runtime/comm_counter.hpp"
+#include "spmd/runtime/observe/hooks.hpp"
 
 namespace spmd::cuda {
 
@@ -42,6 +43,8 @@ struct device_step {
   step_kind kind = step_kind::chunk;
   dim_mask mask = 0;
   std::int64_t comm_bytes_per_elem = 0;  // the step's traffic for 1-byte elements
+  plan_step step{};                   // for the log and the timeline (observe/hooks.hpp)
+  shape_vec global{};
 };
 
 /// A plan's steps for one global shape, their tables uploaded (device memory kept until the
@@ -105,6 +108,8 @@ inline device_plan make_device_plan(const plan& p, const std::vector<step_schedu
     ds.kind = s.kind;
     ds.mask = s.mask;
     ds.comm_bytes_per_elem = traffic(p.steps[i], global, 1).total_bytes;
+    ds.step = p.steps[i];
+    ds.global = global;
     dp.steps.push_back(std::move(ds));
   }
   if (bytes > 0) check(cudaMemcpy(base, staged.data(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy (step tables)");
@@ -141,15 +146,27 @@ device_set<T> run_device_plan(const device_plan& dp, In&& in) {
       }
       ptrs.out[k] = cur[k];
     }
-    if (s.wide) {  // the same buffers seen as 16-byte units (aligned: see widen)
-      rank_ptrs<wide16> w{};
-      for (index_t r = 0; r < n; ++r) {
-        w.in[r] = reinterpret_cast<const wide16*>(ptrs.in[r]);
-        w.out[r] = reinterpret_cast<wide16*>(ptrs.out[r]);
+    auto launch = [&] {
+      if (s.wide) {  // the same buffers seen as 16-byte units (aligned: see widen)
+        rank_ptrs<wide16> w{};
+        for (index_t r = 0; r < n; ++r) {
+          w.in[r] = reinterpret_cast<const wide16*>(ptrs.in[r]);
+          w.out[r] = reinterpret_cast<wide16*>(ptrs.out[r]);
+        }
+        kernels::step_wide(s.table, w, stream);
+      } else {
+        kernels::step<T>(s.table, ptrs, stream);
       }
-      kernels::step_wide(s.table, w, stream);
-    } else
-      kernels::step<T>(s.table, ptrs, stream);
+    };
+    // Watched, a step's span is its time on the device: the stream is synchronised before
+    // the span opens and before it closes (which serialises the work a trace watches).
+    const int at = static_cast<int>(&s - dp.steps.data());
+    observe::around_synced(launch,
+                           [&] {
+                             return observe::on_step(s.step, at, static_cast<int>(dp.steps.size()), s.global,
+                                                     index_t{sizeof(T)}, 0, n);
+                           },
+                           [&] { check(cudaStreamSynchronize(stream), "cudaStreamSynchronize (trace)"); });
     for (auto& b : own) b.reset();  // freed on the stream, after the launch
     std::swap(own, next);
     if (is_collective(s.kind) && runtime::detail::comm_counter_top() != nullptr)

@@ -130,7 +130,11 @@ local_set<T> execute(const plan& p, const shape_vec& global, const local_set<T>&
       detail::checked_schedules<T>(p, global, in, "spmd::mpi::execute");
   std::vector<int> ranks;  // mesh index i is rank i
   for (index_t i = 0; i < in.ranks(); ++i) ranks.push_back(static_cast<int>(i));
-  return detail::run_schedules<T>(p, scheds, global, std::move(ranks), in);
+  return observe::around([&] { return detail::run_schedules<T>(p, scheds, global, std::move(ranks), in); },
+                         [&] {
+                           return observe::on_redistribute<T>(p, p.steps[0].from, p.steps[p.steps.size() - 1].to,
+                                                              global, in.held_ranks(), false);
+                         });
 }
 
 /// The mesh index this process holds on a mesh of n ranks named 0..n-1 (none outside it);

@@ -23,8 +23,11 @@
 #include <exception>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "spmd/core/config.hpp"
+#include "spmd/runtime/observe/switch.hpp"
+#include "spmd/runtime/observe/trace.hpp"
 
 namespace spmd::mpi {
 
@@ -87,6 +90,34 @@ inline void on_terminate() {
   abort_job("std::terminate was called", 1);
 }
 
+inline void trace_barrier() { MPI_Barrier(MPI_COMM_WORLD); }
+
+/// Every process's trace events to rank 0 of MPI_COMM_WORLD, comma-joined; true on rank 0.
+inline bool trace_gather(std::string& events) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  int n = static_cast<int>(events.size());
+  std::vector<int> sizes(static_cast<std::size_t>(size)), at(static_cast<std::size_t>(size));
+  MPI_Gather(&n, 1, MPI_INT, sizes.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+  std::string all;
+  if (rank == 0) {
+    long long total = 0;
+    for (int r = 0; r < size; ++r) at[static_cast<std::size_t>(r)] = static_cast<int>(total), total += sizes[static_cast<std::size_t>(r)];
+    all.resize(static_cast<std::size_t>(total));
+  }
+  MPI_Gatherv(events.data(), n, MPI_CHAR, all.data(), sizes.data(), at.data(), MPI_CHAR, 0, MPI_COMM_WORLD);
+  if (rank != 0) return false;
+  events.clear();
+  for (int r = 0; r < size; ++r) {
+    const auto k = static_cast<std::size_t>(r);
+    if (sizes[k] == 0) continue;
+    if (!events.empty()) events += ",\n";
+    events.append(all, static_cast<std::size_t>(at[k]), static_cast<std::size_t>(sizes[k]));
+  }
+  return true;
+}
+
 }  // namespace detail
 
 /// Initialises MPI (thread level MPI_THREAD_FUNNELED: spmd calls MPI from the thread that
@@ -106,6 +137,10 @@ class environment {
     }
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     std::set_terminate(detail::on_terminate);
+    // Timelines (SPMD_TRACE, timeline::session): one file, written by rank 0, the clocks of
+    // every process started together after a barrier.
+    timeline::detail::hooks() = {&detail::trace_barrier, &detail::trace_gather};
+    if (observe::watching(observe::trace)) timeline::align_clocks();
   }
   environment() : environment(no_argc(), no_argv()) {}
   environment(const environment&) = delete;
@@ -113,6 +148,8 @@ class environment {
   ~environment() {
     int fin = 0;
     MPI_Finalized(&fin);
+    if (!fin) timeline::finish();  // SPMD_TRACE's file, while the processes can still talk
+    timeline::detail::hooks() = {};
     if (owns_ && !fin) MPI_Finalize();
   }
 

@@ -54,6 +54,7 @@
 #include "spmd/plan/plan.hpp"
 #include "spmd/plan/traffic.hpp"
 #include "spmd/runtime/comm_counter.hpp"
+#include "spmd/runtime/observe/hooks.hpp"
 
 namespace spmd::process {
 
@@ -364,7 +365,12 @@ Set run_schedules(Tr& tr, const plan& p, const std::vector<step_schedule>& sched
   for (std::size_t i = 0; i < scheds.size(); ++i) {
     host::detail::slot<T, Buf> b;
     const plan_step& step = p.steps[static_cast<int>(i)];
-    run_step<T>(tr, step, scheds[i], w, a, b);
+    // (On NCCL a step is queued on a stream: its span is the time to queue it.)
+    observe::around([&] { run_step<T>(tr, step, scheds[i], w, a, b); },
+                    [&] {
+                      return observe::on_step(step, static_cast<int>(i), static_cast<int>(scheds.size()), global,
+                                              index_t{sizeof(T)}, w.me, 1);
+                    });
     if (is_collective(step.kind) && runtime::detail::counting())
       runtime::detail::record_collective(
           step.kind, step.mesh_dims, traffic(step, global, static_cast<index_t>(sizeof(T))).total_bytes);

@@ -33,6 +33,7 @@
 #include "spmd/plan/traffic.hpp"
 #include "spmd/host/buffer.hpp"
 #include "spmd/runtime/comm_counter.hpp"
+#include "spmd/runtime/observe/hooks.hpp"
 #include "spmd/host/element.hpp"
 #include "spmd/host/kernels.hpp"
 #include "spmd/host/local_set.hpp"
@@ -303,8 +304,15 @@ local_set<T> run_slots(const plan& p, const std::vector<step_schedule>& scheds,
   for (std::size_t i = 0; i < scheds.size(); ++i) {
     const step_schedule& s = scheds[i];
     for (index_t r = 0; r < n; ++r) ins[r] = a[r].data;
-    run_step<T>(s, reps[i], a.data(), b.data(), ins.data(), outs.data(), srcs.data(), dsts.data(),
-                rep.data(), n);
+    observe::around(
+        [&] {
+          run_step<T>(s, reps[i], a.data(), b.data(), ins.data(), outs.data(), srcs.data(), dsts.data(), rep.data(),
+                      n);
+        },
+        [&] {
+          return observe::on_step(p.steps[static_cast<int>(i)], static_cast<int>(i), p.steps.size(), global,
+                                  index_t{sizeof(T)}, 0, n);
+        });
     for (index_t r = 0; r < n; ++r) a[r].own.reset();
     if (is_collective(s.kind) && comm_counter_top() != nullptr)  // bytes only when counted
       record_collective(
@@ -524,6 +532,13 @@ void exec_static_step(slot<T>* cur, slot<T>* next, static_state<T, N>& st) {
   if constexpr (is_collective(S.kind)) record_collective(S.kind, S.mask, S.comm_bytes);
 }
 
+/// The log line and span of a plan run by value (a plan made at run time: spmd-plan run).
+template <class T>
+timeline::span watch_execute(const plan& p, const shape_vec& global, index_t ranks) {
+  if (p.steps.size() == 0) return {};
+  return observe::on_redistribute<T>(p, p.steps[0].from, p.steps[p.steps.size() - 1].to, global, {0, ranks}, false);
+}
+
 /// @pre the plan's mesh has at most static_ranks_limit ranks.
 template <class T, class Holder, class Ext, class In>
 local_set<T> execute_static(In&& in) {
@@ -540,10 +555,17 @@ local_set<T> execute_static(In&& in) {
     static_state<T, N> st;
     start<T>(st.a.data(), std::forward<In>(in));
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      ((I % 2 == 0 ? exec_static_step<T, static_step<Holder, static_cast<int>(I), Ext,
-                                                      sizeof(T)>>(st.a.data(), st.b.data(), st)
-                   : exec_static_step<T, static_step<Holder, static_cast<int>(I), Ext,
-                                                      sizeof(T)>>(st.b.data(), st.a.data(), st)),
+      (observe::around(
+           [&] {
+             I % 2 == 0 ? exec_static_step<T, static_step<Holder, static_cast<int>(I), Ext, sizeof(T)>>(
+                              st.a.data(), st.b.data(), st)
+                        : exec_static_step<T, static_step<Holder, static_cast<int>(I), Ext, sizeof(T)>>(
+                              st.b.data(), st.a.data(), st);
+           },
+           [&] {
+             return observe::on_step(p.steps[static_cast<int>(I)], static_cast<int>(I), static_cast<int>(n_steps),
+                                     Ext{}.to_vec(), index_t{sizeof(T)}, 0, static_cast<index_t>(N));
+           }),
        ...);
     }(std::make_index_sequence<n_steps>{});
     return finish<T>((n_steps % 2 == 0 ? st.a : st.b).data(), static_cast<index_t>(N));
@@ -557,12 +579,15 @@ local_set<T> execute_static(In&& in) {
 /// the step on a plan that cannot run). The input is not changed.
 template <class T>
 local_set<T> execute(const plan& p, const shape_vec& global, const local_set<T>& in) {
-  return detail::execute_runtime<T>(p, global, in);
+  return observe::around([&] { return detail::execute_runtime<T>(p, global, in); },
+                         [&] { return detail::watch_execute<T>(p, global, in.ranks()); });
 }
 /// The same, reusing the input's buffers.
 template <class T>
 local_set<T> execute(const plan& p, const shape_vec& global, local_set<T>&& in) {
-  return detail::execute_runtime<T>(p, global, std::move(in));
+  const index_t n = in.ranks();
+  return observe::around([&] { return detail::execute_runtime<T>(p, global, std::move(in)); },
+                         [&] { return detail::watch_execute<T>(p, global, n); });
 }
 /// One step.
 template <class T>

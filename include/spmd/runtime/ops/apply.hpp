@@ -321,13 +321,28 @@ auto apply_impl(const Op& op, std::index_sequence<I...>, const dtensor<T, L, Bk>
     return y;
 }
 
+/// The log line and trace span of an op (observe/hooks.hpp), when something watches.
+template <class Forced, class Op, class... T, class... L, std::size_t... I, class Bk>
+timeline::span watch_op(std::index_sequence<I...>, const dtensor<T, L, Bk>&... x) {
+  using T0 = std::tuple_element_t<0, std::tuple<T...>>;
+  using U = typename op_result<Op, T0>::type;
+  using R = ops::resolved<Op, T0, Forced, L...>;
+  const observe::op_input in[] = {observe::op_input{L::spec(), R::template input_layout<I>::spec(),
+                                                    x.layout().extents().to_vec(), host::element_name<T>()}...};
+  layout_spec final = R::compute_layout::spec();
+  if constexpr (R::output_moves) final = detail::target_layout<typename R::out_placements, typename R::compute_layout>::spec();
+  return observe::on_op(observe::op_name<Op>(), in, static_cast<int>(sizeof...(I)), R::compute_layout::spec(), final,
+                        host::element_name<U>(), Bk::template held<typename R::mesh_type>());
+}
+
 }  // namespace detail
 
 /// Op on dtensors (1 to 4, one mesh): the compiler-chosen sharding, or `Forced` output
 /// placements (spmd::placements<...>) when given.
 template <class Forced = void, class Op, class... T, class... L, class Bk>
 auto apply(const Op& op, const dtensor<T, L, Bk>&... x) {
-  return detail::apply_impl<Forced>(op, std::index_sequence_for<L...>{}, x...);
+  return observe::around([&] { return detail::apply_impl<Forced>(op, std::index_sequence_for<L...>{}, x...); },
+                         [&] { return detail::watch_op<Forced, Op>(std::index_sequence_for<L...>{}, x...); });
 }
 
 }  // namespace spmd::runtime

@@ -1,0 +1,139 @@
+// spmd/runtime/observe/hooks.hpp — where the runtime and the backends report to the log and
+// the timeline. Each call site is
+//
+//   return observe::around([&] { return work(); }, [&] { return observe::on_...(...); });
+//
+// which runs work() alone when nothing watches (observe::active(): one load, one branch),
+// and otherwise first logs the decision and opens a trace span that closes when work()
+// returns. The text is built only when someone watches.
+#pragma once
+
+#include <new>
+#include <string>
+#include <utility>
+
+#include "spmd/core/layout_spec.hpp"
+#include "spmd/host/element.hpp"
+#include "spmd/host/local_set.hpp"
+#include "spmd/plan/plan.hpp"
+#include "spmd/plan/trace.hpp"
+#include "spmd/plan/traffic.hpp"
+#include "spmd/runtime/observe/log.hpp"
+#include "spmd/runtime/observe/switch.hpp"
+#include "spmd/runtime/observe/text.hpp"
+#include "spmd/runtime/observe/trace.hpp"
+
+namespace spmd::observe {
+
+namespace detail {
+/// A span that exists only when something watched at its start. work() is instantiated
+/// once (not once per branch), so watching costs no compile time in the callers.
+class maybe_span {
+ public:
+  maybe_span() = default;
+  maybe_span(const maybe_span&) = delete;
+  maybe_span& operator=(const maybe_span&) = delete;
+  ~maybe_span() {
+    if (on_) [[unlikely]]
+      std::launder(reinterpret_cast<timeline::span*>(bytes_))->~span();
+  }
+  template <class Watch>
+  void open(Watch&& watch) {
+    ::new (static_cast<void*>(bytes_)) timeline::span(watch());
+    on_ = true;
+  }
+
+ private:
+  bool on_ = false;
+  alignas(timeline::span) unsigned char bytes_[sizeof(timeline::span)];
+};
+}  // namespace detail
+
+/// work(), watched by watch() (which logs and returns the trace span to hold until work()
+/// has returned) when anything watches.
+template <class Work, class Watch>
+[[gnu::always_inline]] inline decltype(auto) around(Work&& work, Watch&& watch) {
+  detail::maybe_span s;
+  if (active()) [[unlikely]]
+    s.open(watch);
+  return work();
+}
+
+/// The same for work queued on a device: sync() waits for the device before the span opens
+/// and again before it closes, so the span is the work's device time.
+template <class Work, class Watch, class Sync>
+[[gnu::always_inline]] inline void around_synced(Work&& work, Watch&& watch, Sync&& sync) {
+  if (!active()) [[likely]] {
+    work();
+    return;
+  }
+  sync();
+  [[maybe_unused]] const timeline::span s = watch();
+  work();
+  sync();
+}
+
+/// A plan step as it runs: step i of n on a tensor of shape `global`, in the process that
+/// holds ranks [lo, lo + count).
+inline timeline::span on_step(const plan_step& s, int i, int n, const shape_vec& global, index_t element_bytes,
+                           index_t lo, index_t count) {
+  if (watching(log_steps))
+    log::line(lo, count, "  step " + std::to_string(i + 1) + "/" + std::to_string(n) + " " +
+                             step_text(s, global, element_bytes) + ": " + placements_text(s.from) + "->" +
+                             placements_text(s.to));
+  if (!watching(trace)) return {};
+  const std::string kind = step_kind_name(s.kind) ? step_kind_name(s.kind)
+                           : s.kind == step_kind::partition ? "partition" : "fill";
+  return timeline::span("step", kind, lo, count,
+                     "\"kind\":" + timeline::quoted(kind) + ",\"mesh_dims\":" + timeline::quoted(dims_text(s.mesh_dims)) +
+                         ",\"bytes_per_rank\":" +
+                         std::to_string(is_collective(s.kind) ? traffic(s, global, element_bytes).max_rank_bytes : 0) +
+                         ",\"from\":" + timeline::quoted(placements_text(s.from)) +
+                         ",\"to\":" + timeline::quoted(placements_text(s.to)) + ",\"step\":" + std::to_string(i + 1));
+}
+
+/// A redistribute by the compile-time plan p from `src` to `dst` of elements W.
+template <class W>
+timeline::span on_redistribute(const plan& p, const layout_spec& src, const layout_spec& dst, const shape_vec& global,
+                            host::held_range h, bool compile_time) {
+  const std::string from = placements_text(src), to = placements_text(dst);
+  const std::string tr(spmd::trace(p, src, dst).view());
+  index_t bytes = 0;
+  for (const plan_step& s : p.steps)
+    if (is_collective(s.kind)) bytes += traffic(s, global, index_t{sizeof(W)}).max_rank_bytes;
+  if (watching(log_redistribute))
+    log::line(h.lo, h.count(),
+              "redistribute " + layout_text(src, global, host::element_name<W>()) + " -> " + to + ": plan " + tr +
+                  ", " + std::to_string(p.steps.size()) + (p.steps.size() == 1 ? " step" : " steps") + ", " +
+                  std::to_string(bytes) + " B/rank, " + (compile_time ? "compile time" : "run time"));
+  if (!watching(trace)) return {};
+  return timeline::span("redistribute", from + "->" + to, h.lo, h.count(),
+                     "\"from\":" + timeline::quoted(from) + ",\"to\":" + timeline::quoted(to) + ",\"plan\":" +
+                         timeline::quoted(tr) + ",\"steps\":" + std::to_string(p.steps.size()) +
+                         ",\"bytes_per_rank\":" + std::to_string(bytes) + ",\"shape\":" +
+                         timeline::quoted(shape_text(global)) + ",\"element\":\"" + host::element_name<W>() + "\"");
+}
+
+/// One operator input for on_op: its layout, shape, and the placements the op computes it in.
+struct op_input {
+  layout_spec given, used;
+  shape_vec global;
+  const char* element;
+};
+
+/// Operator `name` on `inputs`, computing in `out` (then moved to `final` when forced).
+inline timeline::span on_op(const std::string& name, const op_input* in, int n, const layout_spec& out,
+                         const layout_spec& final, const char* out_element, host::held_range h) {
+  std::string ins;
+  for (int i = 0; i < n; ++i) {
+    ins += (i ? ", in" : "in") + std::to_string(i) + " " + layout_text(in[i].given, in[i].global, in[i].element);
+    ins += in[i].given == in[i].used ? " (kept)" : " -> " + placements_text(in[i].used) + " (redistribute)";
+  }
+  std::string outs = std::string(out_element) + " " + placements_text(out);
+  if (!(final == out)) outs += " -> " + placements_text(final) + " (forced)";
+  if (watching(log_ops)) log::line(h.lo, h.count(), "op " + name + ": " + ins + " => out " + outs + ", compile time");
+  if (!watching(trace)) return {};
+  return timeline::span("op", name, h.lo, h.count(), "\"inputs\":" + timeline::quoted(ins) + ",\"out\":" + timeline::quoted(outs));
+}
+
+}  // namespace spmd::observe

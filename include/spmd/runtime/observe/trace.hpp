@@ -1,0 +1,198 @@
+// spmd/runtime/observe/trace.hpp — timelines of a run in the Chrome trace-event format
+// (Perfetto, chrome://tracing open it): every operator, redistribute and plan step with its
+// start and end, one lane per rank.
+//
+//   SPMD_TRACE=step.json ./train             the whole run, written when the program ends
+//   { spmd::timeline::session s("step.json"); ... }   a scope, written when s ends
+//
+// Events are complete events ("ph": "X", times in µs from the start of the trace) with
+// "pid" 0 and "tid" the rank; their "args" carry what the log line says (layouts, the plan,
+// the step's kind, mesh dims and bytes per rank). The simulation runs every rank's part of
+// a step together, so its ranks' lanes show the same spans. Under MPI each process records
+// its own rank and rank 0 writes one file: the clocks start together at a barrier (the
+// backend registers that barrier and the gather: hooks below).
+#pragma once
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "spmd/core/config.hpp"
+#include "spmd/runtime/observe/switch.hpp"
+
+namespace spmd::timeline {
+
+/// A JSON string literal of s (quotes and escapes).
+inline std::string quoted(const std::string& s) {
+  std::string t = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') t += '\\', t += c;
+    else if (static_cast<unsigned char>(c) < 0x20) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\u%04x", c);
+      t += b;
+    } else t += c;
+  }
+  return t + "\"";
+}
+
+namespace detail {
+
+using clock = std::chrono::steady_clock;
+
+/// What a multi-process backend supplies (mpi::environment registers them): a barrier over
+/// every process, and the gather of each process's events to the first, which writes.
+struct hooks_t {
+  void (*barrier)() = nullptr;
+  /// Replaces `events` (this process's, comma-joined) with every process's on the writer;
+  /// returns whether this process writes.
+  bool (*gather)(std::string& events) = nullptr;
+};
+inline hooks_t& hooks() {
+  static hooks_t h;
+  return h;
+}
+
+struct recorder {
+  std::mutex m;
+  std::string events;          // comma-joined JSON objects
+  std::set<index_t> ranks;     // lanes seen, named in the metadata
+  clock::time_point epoch = clock::now();
+  std::string file;            // where stop() writes
+  bool from_environment = false;
+  bool written = false;
+};
+inline recorder& rec() {
+  static recorder r;
+  return r;
+}
+
+inline double micros_since_epoch(clock::time_point t) {
+  return std::chrono::duration<double, std::micro>(t - rec().epoch).count();
+}
+
+inline void add(const char* cat, const std::string& name, index_t lo, index_t count, clock::time_point begin,
+                clock::time_point end, const std::string& args) {
+  recorder& r = rec();
+  char times[96];
+  std::snprintf(times, sizeof times, "\"ts\":%.3f,\"dur\":%.3f", micros_since_epoch(begin),
+                std::chrono::duration<double, std::micro>(end - begin).count());
+  const std::string head = "{\"name\":" + quoted(name) + ",\"cat\":\"" + cat + "\",\"ph\":\"X\"," + times +
+                           ",\"pid\":0,\"tid\":";
+  const std::string tail = ",\"args\":{" + args + "}}";
+  std::lock_guard<std::mutex> g(r.m);
+  for (index_t k = 0; k < count; ++k) {
+    if (!r.events.empty()) r.events += ",\n";
+    r.events += head + std::to_string(lo + k) + tail;
+    r.ranks.insert(lo + k);
+  }
+}
+
+/// Writes the file (rank 0 under MPI, after gathering every rank's events) and clears.
+inline void write() {
+  recorder& r = rec();
+  std::string events, meta;
+  std::string file;
+  {
+    std::lock_guard<std::mutex> g(r.m);
+    if (r.written || r.file.empty()) return;
+    r.written = true;
+    events.swap(r.events);
+    for (index_t k : r.ranks)
+      meta += ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":0,\"tid\":" + std::to_string(k) +
+              ",\"args\":{\"name\":\"rank " + std::to_string(k) + "\"}}";
+    r.ranks.clear();
+    file = r.file;
+  }
+  std::string all = events + meta;
+  if (!all.empty() && all[0] == ',') all.erase(0, 2);
+  if (hooks().gather && !hooks().gather(all)) return;
+  std::ofstream out(file, std::ios::binary);
+  out << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n"
+      << "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":0,\"args\":{\"name\":\"spmd\"}}" << (all.empty() ? "" : ",\n")
+      << all << "\n]}\n";
+  if (!out) std::fprintf(stderr, "spmd: SPMD_TRACE: cannot write %s\n", file.c_str());
+}
+
+/// SPMD_TRACE=FILE: recording from the start, written at exit (or, under MPI, when the
+/// environment ends: mpi::environment calls finish()).
+struct environment_trace {
+  environment_trace() {
+    if (const char* f = std::getenv("SPMD_TRACE"); f && *f) {
+      rec().file = f;
+      rec().from_environment = true;
+    }
+  }
+  ~environment_trace() { write(); }
+};
+inline environment_trace environment_trace_instance;
+
+}  // namespace detail
+
+/// Starts the clock of a trace together on every process (the backend's barrier, if any).
+inline void align_clocks() {
+  if (detail::hooks().barrier) detail::hooks().barrier();
+  detail::rec().epoch = detail::clock::now();
+}
+
+/// Ends the trace of the environment (SPMD_TRACE) now: writes the file. A multi-process
+/// backend calls it while its processes can still talk.
+inline void finish() {
+  if (detail::rec().from_environment) detail::write();
+}
+
+/// Records a scope to `file`, written when the session ends (rank 0 writes under MPI; every
+/// process must open and close its session at the same point).
+class session {
+ public:
+  explicit session(std::string file) {
+    if (file.empty()) throw std::invalid_argument("spmd::timeline::session: the file name is empty");
+    detail::recorder& r = detail::rec();
+    {
+      std::lock_guard<std::mutex> g(r.m);
+      r.events.clear();
+      r.ranks.clear();
+      r.file = std::move(file);
+      r.written = false;
+      r.from_environment = false;
+    }
+    align_clocks();
+    observe::turn_on(observe::trace);
+  }
+  ~session() {
+    observe::turn_off(observe::trace);
+    detail::write();
+  }
+  session(const session&) = delete;
+  session& operator=(const session&) = delete;
+};
+
+/// One span: from construction to destruction, on the lanes of ranks [lo, lo + count).
+/// Costs nothing but the check when no trace records.
+class span {
+ public:
+  span() = default;
+  span(const char* cat, std::string name, index_t lo, index_t count, std::string args)
+      : cat_(cat), name_(std::move(name)), args_(std::move(args)), lo_(lo), count_(count),
+        begin_(detail::clock::now()) {}
+  ~span() {
+    if (cat_) detail::add(cat_, name_, lo_, count_, begin_, detail::clock::now(), args_);
+  }
+  span(const span&) = delete;
+  span& operator=(const span&) = delete;
+
+ private:
+  const char* cat_ = nullptr;
+  std::string name_, args_;
+  index_t lo_ = 0, count_ = 0;
+  detail::clock::time_point begin_{};
+};
+
+}  // namespace spmd::timeline
