@@ -1,8 +1,8 @@
 // spmd-plan — inspect spmd layouts and redistribute plans from the command line, and run them.
 //
-//   spmd-plan layout --mesh 2x4 --shape 10,5 --placements 'S(0),S(0)' [--json]
+//   spmd-plan layout --mesh 2x4 --shape 10,5 --placements 'S(0),S(0)' [--json] [--svg FILE]
 //   spmd-plan plan   --mesh 2x2x2 --shape 8,8,8 --from 'S(0),S(1),S(2)' --to 'S(2),S(1),S(0)'
-//                    [--dtype f32|f64|i32|i64|bf16] [--json]
+//                    [--dtype f32|f64|i32|i64|bf16] [--json] [--svg FILE] (the pictures: spmd/io/svg.hpp)
 //   spmd-plan run    (the same options; --dtype f32|f64|i32|i64; --backend sim|mpi|cuda): G[i] = i
 //                    distributed with --from, redistributed to --to in the simulation backend,
 //                    under `mpirun -np N spmd-plan run --backend mpi` by N processes (the
@@ -23,6 +23,7 @@
 // Each subcommand is a pair: add_<name>_command() declares its options on the CLI11 app,
 // run_<name>() does the work once parsing succeeded. New subcommands (plan, run) follow suit.
 #include <exception>
+#include <fstream>
 #include <iostream>
 #include <stdexcept>
 #include <string>
@@ -48,6 +49,7 @@
 #ifdef SPMD_PLAN_MPI
 #include "spmd/backends/mpi/mpi.hpp"
 #endif
+#include "spmd/io/svg.hpp"
 #include "spmd/io/visualize.hpp"
 
 #include "explain_command.hpp"
@@ -75,8 +77,17 @@ struct layout_options {
   std::string mesh;
   std::string shape;
   std::string placements;
+  std::string svg;
   bool json = false;
 };
+
+/// Writes `text` to `file` whole, or throws std::invalid_argument naming the file (exit 2).
+void write_file(const std::string& file, const std::string& text) {
+  std::ofstream out(file, std::ios::binary);
+  out << text;
+  out.close();
+  if (!out) throw std::invalid_argument("--svg " + file + ": cannot write the file");
+}
 
 CLI::App* add_layout_command(CLI::App& app, layout_options& o) {
   CLI::App* cmd = app.add_subcommand(
@@ -91,6 +102,7 @@ CLI::App* add_layout_command(CLI::App& app, layout_options& o) {
                   "with op in sum|avg|max|min|product")
       ->required();
   cmd->add_flag("--json", o.json, "Print one JSON object instead of the table and grid");
+  cmd->add_option("--svg", o.svg, "Also draw the layout into this SVG file (blocks coloured by rank)");
   return cmd;
 }
 
@@ -103,6 +115,7 @@ int run_layout(const layout_options& o) {
     throw std::invalid_argument("mesh '" + o.mesh + "' has " + std::to_string(spec.mesh_size()) +
                                 " ranks; spmd-plan layout lists at most " +
                                 std::to_string(max_listed_ranks));
+  if (!o.svg.empty()) write_file(o.svg, spmd::io::svg(spec, shape));
 
   if (o.json) {
     nlohmann::ordered_json out;
@@ -147,6 +160,7 @@ struct plan_options {
   std::string to;
   std::string dtype = "f32";
   std::string backend = "sim";  // run only
+  std::string svg;              // plan only
   bool json = false;
 };
 
@@ -164,6 +178,7 @@ CLI::App* add_plan_command(CLI::App& app, plan_options& o) {
       "plan", "Show the redistribute plan between two layouts: steps, bytes, counts, trace, cost");
   add_transition_options(cmd, o);
   cmd->add_option("--dtype", o.dtype, "Element type for byte counts: f32, f64, i32, i64, bf16");
+  cmd->add_option("--svg", o.svg, "Also draw the plan into this SVG file (one panel per step)");
   return cmd;
 }
 
@@ -268,6 +283,7 @@ std::string plan_text_report(const transition& t, spmd::index_t element_bytes) {
 int run_plan(const plan_options& o) {
   const spmd::index_t element_bytes = dtype_bytes(o.dtype);
   const transition t = plan_transition(o, element_bytes);
+  if (!o.svg.empty()) write_file(o.svg, spmd::io::svg(t.plan, t.from, t.to, t.shape, element_bytes));
   if (o.json)
     std::cout << plan_json(t, element_bytes).dump() << '\n';
   else

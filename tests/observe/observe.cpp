@@ -1,0 +1,151 @@
+// tests/observe/observe.cpp — the log lines (spmd::log) and the timeline (spmd::timeline) of
+// a known program on the simulation: the words of each decision, the bytes counted by hand,
+// every step of the plan on every rank's lane in order, and silence when nothing watches.
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "spmd/backends/sim/sim.hpp"
+#include "spmd/runtime/observe.hpp"
+#include "spmd/runtime/ops/elementwise.hpp"
+#include "spmd/runtime/ops/matmul.hpp"
+
+using namespace spmd;
+
+namespace {
+
+using M4 = mesh<4>;
+using M24 = mesh<2, 4>;
+
+bool has(const std::vector<std::string>& lines, const std::string& a, const std::string& b = "") {
+  return std::any_of(lines.begin(), lines.end(), [&](const std::string& l) {
+    return l.find(a) != std::string::npos && l.find(b) != std::string::npos;
+  });
+}
+
+// In the folder meson runs the test in (the build's), named for this test.
+std::string temp_file(const char* name) { return std::string("observe-test") + name; }
+
+}  // namespace
+
+TEST_CASE("nothing is logged or recorded unless asked", "[observe]") {
+  REQUIRE_FALSE(observe::active());  // the test runs without SPMD_LOG and SPMD_TRACE
+  log::capture c;
+  auto x = sim::distribute_tensor<layout<M4, placements<shard<0>>, extents<8, 16>>>(std::vector<float>(128, 1.f));
+  auto y = sim::redistribute<placements<replicate>>(x);
+  (void)runtime::add(y, y);
+  CHECK(c.lines().empty());
+}
+
+TEST_CASE("SPMD_LOG's lines: redistribute and ops, with the plan and bytes per rank", "[observe]") {
+  log::capture c;
+  log::enable("redistribute,ops");
+  std::vector<float> a(8 * 16), w(16 * 4);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i % 7);
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i % 5);
+  auto x = sim::distribute_tensor<layout<M4, placements<shard<0>>, extents<8, 16>>>(a);
+  // S(0) -> R of f32[8, 16] over 4 ranks: each rank receives the 3 blocks it lacks,
+  // 3 * 2 * 16 * 4 bytes = 384.
+  auto r = sim::redistribute<placements<replicate>>(x);
+  CHECK(has(c.lines(), "[spmd] redistribute f32[8, 16] S(0) on mesh(4) -> R: plan S(0)->R, 1 step, 384 B/rank, compile time"));
+  // A matmul whose second input must move: the op line says which input moves and where.
+  auto wt = sim::distribute_tensor<layout<M4, placements<shard<0>>, extents<16, 4>>>(w);
+  c.clear();
+  auto y = runtime::matmul(r, wt);
+  REQUIRE(!c.lines().empty());
+  CHECK(c.lines().front().rfind("[spmd] op matmul: in0 f32[8, 16] R on mesh(4) (kept), in1 f32[16, 4] S(0) on mesh(4) ", 0) == 0);
+  CHECK(has(c.lines(), "op matmul", ", compile time"));
+  // The op line comes before the redistribute it causes.
+  const bool moved_in1 = has(c.lines(), "in1 f32[16, 4] S(0) on mesh(4) -> ", "(redistribute)");
+  if (moved_in1) CHECK(c.lines().size() >= 2);
+  CHECK(y.full_tensor().size() == 32);
+
+  // steps: one line per step as it runs.
+  log::disable();
+  log::enable("steps");
+  c.clear();
+  (void)sim::redistribute<placements<replicate>>(x);
+  REQUIRE(c.lines().size() == 1);
+  CHECK(c.lines()[0] == "[spmd]   step 1/1 all_gather mesh dims {0} 384 B/rank: S(0)->R");
+  log::disable();
+  c.clear();
+  (void)sim::redistribute<placements<replicate>>(x);
+  CHECK(c.lines().empty());
+  CHECK_FALSE(observe::active());
+}
+
+TEST_CASE("log::enable names a word it does not know", "[observe]") {
+  try {
+    log::enable("redistribute,bogus");
+    FAIL("no exception");
+  } catch (const std::invalid_argument& e) {
+    CHECK(std::string(e.what()).find("bogus") != std::string::npos);
+  }
+  CHECK_FALSE(observe::active());
+}
+
+TEST_CASE("a timeline: every step of a known plan on every rank's lane, in order, inside its redistribute", "[observe]") {
+  using Src = layout<M24, placements<shard<0>, shard<1>>, extents<8, 12>>;
+  using Dst = layout<M24, placements<shard<1>, shard<0>>, extents<8, 12>>;
+  using P = plan_of<Src, Dst, float>;
+  static_assert(P::size() >= 1);
+  std::vector<float> a(8 * 12);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i);
+  auto x = sim::distribute_tensor<Src>(a);
+  const std::string file = temp_file("-spmd-trace.json");
+  {
+    timeline::session s(file);
+    auto y = sim::redistribute<Dst::placements_type>(x);
+    auto z = runtime::mul(y, y);
+    (void)z;
+  }
+  CHECK_FALSE(observe::active());
+  std::ifstream in(file);
+  REQUIRE(in.good());
+  const nlohmann::json j = nlohmann::json::parse(in);
+  std::remove(file.c_str());
+  std::map<int, std::vector<nlohmann::json>> lanes;
+  std::map<int, std::string> names;
+  for (const auto& e : j.at("traceEvents")) {
+    if (e.at("ph") == "M" && e.at("name") == "thread_name") names[e.at("tid").get<int>()] = e.at("args").at("name");
+    if (e.at("ph") != "X") continue;
+    CHECK(e.at("ts").get<double>() >= 0);
+    CHECK(e.at("dur").get<double>() >= 0);
+    lanes[e.at("tid").get<int>()].push_back(e);
+  }
+  REQUIRE(lanes.size() == 8);
+  for (int r = 0; r < 8; ++r) {
+    CHECK(names[r] == "rank " + std::to_string(r));
+    std::vector<nlohmann::json> ev = lanes[r];
+    std::stable_sort(ev.begin(), ev.end(), [](const auto& a, const auto& b) { return a.at("ts").get<double>() < b.at("ts").get<double>(); });
+    std::vector<std::string> steps;
+    const nlohmann::json* redist = nullptr;
+    for (const auto& e : ev) {
+      if (e.at("cat") == "step") steps.push_back(e.at("name"));
+      if (e.at("cat") == "redistribute") redist = &e;
+    }
+    REQUIRE(steps.size() == static_cast<std::size_t>(P::size()));
+    for (int i = 0; i < P::size(); ++i) CHECK(steps[static_cast<std::size_t>(i)] == step_kind_name(P::step(i).kind));
+    REQUIRE(redist != nullptr);
+    CHECK(redist->at("args").at("plan") == std::string(P::trace().view()));
+    CHECK(redist->at("args").at("from") == "S(0)S(1)");
+    const double t0 = redist->at("ts"), t1 = t0 + redist->at("dur").get<double>();
+    for (const auto& e : ev)
+      if (e.at("cat") == "step") {
+        CHECK(e.at("ts").get<double>() >= t0);
+        CHECK(e.at("ts").get<double>() + e.at("dur").get<double>() <= t1 + 1e-3);
+        CHECK(e.at("args").contains("bytes_per_rank"));
+      }
+    CHECK(std::count_if(ev.begin(), ev.end(), [](const auto& e) { return e.at("cat") == "op" && e.at("name") == "mul"; }) == 1);
+  }
+}
+
+TEST_CASE("a timeline session needs a file name", "[observe]") {
+  CHECK_THROWS_AS(timeline::session(""), std::invalid_argument);
+}
