@@ -508,15 +508,13 @@ storage_t<B, W> run_to(const L& layout, Locals&& locals) {
   static_assert(plan_connects<H, L, Dst>(),
                 "spmd::redistribute: the plan does not lead from the source layout to the "
                 "target layout.");
-  return observe::around(
-      [&] {
-        return B::template run_plan<W, H, typename L::mesh_type>(layout.extents(),
-                                                                 std::forward<Locals>(locals));
-      },
-      [&] {
-        return observe::on_redistribute<W>(H::value, L::spec(), Dst::spec(), layout.extents().to_vec(),
-                                           B::template held<typename L::mesh_type>(), true);
-      });
+  // Watched: the log line and a span around the plan. Unwatched: one branch.
+  if (observe::active()) [[unlikely]] {
+    [[maybe_unused]] const timeline::span s = observe::on_redistribute<W>(
+        H::value, L::spec(), Dst::spec(), layout.extents().to_vec(), B::template held<typename L::mesh_type>(), true);
+    return B::template run_plan<W, H, typename L::mesh_type>(layout.extents(), std::forward<Locals>(locals));
+  }
+  return B::template run_plan<W, H, typename L::mesh_type>(layout.extents(), std::forward<Locals>(locals));
 }
 }  // namespace detail
 

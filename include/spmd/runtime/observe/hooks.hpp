@@ -50,7 +50,10 @@ class maybe_span {
 }  // namespace detail
 
 /// work(), watched by watch() (which logs and returns the trace span to hold until work()
-/// has returned) when anything watches.
+/// has returned) when anything watches. On the hottest paths (an operator's apply, a typed
+/// redistribute) the branch is written out, the unwatched work a direct call: wrapped in a
+/// lambda, g++ stopped inlining the op's body into its caller (bench/op_overhead at -O2:
+/// +115 instructions per small add; written out, +6).
 template <class Work, class Watch>
 [[gnu::always_inline]] inline decltype(auto) around(Work&& work, Watch&& watch) {
   detail::maybe_span s;

@@ -335,14 +335,23 @@ timeline::span watch_op(std::index_sequence<I...>, const dtensor<T, L, Bk>&... x
                         host::element_name<U>(), Bk::template held<typename R::mesh_type>());
 }
 
+template <class Forced, class Op, class... T, class... L, std::size_t... I, class Bk>
+[[gnu::noinline]] auto apply_watched(const Op& op, std::index_sequence<I...> is, const dtensor<T, L, Bk>&... x) {
+  [[maybe_unused]] const timeline::span s = watch_op<Forced, Op>(is, x...);
+  return apply_impl<Forced>(op, is, x...);
+}
+
 }  // namespace detail
 
 /// Op on dtensors (1 to 4, one mesh): the compiler-chosen sharding, or `Forced` output
 /// placements (spmd::placements<...>) when given.
 template <class Forced = void, class Op, class... T, class... L, class Bk>
 auto apply(const Op& op, const dtensor<T, L, Bk>&... x) {
-  return observe::around([&] { return detail::apply_impl<Forced>(op, std::index_sequence_for<L...>{}, x...); },
-                         [&] { return detail::watch_op<Forced, Op>(std::index_sequence_for<L...>{}, x...); });
+  // Watched: out of line, with the log line and the span. Unwatched: one branch, then the
+  // op's body, inlined as it was before the branch existed.
+  if (observe::active()) [[unlikely]]
+    return detail::apply_watched<Forced>(op, std::index_sequence_for<L...>{}, x...);
+  return detail::apply_impl<Forced>(op, std::index_sequence_for<L...>{}, x...);
 }
 
 }  // namespace spmd::runtime
