@@ -9,7 +9,8 @@
 //
 // The model: vocabulary 512, context 128, width 512, 8 heads of 64, 2 blocks, batch 8
 // (6.8 M parameters, 1,024 tokens a step: about 45 GFLOP forward and backward, so arithmetic
-// dominates). Each figure is the median of 8 steps after 2 warm-up steps.
+// dominates). Each figure is the median of 12 steps after 2 warm-up steps; in --sim the two
+// runs' steps alternate.
 //   RESULT train_sim_vs_one=<2x4 / 1, simulation> train_mpi_vs_one=<2 MPI processes / 1 process>
 // Targets (issue 25): sim ≤ 1.3 (the same arithmetic plus the copies of the plans), MPI ≤ 0.65
 // (ideal 0.5 on 2 cores). bench/RESULTS.md explains the gaps.
@@ -33,28 +34,52 @@ namespace {
 
 using namespace spmd_train;
 using sizes = gpt_sizes<512, 128, 512, 8, 8>;
-constexpr int warmup = 2, measured = 8;
+constexpr int warmup = 2, measured = 12;
 
 model_spec spec() { return gpt_spec(sizes::vocab, sizes::context, sizes::width, sizes::heads, sizes::batch); }
+
+template <class Model>
+auto make_opt(Model& model) {
+  return std::apply([](auto&... p) { return spmd::runtime::adamw({.lr = 1e-3}, p...); }, model.params());
+}
+
+/// The gpt on mesh D×T, backend B, with its optimizer, stepping through the inputs.
+template <int D, int T, class B>
+struct trainer {
+  using Model = gpt_model<config<D, T, B, dp_kind::fsdp, float>, sizes>;
+  explicit trainer(const inputs& in) : in_(in), model_(Model::load(in)), opt_(make_opt(model_)) {}
+
+  /// Step s's time in ms (its loss checked to be a number).
+  double step(int s) {
+    if constexpr (requires { B::barrier(); }) B::barrier();
+    const auto t0 = std::chrono::steady_clock::now();
+    const double loss = train_step(model_, opt_, in_, s);
+    if constexpr (requires { B::barrier(); }) B::barrier();
+    const double t = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (!(loss > 0)) std::fprintf(stderr, "train_step: loss %g at step %d\n", loss, s);
+    return t;
+  }
+
+  const inputs& in_;
+  Model model_;
+  decltype(make_opt(std::declval<Model&>())) opt_;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
 
 /// The median step time (ms) of the gpt on mesh D×T, backend B.
 template <int D, int T, class B>
 double step_ms(const inputs& in) {
-  using Model = gpt_model<config<D, T, B, dp_kind::fsdp, float>, sizes>;
-  Model model = Model::load(in);
-  auto opt = std::apply([](auto&... p) { return spmd::runtime::adamw({.lr = 1e-3}, p...); }, model.params());
+  trainer<D, T, B> t(in);
   std::vector<double> ms;
   for (int s = 0; s < warmup + measured; ++s) {
-    if constexpr (requires { B::barrier(); }) B::barrier();
-    const auto t0 = std::chrono::steady_clock::now();
-    const double loss = train_step(model, opt, in, s);
-    if constexpr (requires { B::barrier(); }) B::barrier();
-    const double t = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    if (s >= warmup) ms.push_back(t);
-    if (s == 0 && !(loss > 0)) std::fprintf(stderr, "train_step: loss %g\n", loss);
+    const double m = t.step(s);
+    if (s >= warmup) ms.push_back(m);
   }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+  return median(ms);
 }
 
 void one_thread() {
@@ -81,8 +106,15 @@ int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   const inputs in = counting_inputs(spec(), warmup + measured);
   if (mode == "--sim") {
-    const double one = step_ms<1, 1, spmd::sim::backend>(in);
-    const double mesh = step_ms<2, 4, spmd::sim::backend>(in);
+    // The two runs' steps alternate, so that a slow spell of a shared machine falls on both.
+    trainer<1, 1, spmd::sim::backend> one_run(in);
+    trainer<2, 4, spmd::sim::backend> mesh_run(in);
+    std::vector<double> one_ms, mesh_ms;
+    for (int s = 0; s < warmup + measured; ++s) {
+      const double a = one_run.step(s), b = mesh_run.step(s);
+      if (s >= warmup) one_ms.push_back(a), mesh_ms.push_back(b);
+    }
+    const double one = median(one_ms), mesh = median(mesh_ms);
     std::printf("sim: mesh 1 %.1f ms, mesh 2x4 %.1f ms per step\nsim_ratio %.3f\n", one, mesh, mesh / one);
     return 0;
   }

@@ -141,6 +141,12 @@ std::vector<std::vector<unsigned char>> large_work() {
 
 TEST_CASE("results are the same bits for every thread count", "[threads][pool]") {
   const int before = sim::threads();
+#if defined(SPMD_HAVE_CBLAS) && defined(OPENBLAS_VERSION)
+  // On 1 thread the 8 ranks' products run in turn with BLAS on every core; on 2 and 3 they
+  // run at once with BLAS on one thread each (runtime::detail::gemm_one_thread), which puts
+  // OpenBLAS's setting back afterwards.
+  const int blas_before = openblas_get_num_threads();
+#endif
   sim::set_threads(1);
   const auto want = large_work();
   for (int t : {2, 3}) {
@@ -152,6 +158,9 @@ TEST_CASE("results are the same bits for every thread count", "[threads][pool]")
       INFO("threads " << t << ", case " << k);
       CHECK(got[k] == want[k]);
     }
+#if defined(SPMD_HAVE_CBLAS) && defined(OPENBLAS_VERSION)
+    CHECK(openblas_get_num_threads() == blas_before);
+#endif
   }
   sim::set_threads(before);
 }

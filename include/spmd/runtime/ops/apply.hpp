@@ -93,11 +93,19 @@ inline constexpr bool op_needs_offsets = false;
 template <class Op>
 inline constexpr bool op_needs_offsets<Op, std::void_t<decltype(Op::needs_offsets)>> = Op::needs_offsets;
 
-/// False for ops whose local kernel already uses every core (a BLAS product): their ranks
-/// run one after another, as running them at once too would oversubscribe the cores
-/// (measured: a 256x256x512 matmul on 2x4 took 1.14x the time of the serial loop).
-template <class Op>
-inline constexpr bool op_ranks_in_parallel = true;
+/// True when Op's local kernel spreads over the cores itself for elements T (a BLAS
+/// product): its op_kernel says so (`template <class T> static constexpr bool
+/// threads_itself`) and names an RAII `one_thread` that keeps the kernel on the calling
+/// thread while alive. Such ranks run at once only when enough of them compute to keep every
+/// thread busy, each kernel on one thread; otherwise one after another, each on every core
+/// (running them at once with the kernel threaded too oversubscribed the cores: a
+/// 256x256x512 matmul on 2x4 took 1.14x the time of the serial loop).
+template <class Op, class T, class = void>
+inline constexpr bool op_threads_itself = false;
+template <class Op, class T>
+inline constexpr bool
+    op_threads_itself<Op, T, std::void_t<decltype(op_kernel<Op>::template threads_itself<T>)>> =
+        op_kernel<Op>::template threads_itself<T>;
 
 /// True when Op's local result depends on its inputs' blocks only, not on the rank or where
 /// the blocks sit: the built-in kernels say so (`static constexpr bool rank_independent =
@@ -273,9 +281,7 @@ auto apply_impl(const Op& op, std::index_sequence<I...>, const dtensor<T, L, Bk>
     constexpr bool static_extents =
         R::out_extents_type::is_static() && (L::extents_type::is_static() && ...);
     constexpr bool may_thread = [] {
-      if constexpr (!op_ranks_in_parallel<Op>) {
-        return false;
-      } else if constexpr (static_extents) {
+      if constexpr (static_extents) {
         constexpr index_t elems =
             rank0_elems<typename R::compute_layout>() +
             (rank0_elems<typename std::tuple_element_t<I, Ins>::layout_type>() + ...);
@@ -291,10 +297,28 @@ auto apply_impl(const Op& op, std::index_sequence<I...>, const dtensor<T, L, Bk>
       if (h.count() > 1 &&
           (static_extents ||
            (out.size(h.lo) + (std::get<I>(ins).locals().size(h.lo) + ...)) * h.count() >=
-               parallel_op_elems))
-        parallel_for(h.count(), [&](index_t k) { run_own(h.lo + k); });
-      else
+               parallel_op_elems)) {
+        if constexpr (op_threads_itself<Op, T0>) {
+          // Ranks at once, each kernel on one thread, when they fill the threads: 8 ranks'
+          // products of an eighth of the size each, one per thread, beat each product on
+          // every core one after another (bench/train_step). Fewer: the kernel's own threads.
+          index_t computing = h.count();
+          if constexpr (same != 0) {
+            computing = 0;
+            for (const index_t i : out.held()) computing += twin[static_cast<std::size_t>(i)] < 0 ? 1 : 0;
+          }
+          if (computing >= host::threads()) {
+            const typename op_kernel<Op>::one_thread one;
+            parallel_for(h.count(), [&](index_t k) { run_own(h.lo + k); });
+          } else {
+            serial();
+          }
+        } else {
+          parallel_for(h.count(), [&](index_t k) { run_own(h.lo + k); });
+        }
+      } else {
         serial();
+      }
     } else {
       serial();
     }

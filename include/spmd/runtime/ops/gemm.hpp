@@ -25,6 +25,41 @@
 
 namespace spmd::runtime::detail {
 
+/// True when gemm<T> hands the product to a BLAS that spreads it over the cores itself.
+template <class T>
+inline constexpr bool gemm_threads_itself =
+#if defined(SPMD_HAVE_CBLAS)
+    std::is_same_v<T, float> || std::is_same_v<T, double>;
+#else
+    false;
+#endif
+
+/// While alive, BLAS runs each product on the calling thread alone, so that several threads
+/// can run products at once without oversubscribing the cores. OpenBLAS's thread count is a
+/// process-wide setting: the scope sets it to 1 and puts the old value back (a product another
+/// user thread starts meanwhile also runs on one thread; the bits are the same either way, as
+/// OpenBLAS splits a product by rows and columns, never along k). Other BLAS builds have no
+/// such switch and are left as they are.
+class gemm_one_thread {
+ public:
+  gemm_one_thread() {
+#if defined(SPMD_HAVE_CBLAS) && defined(OPENBLAS_VERSION)
+    saved_ = openblas_get_num_threads();
+    if (saved_ != 1) openblas_set_num_threads(1);
+#endif
+  }
+  ~gemm_one_thread() {
+#if defined(SPMD_HAVE_CBLAS) && defined(OPENBLAS_VERSION)
+    if (saved_ != 1) openblas_set_num_threads(saved_);
+#endif
+  }
+  gemm_one_thread(const gemm_one_thread&) = delete;
+  gemm_one_thread& operator=(const gemm_one_thread&) = delete;
+
+ private:
+  [[maybe_unused]] int saved_ = 1;
+};
+
 /// c (m x n) = a · b, where a is (m x k), or (k x m) read transposed when `at`, and b is
 /// (k x n), or (n x k) read transposed when `bt`. Every pointer is to a contiguous row-major
 /// block; c is overwritten.

@@ -30,11 +30,18 @@ constexpr bool extents_agree() {
   constexpr index_t a = EA::static_extent(DA), b = EB::static_extent(DB);
   return a == dyn || b == dyn || a == b;
 }
+/// What the four products' kernels share: a BLAS product spreads over the cores itself, and
+/// gemm_one_thread keeps it on one (apply.hpp: threaded kernels).
+struct gemm_kernel {
+  static constexpr bool rank_independent = true;  // apply.hpp: replicas share results
+  template <class T>
+  static constexpr bool threads_itself = gemm_threads_itself<T>;
+  using one_thread = gemm_one_thread;
+};
 }  // namespace detail
 
 template <>
-struct op_kernel<ops::matmul> {
-  static constexpr bool rank_independent = true;  // apply.hpp: replicas share results
+struct op_kernel<ops::matmul> : detail::gemm_kernel {
   template <class T>
   static void run(const ops::matmul&, strided_view<T> out, const op_rank_info&,
                   strided_view<const T> a, strided_view<const T> b) {
@@ -44,8 +51,7 @@ struct op_kernel<ops::matmul> {
   }
 };
 template <>
-struct op_kernel<ops::matmul_t> {
-  static constexpr bool rank_independent = true;  // apply.hpp: replicas share results
+struct op_kernel<ops::matmul_t> : detail::gemm_kernel {
   template <class T>
   static void run(const ops::matmul_t&, strided_view<T> out, const op_rank_info&,
                   strided_view<const T> a, strided_view<const T> b) {
@@ -55,8 +61,7 @@ struct op_kernel<ops::matmul_t> {
   }
 };
 template <>
-struct op_kernel<ops::t_matmul> {
-  static constexpr bool rank_independent = true;  // apply.hpp: replicas share results
+struct op_kernel<ops::t_matmul> : detail::gemm_kernel {
   template <class T>
   static void run(const ops::t_matmul&, strided_view<T> out, const op_rank_info&,
                   strided_view<const T> a, strided_view<const T> b) {
@@ -65,21 +70,9 @@ struct op_kernel<ops::t_matmul> {
                  true, false);
   }
 };
-#if defined(SPMD_HAVE_CBLAS)
-// BLAS already runs each rank's product on every core (apply.hpp: op_ranks_in_parallel).
-template <>
-inline constexpr bool op_ranks_in_parallel<ops::matmul> = false;
-template <>
-inline constexpr bool op_ranks_in_parallel<ops::matmul_t> = false;
-template <>
-inline constexpr bool op_ranks_in_parallel<ops::t_matmul> = false;
-template <>
-inline constexpr bool op_ranks_in_parallel<ops::bmm> = false;
-#endif
 
 template <>
-struct op_kernel<ops::bmm> {
-  static constexpr bool rank_independent = true;  // apply.hpp: replicas share results
+struct op_kernel<ops::bmm> : detail::gemm_kernel {
   template <class T>
   static void run(const ops::bmm&, strided_view<T> out, const op_rank_info&,
                   strided_view<const T> a, strided_view<const T> b) {
