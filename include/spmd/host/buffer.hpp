@@ -286,8 +286,9 @@ class buffer {
     b.owners_.store(c, std::memory_order_relaxed);
     return b;
   }
-  /// True when this is the block's only owner (it may be written in place).
-  bool unique() const {
+  /// True when this is the block's only owner (it may be written in place). Forced inline:
+  /// every write access of an operator's output asks it.
+  [[gnu::always_inline]] bool unique() const {
     if (!data_) return false;
     const count_t* c = owners_.load(std::memory_order_acquire);
     return c == nullptr || c->load(std::memory_order_acquire) == 1;
