@@ -169,7 +169,11 @@ inline std::string layout_group(const layout_spec& spec, const shape_vec& global
   const int nd = global.size();
   if (nd > 3)
     throw std::invalid_argument("spmd::io::svg: draws tensors of up to 3 dims; this one has " + std::to_string(nd));
-  const auto [blocks, empty] = blocks_of(spec, global);
+  // Named members, not a structured binding: the lambda below reads the blocks, and clang 14
+  // refuses a lambda that captures a structured binding.
+  const auto drawn = blocks_of(spec, global);
+  const std::vector<block>& blocks = drawn.first;
+  const std::vector<index_t>& empty = drawn.second;
   const int dr = nd >= 2 ? nd - 2 : -1, dc = nd >= 1 ? nd - 1 : -1, ds = nd >= 3 ? nd - 3 : -1;
   auto cuts = [&](int d) {
     std::vector<index_t> c;
