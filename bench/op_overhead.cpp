@@ -285,8 +285,9 @@ int main(int argc, char** argv) {
   char line[512];
   double other_ratio = -1, other_instr = -1;
   while (p && std::fgets(line, sizeof line, p)) {
-    std::fputs(line, stdout);
     const std::string l = line;
+    if (l.rfind("RESULT", 0) == 0) continue;  // its figures are in its "# -O2:" line
+    std::fputs(line, stdout);
     const auto r = l.find("op_overhead_ratio="), i = l.find("op_overhead_instr=");
     if (l.rfind("# ", 0) == 0 && r != std::string::npos && i != std::string::npos) {
       other_ratio = std::atof(l.c_str() + r + 18);
