@@ -9,7 +9,8 @@ for the MPI backend (train_mpi_meshes); cases on a mesh not built are left out, 
            within 1e-5 relative of the one-device run, the final parameters (--save) within
            the tolerance below; the first loss against make_inputs.py's numpy forward (float64,
            written from the definitions alone); bf16 within 3e-2 of f32; the loss falls.
-  resume   a checkpoint after 10 of 20 steps on 2x4, resumed on 4x2 and on one device: the
+  resume   a checkpoint after 10 of 20 steps on 2x4, resumed on 4x2, on one device and with DDP
+           on 8 and on 3 (each where built): the
            remaining losses continue the uninterrupted curve.
   options  SGD, --clip (the norms before clipping are reported; the steps change), the
            table without --json, the JSON fields in the contract's order.
@@ -153,7 +154,9 @@ def resume(d):
         full = train_json(*f.args(model, "2x4", "--checkpoint", ck, "--checkpoint-at", 10))
         if full is None:
             continue
-        for mesh, dp in (("4x2", "fsdp"), ("1", "fsdp"), ("8", "ddp")):
+        # Resharded resume: onto another 2-d mesh, one device, and a data-parallel mesh (8, or 3:
+        # uneven), each where built.
+        for mesh, dp in (("4x2", "fsdp"), ("1", "fsdp"), ("8", "ddp"), ("3", "ddp")):
             if not built(mesh):
                 continue
             r = train_json(*f.args(model, mesh, "--dp", dp, "--resume", ck))
@@ -254,7 +257,9 @@ def errors(d):
 
 
 def mpi(d):
-    for model, mesh, dp in (("gpt", "2x4", "fsdp"), ("mlp", "4x2", "ddp")):
+    # DDP on MPI runs on 4x2 where built, else on 2x4 (CI builds only 2x4 for MPI).
+    ddp_mesh = "4x2" if "4x2" in MPI_MESHES else "2x4"
+    for model, mesh, dp in (("gpt", "2x4", "fsdp"), ("mlp", ddp_mesh, "ddp")):
         if not built(mesh, "mpi"):
             continue
         f = Files(d, model)
