@@ -6,7 +6,8 @@
 #                      paths as under build/
 #   .gpu/debs/*.deb    the host libraries the device image may lack (OpenBLAS, OpenMPI and its
 #                      runtime); unpacked beside the system's files, never over one (cp -n)
-# `bash bench/gpu-run.sh --bundle` makes .gpu/ here from a built build/ (CUDA enabled; add
+# `bash bench/gpu-run.sh --bundle` makes .gpu/ here from a built build/ (CUDA enabled, set up
+# with -Dnccl_suite=enabled, as a machine without a GPU leaves that suite out; add
 # `/.gpu/` to .git/info/exclude and name .gpu in the device call's carry: about 28 MB).
 # On the device, from the repository root: bash bench/gpu-run.sh [seconds]. Each step has its own timeout,
 # clipped to a common deadline (default 520 s) so that the call ends inside its limit. Logs go to

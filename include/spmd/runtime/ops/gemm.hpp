@@ -67,7 +67,7 @@ template <class T>
 void gemm(T* c, const T* a, const T* b, index_t m, index_t n, index_t k, bool at, bool bt) {
   if (m == 0 || n == 0) return;
 #if defined(SPMD_HAVE_CBLAS)
-  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+  if constexpr (gemm_threads_itself<T>) {  // to BLAS
     if (k == 0) {
       for (index_t i = 0; i < m * n; ++i) c[i] = T(0);
       return;
