@@ -34,8 +34,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "spmd/backends/mpi/mpi.hpp"
@@ -169,6 +171,20 @@ int measure(bool quick, const std::string& only) {
         MPI_Alltoallw(in.data(me), w_sc.data(), w_sd.data(), w_st.data(), dst.data(), w_rc.data(),
                       w_rd.data(), w_rt.data(), MPI_COMM_WORLD);
       };
+      if (transposing) {  // both baselines must give spmd's block, or the comparison is void
+        const auto want = spmd::mpi::execute(p.value, global, in);
+        for (auto [run, name] : {std::pair{std::function<void()>(run_pack), "pack + MPI_Alltoall"},
+                                 std::pair{std::function<void()>(run_alltoallw), "MPI_Alltoallw"}}) {
+          std::fill(dst.begin(), dst.end(), -1.f);
+          run();
+          if (want.size(me) != index_t(dst.size()) ||
+              std::memcmp(want.data(me), dst.data(), dst.size() * sizeof(float)) != 0) {
+            std::fprintf(stderr, "redistribute_mpi: rank %d: %s does not give spmd's S(1) block (%lld bytes)\n",
+                         me, name, (long long)bytes);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+          }
+        }
+      }
       constexpr int rounds = 7;
       const double budget = (quick ? 0.05 : 0.3) / rounds;
       std::vector<double> a, b, pa, pw;
