@@ -9,13 +9,14 @@
 # `bash bench/gpu-run.sh --bundle` makes .gpu/ here from a built build/ (CUDA enabled, set up
 # with -Dnccl_suite=enabled, as a machine without a GPU leaves that suite out; add
 # `/.gpu/` to .git/info/exclude and name .gpu in the device call's carry: about 28 MB).
-# On the device, from the repository root: bash bench/gpu-run.sh [seconds]. Each step has its own timeout,
+# On the device, from the repository root: bash bench/gpu-run.sh [seconds]; GPU_RUN_ONLY="step ..."
+# runs only the steps named (in this script's order), GPU_RUN_SKIP="step ..." all but those. Each step has its own timeout,
 # clipped to a common deadline (default 520 s) so that the call ends inside its limit. Logs go to
 # /tmp/gpu-run/<step>.log, stdout line-buffered so that a step stopped by its timeout keeps what
 # it printed; the device tool brings back at most 8 files, so $OUT gets one archive of them all
 # (logs.tgz) and the table of steps, exit codes and seconds (summary.txt, printed last).
 set -u
-bins="tests/cuda/cuda_backend tests/cuda/cuda_layout_kernel tests/backends/backends_cuda
+bins="tests/cuda/cuda_backend tests/cuda/cuda_layout_kernel tests/cuda/cuda_step_kernel tests/backends/backends_cuda
   tests/backends/backends_nccl tests/nccl/nccl_backend tests/training/training_train_cuda
   examples/spmd-demo examples/spmd-grad-demo tools/spmd-plan bench/redistribute_cuda
   bench/redistribute_nccl"
@@ -45,6 +46,10 @@ step() {  # name, timeout, command...
   local name=$1 to=$2
   shift 2
   local left=$((deadline - $(date +%s)))
+  if [[ -n "${GPU_RUN_ONLY:-}" && " $GPU_RUN_ONLY " != *" $name "* ]] || [[ " ${GPU_RUN_SKIP:-} " == *" $name "* ]]; then
+    printf '%-28s %6s %8s\n' "$name" "left" "-" >>"$summary"
+    return
+  fi
   if ((left < 5)); then
     printf '%-28s %6s %8s\n' "$name" "skip" "-" >>"$summary"
     return

@@ -17,7 +17,9 @@
 // S(0)->S(1) G and G, P->R 8G and 8G, P->S(0) 8G and G. Over the device-to-device copy
 // bandwidth measured first (cudaMemcpyAsync of 1 GiB, read + write bytes per second).
 // Time: CUDA events around a loop of redistributes after two warm-up calls; the median of
-// 5 rounds. Last line:
+// 5 rounds. The launch floor is measured the same way first: an empty kernel, and an empty
+// kernel with the step kernel's 2 KiB of parameters; the small-size lines say how many
+// floors a 4 KiB redistribute takes. Last line:
 //   RESULT cuda_large_ratio=<worst floor/time at >= 64 MiB> small_us=<worst us at 4 KiB>
 #include <cuda_runtime_api.h>
 
@@ -30,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "launch_floor.hpp"
 #include "spmd/backends/cuda/cuda.hpp"
 
 namespace {
@@ -171,6 +174,23 @@ int main(int argc, char** argv) {
   cu::stream_scope scope(s);
   const double bw = copy_bandwidth();
   std::printf("# %s, device-to-device copy %.1f GB/s (read + write)\n", prop.name, bw / 1e9);
+  double launch_us = 0, launch_params_us = 0;
+  {
+    event_timer t;
+    launch_us = t.us([&] { bench::launch_empty(s); });
+    const cu::step_view v{};
+    const cu::rank_ptrs<cu::wide16> p{};
+    launch_params_us = t.us([&] { bench::launch_empty_step_params(v, p, s); });
+    static const bench::param_bytes<6144> p6{};
+    static const bench::param_bytes<16384> p16{};
+    const double p6_us = t.us([&] { bench::launch_empty_bytes(p6, s); });
+    const double p16_us = t.us([&] { bench::launch_empty_bytes(p16, s); });
+    // The pool's allocation and free as a redistribute uses them (a block, on the stream).
+    const double alloc_us = t.us([&] { cu::device_block b(8 * 4096); });
+    std::printf("# launch floor: empty kernel %.2f us; with the step kernel's 2 KiB of parameters %.2f us, "
+                "with 6 KiB %.2f us, 16 KiB %.2f us; cudaMallocAsync + cudaFreeAsync of 32 KiB %.2f us\n",
+                launch_us, launch_params_us, p6_us, p16_us, alloc_us);
+  }
   const std::map<std::string, double> torch = torch_file.empty() ? std::map<std::string, double>{} : torch_times(torch_file);
 
   std::vector<row> rows;
@@ -208,7 +228,8 @@ int main(int argc, char** argv) {
       worst_small_graph = std::max(worst_small_graph, r.graph_us);
     }
   }
-  std::printf("# at 4 KiB through a CUDA graph: worst %.2f us per redistribute\n", worst_small_graph);
+  std::printf("# at 4 KiB: worst %.2f us eager (%.2f empty-kernel launches), %.2f us through a CUDA graph\n",
+              worst_small, worst_small / launch_us, worst_small_graph);
   std::printf("RESULT cuda_large_ratio=%.3f small_us=%.2f\n", worst_large, worst_small);
   return 0;
 }

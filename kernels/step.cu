@@ -1,23 +1,13 @@
-// kernels/step.cu — the step and cast kernels for every device element type (spmd_cuda).
+// kernels/step.cu — the step kernels (element by element, and in 16-byte units) and the cast
+// kernels, for every device element type (spmd_cuda).
 #include "spmd/backends/cuda/elements.hpp"
 #include "spmd/backends/cuda/kernels/step.cuh"
 
 namespace spmd::cuda::kernels {
 
-// The widened (16-byte) copy step: one definition, here.
-__global__ void __launch_bounds__(detail::step_threads)
-    step_wide_kernel(step_view t, rank_ptrs<wide16> p) {
-  copy_thread<wide16>(t, blockIdx.x, threadIdx.x, gridDim.x, blockDim.x, p.in, p.out);
-}
-
-void step_wide(const step_view& table, const rank_ptrs<wide16>& ptrs, cudaStream_t stream) {
-  if (table.items == 0) return;
-  step_wide_kernel<<<detail::blocks_for(table.items), detail::step_threads, 0, stream>>>(table, ptrs);
-  check(cudaGetLastError(), "the step kernel's launch (16-byte copies)");
-}
-
-
-#define SPMD_STEP(T) template void step<T>(const step_view&, const rank_ptrs<T>&, cudaStream_t);
+#define SPMD_STEP(T)                                                          \
+  template void step<T>(const step_view&, const rank_ptrs<T>&, cudaStream_t); \
+  template void step_wide<T>(const step_view&, const rank_ptrs<wide16>&, cudaStream_t);
 SPMD_CUDA_FOR_EACH_ELEMENT(SPMD_STEP)
 #undef SPMD_STEP
 

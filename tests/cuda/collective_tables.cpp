@@ -15,6 +15,7 @@
 #include "spmd/backends/cuda/grid_emulation.hpp"
 #include "spmd/backends/cuda/step_body.hpp"
 #include "spmd/backends/sim/sim.hpp"
+#include "run_table.hpp"
 
 namespace {
 
@@ -39,28 +40,50 @@ spmd::sim::local_tensor<T, M> per_rank(index_t (*rows)(index_t), index_t cols) {
 
 /// Runs a collective's table on x's shards over the emulated grid; true when every rank's
 /// output equals `want`'s bit for bit.
+/// 16-byte aligned storage for n elements, poisoned (the device pool's buffers are 256-byte
+/// aligned; a widened table relies on it).
+template <class T>
+struct aligned_vec {
+  std::vector<spmd::cuda::wide16> raw;
+  explicit aligned_vec(std::size_t n = 0) : raw((n * sizeof(T) + 15) / 16 + 1) {
+    for (std::size_t i = 0; i < n; ++i) data()[i] = T(99);
+  }
+  T* data() { return reinterpret_cast<T*>(raw.data()); }
+};
+
+long& finished_widened() {
+  static long n = 0;
+  return n;
+}
+
+/// Runs a collective's table on x's shards over the emulated grid, as built and as the
+/// backend runs it (finish: 16-byte units where it can, rows interleaved); true when every
+/// rank's output equals `want`'s bit for bit both times.
 template <class T>
 bool run_matches(const spmd::cuda::coll_detail::table& tb, const spmd::sim::local_tensor<T, M>& x,
                  const spmd::sim::local_tensor<T, M>& want) {
   const spmd::host::local_set<T>& in = x.shards();
-  std::vector<std::vector<T>> outs(M::size);
   std::vector<const T*> ip(M::size);
-  std::vector<T*> op(M::size);
-  for (index_t i = 0; i < M::size; ++i) {
-    outs[static_cast<std::size_t>(i)].assign(static_cast<std::size_t>(spmd::host::shape_elems(tb.out[static_cast<std::size_t>(i)])), T(99));
-    ip[static_cast<std::size_t>(i)] = in.data(i);
-    op[static_cast<std::size_t>(i)] = outs[static_cast<std::size_t>(i)].data();
-  }
-  const spmd::cuda::step_view v = tb.t.view();
-  spmd::cuda::emulate_grid(2, 5, [&](index_t b, index_t t, index_t nb, index_t nt) {
-    spmd::cuda::step_thread<T>(v, b, t, nb, nt, ip.data(), op.data());
-  });
-  for (index_t i = 0; i < M::size; ++i) {
-    const auto w = want.to_local(M::rank_at(i));
-    if (!(tb.out[static_cast<std::size_t>(i)] == want.shards().shape(i))) return false;
-    const std::vector<T>& g = outs[static_cast<std::size_t>(i)];
-    if (g.size() != w.data.size() || (!g.empty() && std::memcmp(g.data(), w.data.data(), g.size() * sizeof(T)) != 0))
-      return false;
+  for (index_t i = 0; i < M::size; ++i) ip[static_cast<std::size_t>(i)] = in.data(i);
+  spmd::cuda::step_table done = tb.t;
+  const bool wide = spmd::cuda::finish(done, sizeof(T));
+  finished_widened() += wide ? 1 : 0;
+  for (const spmd::cuda::step_table* t : std::initializer_list<const spmd::cuda::step_table*>{&tb.t, &done}) {
+    std::vector<aligned_vec<T>> outs(M::size);
+    std::vector<T*> op(M::size);
+    for (index_t i = 0; i < M::size; ++i) {
+      const auto k = static_cast<std::size_t>(i);
+      outs[k] = aligned_vec<T>(static_cast<std::size_t>(spmd::host::shape_elems(tb.out[k])));
+      op[k] = outs[k].data();
+    }
+    spmd_test::run_on_grid<T>(*t, t == &done && wide, ip.data(), op.data(), M::size);
+    for (index_t i = 0; i < M::size; ++i) {
+      const auto w = want.to_local(M::rank_at(i));
+      const auto k = static_cast<std::size_t>(i);
+      if (!(tb.out[k] == want.shards().shape(i))) return false;
+      const auto len = static_cast<std::size_t>(spmd::host::shape_elems(tb.out[k]));
+      if (len != w.data.size() || (len > 0 && std::memcmp(op[k], w.data.data(), len * sizeof(T)) != 0)) return false;
+    }
   }
   return true;
 }
@@ -75,7 +98,7 @@ std::vector<shape_vec> shapes(const spmd::sim::local_tensor<T, M>& x) {
 template <class T>
 void check_all(long& n) {
   namespace cu = spmd::cuda;
-  const auto even = per_rank<T>([](index_t) -> index_t { return 5; }, 6);
+  const auto even = per_rank<T>([](index_t) -> index_t { return 5; }, 16);
   const auto uneven = per_rank<T>([](index_t r) -> index_t { return r % 3; }, 4);
   std::vector<reduce_op> ops = {reduce_op::sum, reduce_op::max, reduce_op::min, reduce_op::product};
   if (!std::is_integral_v<T>) ops.push_back(reduce_op::avg);
@@ -109,6 +132,8 @@ TEST_CASE("collective tables over the emulated grid give the simulation's collec
   check_all<std::int32_t>(n);
   check_all<std::int64_t>(n);
   CHECK(n > 200);
+  INFO(finished_widened() << " tables widened");
+  CHECK(finished_widened() > 50);
 }
 
 TEST_CASE("collective tables refuse bad input with a sentence", "[cuda][emulation]") {

@@ -15,6 +15,7 @@
 #include "spmd/backends/cuda/step_table.hpp"
 #include "spmd/backends/sim/sim.hpp"
 #include "spmd/plan.hpp"
+#include "run_table.hpp"
 
 namespace {
 
@@ -68,6 +69,14 @@ long& widened_steps() {
   static long n = 0;
   return n;
 }
+long& widened_reductions() {  // widened steps that reduce (16-byte lanes combined in group order)
+  static long n = 0;
+  return n;
+}
+long& interleaved_steps() {  // finished tables with row-interleaved groups
+  static long n = 0;
+  return n;
+}
 
 /// 16-byte aligned storage for n elements (the device pool's buffers are 256-byte aligned;
 /// a widened step relies on it).
@@ -100,35 +109,35 @@ long check_step(const spmd::plan_step& step, const shape_vec& global,
     }
   }
   if (!table.fanout.empty()) ++fanout_steps();
-  spmd::cuda::step_table wide = table;
-  if (spmd::cuda::widen(wide, sizeof(T))) {  // the 16-byte path, where every op allows it
-    ++widened_steps();
-    std::vector<const spmd::cuda::wide16*> wi(ins.size());
-    std::vector<spmd::cuda::wide16*> wo(outs.size());
-    for (std::size_t r = 0; r < ins.size(); ++r) {
-      wi[r] = reinterpret_cast<const spmd::cuda::wide16*>(ins[r]);
-      wo[r] = reinterpret_cast<spmd::cuda::wide16*>(outs[r]);
-    }
-    const spmd::cuda::step_view v = wide.view();
-    spmd::cuda::emulate_grid(3, 5, [&](index_t b, index_t t, index_t nb, index_t nt) {
-      spmd::cuda::copy_thread<spmd::cuda::wide16>(v, b, t, nb, nt, wi.data(), wo.data());
-    });
-  } else {
-    const spmd::cuda::step_view v = table.view();
-    spmd::cuda::emulate_grid(3, 5, [&](index_t b, index_t t, index_t nb, index_t nt) {
-      spmd::cuda::step_thread<T>(v, b, t, nb, nt, ins.data(), outs.data());
-    });
-  }
   const spmd::host::local_set<T> want = spmd::sim::execute(step, global, in);
   long bad = 0;
-  for (index_t r = 0; r < n; ++r) {
-    const index_t k = want.size(r);
-    if (k != s.ranks[static_cast<std::size_t>(r)].elems ||
-        (k > 0 && std::memcmp(outs[static_cast<std::size_t>(r)], want.data(r), static_cast<std::size_t>(k) * sizeof(T)) != 0)) {
-      ++bad;
-      why = std::string(spmd::step_kind_name(step.kind)) + " differs at mesh index " + std::to_string(r);
+  auto compare = [&](const char* which) {
+    for (index_t r = 0; r < n; ++r) {
+      const index_t k = want.size(r);
+      if (k != s.ranks[static_cast<std::size_t>(r)].elems ||
+          (k > 0 && std::memcmp(outs[static_cast<std::size_t>(r)], want.data(r), static_cast<std::size_t>(k) * sizeof(T)) != 0)) {
+        ++bad;
+        why = std::string(which) + ": " + spmd::step_kind_name(step.kind) + " differs at mesh index " + std::to_string(r);
+      }
     }
+  };
+  // As built, element by element; then finished (16-byte units where it can, rows
+  // interleaved) as the backend runs it, into freshly poisoned outputs.
+  spmd_test::run_on_grid<T>(table, false, ins.data(), outs.data(), n);
+  compare("the element-wise table");
+  spmd::cuda::step_table done = table;
+  const bool wide = spmd::cuda::finish(done, sizeof(T));
+  if (wide) {
+    ++widened_steps();
+    if (spmd_test::has_code(done, spmd::op_code::reduce) || spmd_test::has_code(done, spmd::op_code::reduce_bcast))
+      ++widened_reductions();
   }
+  if (spmd_test::interleaved(done)) ++interleaved_steps();
+  for (index_t r = 0; r < n; ++r)
+    if (s.ranks[static_cast<std::size_t>(r)].how != spmd::disposition::keep)
+      for (index_t i = 0; i < s.ranks[static_cast<std::size_t>(r)].elems; ++i) outs[static_cast<std::size_t>(r)][i] = T(7);
+  spmd_test::run_on_grid<T>(done, wide, ins.data(), outs.data(), n);
+  compare(wide ? "the widened table" : "the finished table");
   return bad;
 }
 
@@ -176,22 +185,87 @@ TEST_CASE("a step table run by the emulated grid gives the simulation's bits", "
   CHECK(fanout_steps() > 100);
 }
 
-TEST_CASE("copy steps widened to 16-byte units give the simulation's bits", "[cuda][emulation]") {
+TEST_CASE("steps widened to 16-byte units give the simulation's bits", "[cuda][emulation]") {
   // Shapes whose rows are multiples of 16 bytes for every element type: most gathers,
-  // all_to_alls and chunks widen. (The inputs' buffers come from local_set's allocator,
-  // aligned to 64 bytes.)
+  // all_to_alls, chunks and reductions widen, and the transposing all_to_alls interleave.
+  // (The inputs' buffers come from local_set's allocator, aligned to 64 bytes.)
   long steps = 0;
-  widened_steps() = 0;
+  widened_steps() = widened_reductions() = interleaved_steps() = 0;
   const std::vector<shape_vec> shapes = {vec({16, 32}), vec({8, 64}), vec({32, 8})};
   for (const auto& m : {vec<spmd::mesh_shape_vec>({4}), vec<spmd::mesh_shape_vec>({2, 2}),
                         vec<spmd::mesh_shape_vec>({2, 2, 2})}) {
     sweep<float>(m, reduce_op::sum, shapes, steps);
+    sweep<float>(m, reduce_op::avg, {vec({8, 64})}, steps);
     sweep<spmd::bfloat16>(m, reduce_op::max, shapes, steps);
+    sweep<spmd::float16>(m, reduce_op::min, {vec({16, 32})}, steps);
     sweep<double>(m, reduce_op::sum, {vec({16, 32})}, steps);
-    sweep<std::int64_t>(m, reduce_op::sum, {vec({8, 64})}, steps);
+    sweep<std::int64_t>(m, reduce_op::product, {vec({8, 64})}, steps);
+    sweep<std::int32_t>(m, reduce_op::sum, {vec({8, 64})}, steps);
   }
-  INFO(widened_steps() << " of " << steps << " steps widened");
-  CHECK(widened_steps() > 100);
+  INFO(widened_steps() << " of " << steps << " steps widened, " << widened_reductions() << " of them reducing; "
+                       << interleaved_steps() << " interleaved");
+  CHECK(widened_steps() > 500);
+  CHECK(widened_reductions() > 200);
+  CHECK(interleaved_steps() > 100);
+}
+
+TEST_CASE("an S(0)->S(1) step reads whole rows, and a wrong group is caught", "[cuda][emulation]") {
+  // mesh 4, 8 x 64 floats: each rank's 2 rows go in 4 runs of 16 floats (4 units) to the 4
+  // ranks. Finished, the 4 pieces of one source are one group: consecutive items walk each
+  // source row from left to right.
+  placement_vec a{}, b{};
+  a.push_back(spmd::make_shard(0));
+  b.push_back(spmd::make_shard(1));
+  const auto sa = spmd::make_spec(vec<spmd::mesh_shape_vec>({4}), a, 2);
+  const auto sb = spmd::make_spec(vec<spmd::mesh_shape_vec>({4}), b, 2);
+  REQUIRE((sa.ok() && sb.ok()));
+  const shape_vec global = vec({8, 64});
+  const auto p = spmd::make_plan(sa.spec, sb.spec, 1e6);
+  REQUIRE(p.error == spmd::plan_error::none);
+  REQUIRE(p.value.steps.size() == 1);
+  const spmd::plan_step& step = p.value.steps[0];
+  const spmd::step_schedule s = spmd::build_schedule(step, global);
+  spmd::cuda::step_table t = spmd::cuda::build_step_table(step, s, global);
+  REQUIRE(spmd::cuda::finish(t, 4));
+  index_t grouped = 0;
+  for (const auto& o : t.ops) grouped += o.group == 4 ? 1 : 0;
+  CHECK(grouped == 16);  // 4 sources x 4 pieces
+  // Items 0..15 of the first group: the 16 units of its source's first row, in order.
+  const spmd::cuda::step_view v = t.view();
+  const index_t first = t.ops[0].begin;
+  for (index_t e = 0; e < 16; ++e) {
+    const auto at = spmd::cuda::place_of(v, first + e);
+    CHECK(at.s == e);
+    CHECK(at.op->src == t.ops[0].src);
+  }
+  // Mutations the emulation must catch: two pieces of a group swapped, or a group cut short.
+  const std::vector<float> data = values<float>(512);
+  const spmd::host::local_set<float> in = spmd::host::distribute<float>(data, sa.spec, global);
+  const spmd::host::local_set<float> want = spmd::sim::execute(step, global, in);
+  auto differs = [&](const spmd::cuda::step_table& m) {
+    std::vector<aligned_vec<float>> out(4);
+    std::vector<const float*> ip(4);
+    std::vector<float*> op(4);
+    for (index_t r = 0; r < 4; ++r) {
+      out[static_cast<std::size_t>(r)] = aligned_vec<float>(static_cast<std::size_t>(want.size(r)), 7.f);
+      ip[static_cast<std::size_t>(r)] = in.data(r);
+      op[static_cast<std::size_t>(r)] = out[static_cast<std::size_t>(r)].data();
+    }
+    spmd_test::run_on_grid<float>(m, true, ip.data(), op.data(), 4);
+    for (index_t r = 0; r < 4; ++r)
+      if (std::memcmp(op[static_cast<std::size_t>(r)], want.data(r), static_cast<std::size_t>(want.size(r)) * 4) != 0)
+        return true;
+    return false;
+  };
+  CHECK_FALSE(differs(t));
+  spmd::cuda::step_table swapped = t;
+  std::swap(swapped.ops[0].geo.doff, swapped.ops[1].geo.doff);
+  std::swap(swapped.ops[0].dst, swapped.ops[1].dst);
+  std::swap(swapped.ops[0].slot, swapped.ops[1].slot);
+  CHECK(differs(swapped));
+  spmd::cuda::step_table cut = t;
+  for (index_t k = 0; k < 4; ++k) cut.ops[static_cast<std::size_t>(k)].group = 3;
+  CHECK(differs(cut));
 }
 
 TEST_CASE("widen refuses what 16-byte units cannot express", "[cuda][emulation]") {
@@ -206,9 +280,11 @@ TEST_CASE("widen refuses what 16-byte units cannot express", "[cuda][emulation]"
   t.ops[0].geo.soff = 2;  // misaligned source offset
   CHECK_FALSE(spmd::cuda::widen(t, 4));
   t.ops[0].geo.soff = 4;
-  t.ops[0].code = spmd::op_code::fill;
+  t.ops[0].geo.s_inner = 2;  // a strided run
   CHECK_FALSE(spmd::cuda::widen(t, 4));
-  t.ops[0].code = spmd::op_code::copy;
+  t.ops[0].geo.s_inner = 1;
+  CHECK_FALSE(spmd::cuda::widen(t, 16));  // one element is a unit already
+  t.ops[0].code = spmd::op_code::reduce;  // every op code widens
   CHECK(spmd::cuda::widen(t, 4));
   CHECK(t.items == 2);
   CHECK(t.ops[0].geo.soff == 1);
@@ -225,4 +301,40 @@ TEST_CASE("the complement of a box is covered once", "[cuda][emulation]") {
       const bool in = i >= 1 && i < 3 && j >= 2 && j < 5;
       CHECK(hits[static_cast<std::size_t>(i * 5 + j)] == (in ? 0 : 1));
     }
+}
+
+TEST_CASE("a region copied in 16-byte units moves the same elements", "[cuda][emulation]") {
+  // The NCCL transport's pack and unpack (region_copy) take this path when the region and
+  // both pointers allow: every element lands where the element-wise copy puts it.
+  spmd::run_geom g{};
+  g.nd = 2;
+  g.run = 8;  // floats: two units
+  g.ext[0] = 3;
+  g.ext[1] = 5;
+  g.sstr[0] = 5 * 64;
+  g.sstr[1] = 64;
+  g.dstr[0] = 5 * 8;
+  g.dstr[1] = 8;
+  g.soff = 16;
+  g.doff = 4;
+  REQUIRE(spmd::cuda::widenable(g, 4));
+  const spmd::run_geom w = spmd::cuda::widened(g, 4);
+  CHECK(w.count() * 4 == g.count());
+  aligned_vec<float> src(3 * 5 * 64 + 16), a(3 * 5 * 8 + 4, -1.f), b(3 * 5 * 8 + 4, -1.f);
+  for (index_t i = 0; i < 3 * 5 * 64 + 16; ++i) src.data()[i] = static_cast<float>(i);
+  for (index_t e = 0; e < g.count(); ++e) {
+    index_t s = 0, d = 0;
+    spmd::cuda::region_offsets(g, e, s, d);
+    a.data()[d] = src.data()[s];
+  }
+  const auto* ws = reinterpret_cast<const spmd::cuda::wide16*>(src.data());
+  auto* wd = reinterpret_cast<spmd::cuda::wide16*>(b.data());
+  for (index_t e = 0; e < w.count(); ++e) {
+    index_t s = 0, d = 0;
+    spmd::cuda::region_offsets(w, e, s, d);
+    wd[d] = ws[s];
+  }
+  CHECK(std::memcmp(a.data(), b.data(), (3 * 5 * 8 + 4) * sizeof(float)) == 0);
+  g.soff = 2;  // not a whole unit
+  CHECK_FALSE(spmd::cuda::widenable(g, 4));
 }

@@ -44,9 +44,11 @@ template <class Holder>
 const device_plan& cached_device_plan(const shape_vec& global, index_t elem_bytes, const char* who) {
   struct key {
     int device;
+    index_t elem_bytes;  // the tables' 16-byte units depend on it
     shape_vec shape;
     bool operator<(const key& o) const {
       if (device != o.device) return device < o.device;
+      if (elem_bytes != o.elem_bytes) return elem_bytes < o.elem_bytes;
       return std::lexicographical_compare(shape.begin(), shape.end(), o.shape.begin(), o.shape.end());
     }
   };
@@ -55,11 +57,22 @@ const device_plan& cached_device_plan(const shape_vec& global, index_t elem_byte
   static auto* mutex = new std::mutex();
   int dev = 0;
   check(cudaGetDevice(&dev), "cudaGetDevice");
+  // This thread's last plan: a redistribute repeated in a loop takes no lock and no lookup.
+  // (Entries are never erased, so the pointer stays valid.)
+  thread_local const device_plan* last = nullptr;
+  thread_local key last_key{-1, 0, {}};
+  if (last != nullptr && last_key.device == dev && last_key.elem_bytes == elem_bytes && last_key.shape == global)
+    return *last;
   const std::lock_guard<std::mutex> lock(*mutex);
-  const key k{dev, global};
-  if (auto it = cache->find(k); it != cache->end()) return it->second;
-  const std::vector<step_schedule>& scheds = cached_schedules<Holder>(global, who);
-  return cache->emplace(k, make_device_plan(Holder::value, scheds, global, elem_bytes, who)).first->second;
+  const key k{dev, elem_bytes, global};
+  auto it = cache->find(k);
+  if (it == cache->end()) {
+    const std::vector<step_schedule>& scheds = cached_schedules<Holder>(global, who);
+    it = cache->emplace(k, make_device_plan(Holder::value, scheds, global, elem_bytes, who)).first;
+  }
+  last = &it->second;
+  last_key = k;
+  return *last;
 }
 
 /// Where mesh index r's block sits in the global tensor, for the random kernels.

@@ -6,13 +6,16 @@
 //   spmd::cuda::device_set<float> y = spmd::cuda::all_reduce<Mesh>(x, spmd::reduce_op::sum, mask);
 //
 // Each collective is one launch of the step kernel: its box operations are built on the host
-// as a step table (collectives_table.hpp), uploaded, and run. The table upload makes these unsuitable for graph capture;
-// redistribute (whose tables are cached) is the capturable path.
+// as a step table (collectives_table.hpp), finished and uploaded once per device, arguments
+// and input shapes, and kept; a collective that has run once can be captured in a CUDA graph.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -35,29 +38,97 @@ void check_input(const device_set<T>& x, const char* who) {
                                 " locals; the mesh has " + std::to_string(Mesh::size) + " ranks, all needed");
 }
 
-/// Runs `tb` from `in` into `out` (shaped) in one launch; the table travels to the device
-/// with the launch's stream order.
-template <class T>
-device_set<T> launch(const table& tb, const device_set<T>& in) {
-  device_set<T> out(in.ranks());
-  for (index_t r = 0; r < in.ranks(); ++r) out.assign(r, tb.out[static_cast<std::size_t>(r)]);
-  if (tb.t.items == 0) return out;
-  std::vector<unsigned char> staged(layout_of(tb.t).bytes);
-  pack(tb.t, staged.data());
-  device_buffer<unsigned char> dev(static_cast<index_t>(staged.size()));
-  check(cudaMemcpyAsync(dev.data(), staged.data(), staged.size(), cudaMemcpyHostToDevice, current_stream()),
-        "cudaMemcpyAsync (collective table)");
-  const step_view v = view_at(tb.t, dev.data());
-  if (in.ranks() > max_launch_ranks)
-    throw std::invalid_argument("spmd::cuda: a collective over " + std::to_string(in.ranks()) +
-                                " ranks; one launch takes at most " + std::to_string(max_launch_ranks));
-  rank_ptrs<T> p{};
-  for (index_t r = 0; r < in.ranks(); ++r) {
-    p.in[r] = in.data(r);
-    p.out[r] = out.data(r);
+/// A collective's table as the kernel runs it (finish: 16-byte units, rows interleaved), in
+/// device memory, with every member's output shape and the bytes a member receives.
+struct uploaded {
+  step_view view{};
+  bool wide = false;
+  std::vector<shape_vec> out;
+  index_t received = 0;
+  std::unique_ptr<void, void (*)(void*)> memory{nullptr, [](void* p) { (void)cudaFree(p); }};
+};
+
+/// The uploaded table of a collective over Mesh on locals of T: `key` names the collective
+/// and its arguments; the device and the input shapes complete it. Built (build(), which
+/// checks the input and throws), finished and uploaded on first use, then kept for the life
+/// of the process like a plan's tables: a repeated collective builds and uploads nothing, so
+/// it can be captured in a CUDA graph once it has run.
+template <class Mesh, class T, class Build>
+const uploaded& cached_table(std::string key, const std::vector<shape_vec>& shapes, Build&& build) {
+  int dev = 0;
+  check(cudaGetDevice(&dev), "cudaGetDevice");
+  key.append(reinterpret_cast<const char*>(&dev), sizeof(dev));
+  for (const shape_vec& sh : shapes) {
+    const int nd = sh.size();
+    key.append(reinterpret_cast<const char*>(&nd), sizeof(nd));
+    for (int d = 0; d < nd; ++d) key.append(reinterpret_cast<const char*>(&sh[d]), sizeof(index_t));
   }
-  kernels::step<T>(v, p, current_stream());
+  // Never destroyed: the CUDA runtime may be gone by the time static destructors run.
+  static auto* cache = new std::map<std::string, uploaded>();
+  static auto* mutex = new std::mutex();
+  const std::lock_guard<std::mutex> lock(*mutex);
+  if (auto it = cache->find(key); it != cache->end()) return it->second;
+  table tb = build();
+  if (static_cast<index_t>(shapes.size()) > max_launch_ranks)
+    throw std::invalid_argument("spmd::cuda: a collective over " + std::to_string(shapes.size()) +
+                                " ranks; one launch takes at most " + std::to_string(max_launch_ranks));
+  uploaded u;
+  u.wide = finish(tb.t, index_t{sizeof(T)});
+  u.out = tb.out;
+  u.received = tb.received;
+  u.view = tb.t.view();
+  if (tb.t.items > 0) {
+    detail::refuse_in_capture("spmd::cuda: a collective");
+    std::vector<unsigned char> staged(layout_of(tb.t).bytes);
+    pack(tb.t, staged.data());
+    void* mem = nullptr;
+    check(cudaMalloc(&mem, staged.size()), "cudaMalloc (collective table)");
+    u.memory.reset(mem);
+    check(cudaMemcpy(mem, staged.data(), staged.size(), cudaMemcpyHostToDevice), "cudaMemcpy (collective table)");
+    u.view = view_at(tb.t, static_cast<const unsigned char*>(mem));
+  }
+  return cache->emplace(std::move(key), std::move(u)).first->second;
+}
+
+/// Runs `u` from `in` into fresh locals (one allocation for every member) in one launch.
+template <class T>
+device_set<T> launch(const uploaded& u, const device_set<T>& in) {
+  const index_t n = in.ranks();
+  std::size_t bytes = 0;
+  for (const shape_vec& sh : u.out) bytes += device_block::round_up(static_cast<std::size_t>(shape_elems(sh)) * sizeof(T));
+  const device_block block(bytes);
+  device_set<T> out(n);
+  std::size_t at = 0;
+  for (index_t r = 0; r < n; ++r) {
+    const shape_vec& sh = u.out[static_cast<std::size_t>(r)];
+    out.adopt(r, device_buffer<T>::slice(block, at, shape_elems(sh)), sh);
+    at += device_block::round_up(static_cast<std::size_t>(shape_elems(sh)) * sizeof(T));
+  }
+  if (u.view.items == 0) return out;
+  if (u.wide) {
+    rank_ptrs<wide16> p{};
+    for (index_t r = 0; r < n; ++r) {
+      p.in[r] = reinterpret_cast<const wide16*>(in.data(r));
+      p.out[r] = reinterpret_cast<wide16*>(out.data(r));
+    }
+    kernels::step_wide<T>(u.view, p, current_stream());
+  } else {
+    rank_ptrs<T> p{};
+    for (index_t r = 0; r < n; ++r) {
+      p.in[r] = in.data(r);
+      p.out[r] = out.data(r);
+    }
+    kernels::step<T>(u.view, p, current_stream());
+  }
   return out;
+}
+
+/// The key of a collective's table: its name and arguments, as bytes.
+template <class... A>
+std::string key_of(const char* who, const A&... a) {
+  std::string k(who);
+  (k.append(reinterpret_cast<const char*>(&a), sizeof(a)), ...);
+  return k;
 }
 
 template <class T>
@@ -78,7 +149,9 @@ inline void record(step_kind k, dim_mask group, index_t bytes) {
 template <class Mesh, class T>
 device_set<T> all_reduce(const device_set<T>& x, reduce_op op, dim_mask group = coll_detail::whole_mesh_mask<Mesh>()) {
   coll_detail::check_input<T, Mesh>(x, "all_reduce");
-  const coll_detail::table tb = all_reduce_table<Mesh, T>(coll_detail::shapes_of(x), op, group);
+  const std::vector<shape_vec> shapes = coll_detail::shapes_of(x);
+  const coll_detail::uploaded& tb = coll_detail::cached_table<Mesh, T>(
+      coll_detail::key_of("all_reduce", op, group), shapes, [&] { return all_reduce_table<Mesh, T>(shapes, op, group); });
   device_set<T> out = coll_detail::launch(tb, x);
   coll_detail::record(step_kind::all_reduce, group, tb.received * index_t{sizeof(T)});
   return out;
@@ -89,7 +162,9 @@ device_set<T> all_reduce(const device_set<T>& x, reduce_op op, dim_mask group = 
 template <class Mesh, class T>
 device_set<T> broadcast(const device_set<T>& x, index_t src_rank, dim_mask group = coll_detail::whole_mesh_mask<Mesh>()) {
   coll_detail::check_input<T, Mesh>(x, "broadcast");
-  const coll_detail::table tb = broadcast_table<Mesh, T>(coll_detail::shapes_of(x), src_rank, group);
+  const std::vector<shape_vec> shapes = coll_detail::shapes_of(x);
+  const coll_detail::uploaded& tb = coll_detail::cached_table<Mesh, T>(
+      coll_detail::key_of("broadcast", src_rank, group), shapes, [&] { return broadcast_table<Mesh, T>(shapes, src_rank, group); });
   device_set<T> out = coll_detail::launch(tb, x);
   if (runtime::detail::comm_counter_top() != nullptr)
     runtime::detail::record_broadcast(group, tb.received * index_t{sizeof(T)});
@@ -101,7 +176,9 @@ device_set<T> broadcast(const device_set<T>& x, index_t src_rank, dim_mask group
 template <class Mesh, class T>
 device_set<T> all_gather(const device_set<T>& x, int dim, dim_mask group = coll_detail::whole_mesh_mask<Mesh>()) {
   coll_detail::check_input<T, Mesh>(x, "all_gather");
-  const coll_detail::table tb = all_gather_table<Mesh, T>(coll_detail::shapes_of(x), dim, group);
+  const std::vector<shape_vec> shapes = coll_detail::shapes_of(x);
+  const coll_detail::uploaded& tb = coll_detail::cached_table<Mesh, T>(
+      coll_detail::key_of("all_gather", dim, group), shapes, [&] { return all_gather_table<Mesh, T>(shapes, dim, group); });
   device_set<T> out = coll_detail::launch(tb, x);
   coll_detail::record(step_kind::all_gather, group, tb.received * index_t{sizeof(T)});
   return out;
@@ -113,7 +190,9 @@ template <class Mesh, class T>
 device_set<T> reduce_scatter(const device_set<T>& x, reduce_op op, int dim,
                              dim_mask group = coll_detail::whole_mesh_mask<Mesh>()) {
   coll_detail::check_input<T, Mesh>(x, "reduce_scatter");
-  const coll_detail::table tb = reduce_scatter_table<Mesh, T>(coll_detail::shapes_of(x), op, dim, group);
+  const std::vector<shape_vec> shapes = coll_detail::shapes_of(x);
+  const coll_detail::uploaded& tb = coll_detail::cached_table<Mesh, T>(
+      coll_detail::key_of("reduce_scatter", op, dim, group), shapes, [&] { return reduce_scatter_table<Mesh, T>(shapes, op, dim, group); });
   device_set<T> out = coll_detail::launch(tb, x);
   coll_detail::record(step_kind::reduce_scatter, group, tb.received * index_t{sizeof(T)});
   return out;
@@ -125,7 +204,9 @@ template <class Mesh, class T>
 device_set<T> all_to_all(const device_set<T>& x, int split_dim, int concat_dim,
                          dim_mask group = coll_detail::whole_mesh_mask<Mesh>()) {
   coll_detail::check_input<T, Mesh>(x, "all_to_all");
-  const coll_detail::table tb = all_to_all_table<Mesh, T>(coll_detail::shapes_of(x), split_dim, concat_dim, group);
+  const std::vector<shape_vec> shapes = coll_detail::shapes_of(x);
+  const coll_detail::uploaded& tb = coll_detail::cached_table<Mesh, T>(
+      coll_detail::key_of("all_to_all", split_dim, concat_dim, group), shapes, [&] { return all_to_all_table<Mesh, T>(shapes, split_dim, concat_dim, group); });
   device_set<T> out = coll_detail::launch(tb, x);
   coll_detail::record(step_kind::all_to_all, group, tb.received * index_t{sizeof(T)});
   return out;

@@ -2,9 +2,9 @@
 //
 // A plan and a global shape give, once, a device_plan: every step's table (step_table.hpp)
 // in one block of device memory, and on the host what each rank's buffer does in the step
-// (keep it, or take a fresh one). Running it is then, per step, a fresh buffer per rank from
-// the stream-ordered pool, one launch with the ranks' pointers as parameters, and the old
-// buffers freed on the stream. Nothing waits for the GPU, nothing is copied to it, so a
+// (keep it, or take a fresh one). Running it is then, per step, one allocation from the
+// stream-ordered pool cut into every rank's fresh buffer, one launch with the ranks' pointers
+// as parameters, and the old buffers freed on the stream. Nothing waits for the GPU, nothing is copied to it, so a
 // warmed-up redistribute can be captured in a CUDA graph.
 //
 // The tables of a compile-time plan are cached per plan type, device and global shape
@@ -85,7 +85,7 @@ inline device_plan make_device_plan(const plan& p, const std::vector<step_schedu
   std::size_t bytes = 0;
   for (int i = 0; i < p.steps.size(); ++i) {
     tables.push_back(build_step_table(p.steps[i], scheds[static_cast<std::size_t>(i)], global));
-    wide.push_back(widen(tables.back(), elem_bytes));
+    wide.push_back(finish(tables.back(), elem_bytes));
     at.push_back(bytes);
     bytes += layout_of(tables.back()).bytes;
   }
@@ -135,13 +135,20 @@ device_set<T> run_device_plan(const device_plan& dp, In&& in) {
   const cudaStream_t stream = current_stream();
   rank_ptrs<T> ptrs{};
   for (const device_step& s : dp.steps) {
+    // Every rank's fresh output of the step in one allocation (kept ranks keep theirs).
+    std::size_t bytes = 0;
+    for (const rank_plan& rp : s.ranks)
+      if (rp.how != disposition::keep) bytes += device_block::round_up(static_cast<std::size_t>(rp.elems) * sizeof(T));
+    const device_block block(bytes);
+    std::size_t offset = 0;
     for (index_t r = 0; r < n; ++r) {
       const auto k = static_cast<std::size_t>(r);
       ptrs.in[k] = cur[k];
       if (s.ranks[k].how == disposition::keep) {
         next[k] = std::move(own[k]);
       } else {  // the table writes a fresh buffer (modify too: items run in any order)
-        next[k] = device_buffer<T>(s.ranks[k].elems);
+        next[k] = device_buffer<T>::slice(block, offset, s.ranks[k].elems);
+        offset += device_block::round_up(static_cast<std::size_t>(s.ranks[k].elems) * sizeof(T));
         cur[k] = next[k].data();
       }
       ptrs.out[k] = cur[k];
@@ -153,7 +160,7 @@ device_set<T> run_device_plan(const device_plan& dp, In&& in) {
           w.in[r] = reinterpret_cast<const wide16*>(ptrs.in[r]);
           w.out[r] = reinterpret_cast<wide16*>(ptrs.out[r]);
         }
-        kernels::step_wide(s.table, w, stream);
+        kernels::step_wide<T>(s.table, w, stream);
       } else {
         kernels::step<T>(s.table, ptrs, stream);
       }

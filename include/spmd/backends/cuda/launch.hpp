@@ -34,7 +34,8 @@ namespace kernels {
 template <class T>
 void step(const step_view& table, const rank_ptrs<T>& ptrs, cudaStream_t stream);
 
-/// A widened step (step_table.hpp: widen): 16 bytes per work item.
+/// A widened step (step_table.hpp: widen): a 16-byte unit of elements of T per work item.
+template <class T>
 void step_wide(const step_view& table, const rank_ptrs<wide16>& ptrs, cudaStream_t stream);
 
 /// out[k] = To(in[k]) for k < n (forward_dtype).

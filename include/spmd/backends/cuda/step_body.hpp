@@ -4,6 +4,8 @@
 // exceptions, no allocation.
 #pragma once
 
+#include <cstring>
+
 #include "spmd/backends/cuda/step_table.hpp"
 #include "spmd/host/element.hpp"
 #include "spmd/core/config.hpp"
@@ -38,22 +40,36 @@ SPMD_HD T reduce_at(reduce_op op, const T* const* in, const index_t* m, index_t 
 
 }  // namespace detail
 
+/// q = a / b, r = a % b for a >= 0, b > 0: in 32 bits when both fit, as they nearly always do
+/// (a 64-bit division is a long software sequence on a GPU, and a step item does several).
+SPMD_HD inline void divmod(index_t a, index_t b, index_t& q, index_t& r) {
+  if (((a | b) >> 32) == 0) {
+    const auto x = static_cast<unsigned>(a), y = static_cast<unsigned>(b);
+    q = static_cast<index_t>(x / y);
+    r = static_cast<index_t>(x % y);
+  } else {
+    q = a / b;
+    r = a % b;
+  }
+}
+
 /// The source and destination offsets of element e (row-major) of region g.
 SPMD_HD inline void region_offsets(const run_geom& g, index_t e, index_t& s, index_t& d) {
-  const index_t k = e % g.run;
-  e /= g.run;
+  index_t k = 0;
+  divmod(e, g.run, e, k);
   s = g.soff + k * g.s_inner;
   d = g.doff + k * g.d_inner;
   for (int i = g.nd - 1; i >= 0; --i) {
-    const index_t x = e % g.ext[i];
-    e /= g.ext[i];
+    index_t x = 0;
+    divmod(e, g.ext[i], e, x);
     s += x * g.sstr[i];
     d += x * g.dstr[i];
   }
 }
 
-/// Where work item `item` of `t` lands: its op (the last with begin <= item) and the source
-/// and destination offsets of its element.
+/// Where work item `item` of `t` lands: its op (the last with begin <= item; in a group, whose
+/// ops share one begin, the group's last) and the source and destination offsets of its
+/// element (in a group: see interleave).
 struct item_place {
   const dev_op* op;
   index_t s, d;
@@ -65,10 +81,20 @@ SPMD_HD inline item_place place_of(const step_view& t, index_t item) {
     if (t.ops[mid].begin <= item) lo = mid;
     else hi = mid - 1;
   }
-  const dev_op& o = t.ops[lo];
+  const dev_op* o = &t.ops[lo];
+  index_t e = item - o->begin;
+  if (o->group > 1) {
+    const index_t g = o->group, run = o->geo.run;
+    o -= o->slot;
+    index_t rest = 0, k = 0, row = 0, which = 0;
+    divmod(e, run, rest, k);
+    divmod(rest, g, row, which);
+    o += which;
+    e = row * run + k;
+  }
   index_t s = 0, d = 0;
-  region_offsets(o.geo, item - o.begin, s, d);
-  return {&o, s, d};
+  region_offsets(o->geo, e, s, d);
+  return {o, s, d};
 }
 
 /// Work item `item` of step `t`: in[r] / out[r] are the inputs and outputs of mesh index r.
@@ -101,26 +127,94 @@ SPMD_HD void step_item(const step_view& t, index_t item, const T* const* in, T* 
   }
 }
 
-/// Work item `item` of a widened step (every op a contiguous copy to one rank or a fan-out
-/// list, in units of W).
-template <class W>
-SPMD_HD void copy_item(const step_view& t, index_t item, const W* const* in, W* const* out) {
+/// The elements of one 16-byte unit, as lanes.
+template <class T>
+struct lanes {
+  static constexpr int n = static_cast<int>(16 / sizeof(T));
+  T v[n];
+};
+template <class T>
+SPMD_HD lanes<T> as_lanes(const wide16& w) {
+  lanes<T> x;
+  __builtin_memcpy(&x, &w, sizeof(w));
+  return x;
+}
+template <class T>
+SPMD_HD wide16 as_unit(const lanes<T>& x) {
+  wide16 w;
+  __builtin_memcpy(&w, &x, sizeof(w));
+  return w;
+}
+
+namespace detail {
+/// reduce_at for the elements of one unit: each lane combined over the group in group order.
+template <class T, reduce_op Op>
+SPMD_HD void combine_units(lanes<T>& x, const wide16* const* in, const index_t* m, index_t n, index_t at) {
+  for (index_t j = 1; j < n; ++j) {
+    const lanes<T> y = as_lanes<T>(in[m ? m[j] : j][at]);
+    for (int l = 0; l < lanes<T>::n; ++l) x.v[l] = host::combine<Op>(x.v[l], y.v[l]);
+  }
+}
+template <class T>
+SPMD_HD wide16 reduce_unit(reduce_op op, const wide16* const* in, const index_t* m, index_t n, index_t at) {
+  lanes<T> x = as_lanes<T>(in[m ? m[0] : 0][at]);
+  switch (op) {
+    case reduce_op::sum:
+    case reduce_op::avg: combine_units<T, reduce_op::sum>(x, in, m, n, at); break;
+    case reduce_op::product: combine_units<T, reduce_op::product>(x, in, m, n, at); break;
+    case reduce_op::max: combine_units<T, reduce_op::max>(x, in, m, n, at); break;
+    case reduce_op::min: combine_units<T, reduce_op::min>(x, in, m, n, at); break;
+  }
+  if (op == reduce_op::avg)
+    for (int l = 0; l < lanes<T>::n; ++l) x.v[l] = host::divide(x.v[l], n);
+  return as_unit(x);
+}
+}  // namespace detail
+
+/// Work item `item` of a widened step (widen): step_item on the 16-byte unit of elements of T.
+template <class T>
+SPMD_HD void wide_item(const step_view& t, index_t item, const wide16* const* in, wide16* const* out) {
   const item_place p = place_of(t, item);
   const dev_op& o = *p.op;
-  if (o.code == op_code::replicate) {
-    const index_t* f = t.fanout + o.dst;
-    const W x = in[o.src][p.s];
-    for (index_t j = 1; j <= f[0]; ++j) out[f[j]][p.d] = x;
-  } else {
-    out[o.dst][p.d] = in[o.src][p.s];
+  const index_t s = p.s, d = p.d;
+  switch (o.code) {
+    case op_code::copy: out[o.dst][d] = in[o.src][s]; break;
+    case op_code::fill: {
+      lanes<T> x;
+      for (int l = 0; l < lanes<T>::n; ++l) x.v[l] = host::identity<T>(t.op);
+      out[o.dst][d] = as_unit(x);
+      break;
+    }
+    case op_code::scale: {
+      lanes<T> x = as_lanes<T>(in[o.src][s]);
+      for (int l = 0; l < lanes<T>::n; ++l) x.v[l] = host::times(x.v[l], t.group_size);
+      out[o.dst][d] = as_unit(x);
+      break;
+    }
+    case op_code::reduce:
+      out[o.dst][d] = detail::reduce_unit<T>(t.op, in, t.members + o.src * t.group_size, t.group_size, s);
+      break;
+    case op_code::replicate: {
+      const index_t* f = t.fanout + o.dst;
+      const wide16 x = in[o.src][s];
+      for (index_t j = 1; j <= f[0]; ++j) out[f[j]][d] = x;
+      break;
+    }
+    case op_code::reduce_bcast: {
+      const index_t* m = t.members + o.src * t.group_size;
+      const wide16 x = detail::reduce_unit<T>(t.op, in, m, t.group_size, s);
+      for (index_t j = 0; j < t.group_size; ++j) out[m[j]][d] = x;
+      break;
+    }
+    default: break;
   }
 }
 
 /// One thread of a launch over a widened step.
-template <class W>
-SPMD_HD void copy_thread(const step_view& t, index_t block, index_t thread, index_t blocks, index_t threads,
-                         const W* const* in, W* const* out) {
-  for (index_t i = block * threads + thread; i < t.items; i += blocks * threads) copy_item<W>(t, i, in, out);
+template <class T>
+SPMD_HD void wide_thread(const step_view& t, index_t block, index_t thread, index_t blocks, index_t threads,
+                         const wide16* const* in, wide16* const* out) {
+  for (index_t i = block * threads + thread; i < t.items; i += blocks * threads) wide_item<T>(t, i, in, out);
 }
 
 /// One thread of a launch over `t`: a grid-stride loop over the work items.

@@ -16,6 +16,7 @@
 // order, as the simulation's kernels do, so the bits are the same.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <map>
@@ -35,7 +36,9 @@ struct dev_op {
   index_t src = 0;               // mesh index in the step's inputs, or the group (reduce*)
   index_t dst = 0;               // mesh index in the step's outputs (replicate: fanout offset)
   run_geom geo{};
-  index_t begin = 0;             // the first work item of this op
+  index_t begin = 0;             // the first work item of this op (of its group: interleave)
+  index_t group = 1;             // ops interleaved row by row with this one, itself included
+  index_t slot = 0;              // this op's place in its group (the group's ops are adjacent)
 };
 
 /// A step as the device reads it (pointers into device or host memory, as the caller built it).
@@ -233,36 +236,124 @@ struct alignas(16) wide16 {
   unsigned int w[4];
 };
 
-/// Rewrites `t` in 16-byte units when that moves the same bytes: every op a copy (one or
-/// several destinations) whose run is
-/// contiguous on both sides and whose run, offsets and strides are multiples of 16 bytes
-/// (elements of `elem_bytes`); buffers are 16-byte aligned (the device pool's are 256). A
-/// thread then moves 16 bytes with one load and one store. Returns false (and leaves `t`)
-/// otherwise: fills, scales and reductions work element by element.
-inline bool widen(step_table& t, index_t elem_bytes) {
-  if (elem_bytes <= 0 || 16 % elem_bytes != 0 || elem_bytes == 16 || t.ops.empty()) return false;
+/// True when region g moves whole 16-byte units of elements of `elem_bytes` (k = 16 /
+/// elem_bytes elements each): contiguous runs, and run, offsets and strides multiples of k.
+inline bool widenable(const run_geom& g, index_t elem_bytes) {
+  if (elem_bytes <= 0 || 16 % elem_bytes != 0 || elem_bytes == 16) return false;
   const index_t k = 16 / elem_bytes;
-  for (const dev_op& o : t.ops) {
-    const run_geom& g = o.geo;
-    if ((o.code != op_code::copy && o.code != op_code::replicate) || !g.contiguous() || g.run % k != 0 || g.soff % k != 0 || g.doff % k != 0)
-      return false;
-    for (int d = 0; d < g.nd; ++d)
-      if (g.sstr[d] % k != 0 || g.dstr[d] % k != 0) return false;
+  if (!g.contiguous() || g.run % k != 0 || g.soff % k != 0 || g.doff % k != 0) return false;
+  for (int d = 0; d < g.nd; ++d)
+    if (g.sstr[d] % k != 0 || g.dstr[d] % k != 0) return false;
+  return true;
+}
+/// g in 16-byte units (@pre widenable(g, elem_bytes)).
+inline run_geom widened(run_geom g, index_t elem_bytes) {
+  const index_t k = 16 / elem_bytes;
+  g.run /= k;
+  g.soff /= k;
+  g.doff /= k;
+  for (int d = 0; d < g.nd; ++d) {
+    g.sstr[d] /= k;
+    g.dstr[d] /= k;
   }
+  return g;
+}
+
+/// Rewrites `t` in 16-byte units when every op's region allows it (widenable; buffers are
+/// 16-byte aligned: the device pool's are 256). A work item then moves 16 bytes with one load
+/// and one store per buffer: a copy moves the unit, a fill writes it, and a scale or a
+/// reduction combines its elements lane by lane, each in the group order of the element-wise
+/// table, so the bits are the same. Returns false (and leaves `t`) otherwise.
+inline bool widen(step_table& t, index_t elem_bytes) {
+  if (t.ops.empty()) return false;
+  for (const dev_op& o : t.ops)
+    if (!widenable(o.geo, elem_bytes)) return false;
   t.items = 0;
   for (dev_op& o : t.ops) {
-    run_geom& g = o.geo;
-    g.run /= k;
-    g.soff /= k;
-    g.doff /= k;
-    for (int d = 0; d < g.nd; ++d) {
-      g.sstr[d] /= k;
-      g.dstr[d] /= k;
-    }
+    o.geo = widened(o.geo, elem_bytes);
     o.begin = t.items;
-    t.items += g.count();
+    t.items += o.geo.count();
   }
   return true;
+}
+
+namespace detail {
+/// Elements between two rows of a region's innermost outer dim on one side, against its run:
+/// a side whose rows are further apart than a run reads (or writes) the rows in pieces.
+inline bool rows_apart(const run_geom& g, bool source) {
+  if (g.nd == 0) return false;
+  const index_t stride = source ? g.sstr[g.nd - 1] : g.dstr[g.nd - 1];
+  return stride != g.run * (source ? g.s_inner : g.d_inner);
+}
+/// Two regions of the same shape (offsets aside).
+inline bool same_shape(const run_geom& a, const run_geom& b) {
+  run_geom x = a, y = b;
+  x.soff = y.soff = x.doff = y.doff = 0;
+  return x == y;
+}
+}  // namespace detail
+
+/// Interleaves the ops that cut one rank's rows into pieces. An S(0)->S(1) step reads each
+/// source row in n short runs, one per destination: op by op, a warp reads one run from
+/// each of 32 rows, far apart, and DRAM, which moves 64 bytes or more at a time, fetches the
+/// rest of each row for nothing. Ops that read the same rank (or reduce the same group) with
+/// the same shape, ordered by where they start, become one group whose items go run by run
+/// across its ops: item e of a group of g ops with runs of r is element
+/// (e / r / g) * r + e % r of its op (e / r) % g, so consecutive threads read whole rows. Ops writing one rank's rows
+/// in pieces (S(1)->S(0)) are grouped by destination the same way. Each output element is
+/// still written by one item; only the order of items changes. Call last (after widen).
+inline void interleave(step_table& t) {
+  const std::size_t n = t.ops.size();
+  std::vector<int> side(n, -1);  // 0: grouped by source, 1: by destination
+  std::vector<std::vector<std::size_t>> groups;
+  for (int by = 0; by < 2; ++by) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const dev_op& o = t.ops[i];
+      if (side[i] >= 0 || !detail::rows_apart(o.geo, by == 0)) continue;
+      if (by == 0 && o.code == op_code::fill) continue;            // reads nothing
+      if (by == 1 && (o.code == op_code::replicate || o.code == op_code::reduce_bcast)) continue;  // many writes
+      std::vector<std::size_t> g{i};
+      for (std::size_t j = i + 1; j < n; ++j) {
+        const dev_op& p = t.ops[j];
+        if (side[j] < 0 && p.code == o.code && (by == 0 ? p.src == o.src : p.dst == o.dst) &&
+            detail::same_shape(p.geo, o.geo))
+          g.push_back(j);
+      }
+      if (g.size() < 2) continue;
+      std::sort(g.begin(), g.end(), [&](std::size_t a, std::size_t b) {
+        return by == 0 ? t.ops[a].geo.soff < t.ops[b].geo.soff : t.ops[a].geo.doff < t.ops[b].geo.doff;
+      });
+      for (std::size_t j : g) side[j] = by;
+      groups.push_back(std::move(g));
+    }
+  }
+  if (groups.empty()) return;
+  std::vector<dev_op> ops;
+  for (std::size_t i = 0; i < n; ++i)
+    if (side[i] < 0) ops.push_back(t.ops[i]);
+  for (const auto& g : groups)
+    for (std::size_t k = 0; k < g.size(); ++k) {
+      dev_op o = t.ops[g[k]];
+      o.group = static_cast<index_t>(g.size());
+      o.slot = static_cast<index_t>(k);
+      ops.push_back(o);
+    }
+  t.ops = std::move(ops);
+  t.items = 0;
+  for (std::size_t i = 0; i < t.ops.size();) {
+    const index_t g = t.ops[i].group;
+    for (index_t k = 0; k < g; ++k) t.ops[i + static_cast<std::size_t>(k)].begin = t.items;
+    t.items += g * t.ops[i].geo.count();
+    i += static_cast<std::size_t>(g);
+  }
+}
+
+/// A built table as the kernels run it: in 16-byte units where it can be (then true), its
+/// row-cutting ops interleaved.
+inline bool finish(step_table& t, index_t elem_bytes) {
+  const bool wide = widen(t, elem_bytes);
+  interleave(t);
+  return wide;
 }
 
 }  // namespace spmd::cuda

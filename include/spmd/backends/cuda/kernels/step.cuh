@@ -27,6 +27,12 @@ __global__ void __launch_bounds__(step_threads)
   step_thread<T>(t, blockIdx.x, threadIdx.x, gridDim.x, blockDim.x, p.in, p.out);
 }
 
+template <class T>
+__global__ void __launch_bounds__(step_threads)
+    step_wide_kernel(step_view t, rank_ptrs<wide16> p) {
+  wide_thread<T>(t, blockIdx.x, threadIdx.x, gridDim.x, blockDim.x, p.in, p.out);
+}
+
 /// Blocks for n items: one item per thread up to a few waves of the device, then the
 /// grid-stride loop takes the rest.
 inline unsigned blocks_for(index_t n) {
@@ -48,6 +54,13 @@ void step(const step_view& table, const rank_ptrs<T>& ptrs, cudaStream_t stream)
   if (table.items == 0) return;
   detail::step_kernel<T><<<detail::blocks_for(table.items), detail::step_threads, 0, stream>>>(table, ptrs);
   check(cudaGetLastError(), "the step kernel's launch");
+}
+
+template <class T>
+void step_wide(const step_view& table, const rank_ptrs<wide16>& ptrs, cudaStream_t stream) {
+  if (table.items == 0) return;
+  detail::step_wide_kernel<T><<<detail::blocks_for(table.items), detail::step_threads, 0, stream>>>(table, ptrs);
+  check(cudaGetLastError(), "the step kernel's launch (16-byte units)");
 }
 
 template <class To, class From>

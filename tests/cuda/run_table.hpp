@@ -1,0 +1,48 @@
+// tests/cuda/run_table.hpp — a step table run as the CUDA backend runs it, on the host: through
+// the per-thread bodies over an emulated grid (last block and thread first, fewer threads
+// than items), element by element or, for a widened table, in 16-byte units.
+#pragma once
+
+#include <vector>
+
+#include "spmd/backends/cuda/grid_emulation.hpp"
+#include "spmd/backends/cuda/step_body.hpp"
+#include "spmd/backends/cuda/step_table.hpp"
+
+namespace spmd_test {
+
+/// Runs `t` on in[r] / out[r] (r < n); `wide` when t was widened (finish returned true):
+/// every buffer then 16-byte aligned, as the device pool's are.
+template <class T>
+void run_on_grid(const spmd::cuda::step_table& t, bool wide, const T* const* in, T* const* out, spmd::index_t n) {
+  const spmd::cuda::step_view v = t.view();
+  if (wide) {
+    std::vector<const spmd::cuda::wide16*> wi(static_cast<std::size_t>(n));
+    std::vector<spmd::cuda::wide16*> wo(static_cast<std::size_t>(n));
+    for (std::size_t r = 0; r < wi.size(); ++r) {
+      wi[r] = reinterpret_cast<const spmd::cuda::wide16*>(in[r]);
+      wo[r] = reinterpret_cast<spmd::cuda::wide16*>(out[r]);
+    }
+    spmd::cuda::emulate_grid(3, 5, [&](spmd::index_t b, spmd::index_t th, spmd::index_t nb, spmd::index_t nt) {
+      spmd::cuda::wide_thread<T>(v, b, th, nb, nt, wi.data(), wo.data());
+    });
+  } else {
+    spmd::cuda::emulate_grid(3, 5, [&](spmd::index_t b, spmd::index_t th, spmd::index_t nb, spmd::index_t nt) {
+      spmd::cuda::step_thread<T>(v, b, th, nb, nt, in, out);
+    });
+  }
+}
+
+/// Whether `t` has an op of `code`, and whether it has an interleaved group.
+inline bool has_code(const spmd::cuda::step_table& t, spmd::op_code code) {
+  for (const auto& o : t.ops)
+    if (o.code == code) return true;
+  return false;
+}
+inline bool interleaved(const spmd::cuda::step_table& t) {
+  for (const auto& o : t.ops)
+    if (o.group > 1) return true;
+  return false;
+}
+
+}  // namespace spmd_test
