@@ -5,7 +5,7 @@
 
 namespace spmd::cuda::kernels {
 
-#define SPMD_UNARY(F, T) template void unary<unary_fn::F, T>(T*, const T*, index_t, cudaStream_t);
+#define SPMD_UNARY(F, T) template void unary<unary_fn::F, T>(const job_batch<out_in<T>>&, cudaStream_t);
 #define SPMD_UNARY_ALL(T)                                                                    \
   SPMD_UNARY(neg, T) SPMD_UNARY(abs, T) SPMD_UNARY(relu, T)
 #define SPMD_UNARY_FLOAT(T)                                                                  \
@@ -16,34 +16,36 @@ namespace spmd::cuda::kernels {
   SPMD_BINARY(expand_as, T)
 
 #define SPMD_BINARY(F, T)                                                                    \
-  template void binary<binary_fn::F, T>(T*, const T*, const T*, const index_geom&, cudaStream_t); \
-  template void scalar<binary_fn::F, true, T>(T*, const T*, T, index_t, cudaStream_t);       \
-  template void scalar<binary_fn::F, false, T>(T*, const T*, T, index_t, cudaStream_t);
+  template void binary<binary_fn::F, T>(const job_batch<out_ab<T>, index_geom>&, cudaStream_t); \
+  template void scalar<binary_fn::F, true, T>(const job_batch<out_in<T>>&, T, cudaStream_t);  \
+  template void scalar<binary_fn::F, false, T>(const job_batch<out_in<T>>&, T, cudaStream_t);
 #define SPMD_BINARY_ALL(T)                                                                   \
   SPMD_BINARY(add, T) SPMD_BINARY(sub, T) SPMD_BINARY(mul, T) SPMD_BINARY(maximum, T)        \
   SPMD_BINARY(minimum, T)
 
 #define SPMD_REDUCE(T)                                                                       \
-  template void reduce<reduce_op::sum, false, T>(T*, const T*, const index_geom&, const index_geom&, cudaStream_t); \
-  template void reduce<reduce_op::product, false, T>(T*, const T*, const index_geom&, const index_geom&, cudaStream_t); \
-  template void reduce<reduce_op::max, false, T>(T*, const T*, const index_geom&, const index_geom&, cudaStream_t); \
-  template void reduce<reduce_op::min, false, T>(T*, const T*, const index_geom&, const index_geom&, cudaStream_t);
+  template void reduce<reduce_op::sum, false, T>(const job_batch<out_in<T>, reduce_geom>&, cudaStream_t);     \
+  template void reduce<reduce_op::product, false, T>(const job_batch<out_in<T>, reduce_geom>&, cudaStream_t); \
+  template void reduce<reduce_op::max, false, T>(const job_batch<out_in<T>, reduce_geom>&, cudaStream_t);     \
+  template void reduce<reduce_op::min, false, T>(const job_batch<out_in<T>, reduce_geom>&, cudaStream_t);
 
 #define SPMD_FLOAT_ONLY(T)                                                                   \
   SPMD_UNARY_FLOAT(T) SPMD_BINARY(div, T)                                                    \
-  template void reduce<reduce_op::sum, true, T>(T*, const T*, const index_geom&, const index_geom&, cudaStream_t); \
-  template void softmax<false, T>(T*, const T*, const index_geom&, index_t, index_t, index_t, cudaStream_t); \
-  template void softmax<true, T>(T*, const T*, const index_geom&, index_t, index_t, index_t, cudaStream_t); \
-  template void layer_norm<false, T>(T*, const T*, const T*, const T*, const index_geom&, const index_geom&, double, cudaStream_t); \
-  template void layer_norm<true, T>(T*, const T*, const T*, const T*, const index_geom&, const index_geom&, double, cudaStream_t); \
-  template void embedding<T, ::std::int32_t>(T*, const T*, const ::std::int32_t*, index_t, index_t, index_t, index_t, index_t, index_t*, cudaStream_t); \
-  template void embedding<T, ::std::int64_t>(T*, const T*, const ::std::int64_t*, index_t, index_t, index_t, index_t, index_t, index_t*, cudaStream_t); \
-  template void one_hot<T, ::std::int32_t>(T*, const ::std::int32_t*, index_t, index_t, index_t*, cudaStream_t); \
-  template void one_hot<T, ::std::int64_t>(T*, const ::std::int64_t*, index_t, index_t, index_t*, cudaStream_t);
+  template void reduce<reduce_op::sum, true, T>(const job_batch<out_in<T>, reduce_geom>&, cudaStream_t);      \
+  template void softmax<false, T>(const job_batch<out_in<T>, softmax_geom>&, cudaStream_t);                 \
+  template void softmax<true, T>(const job_batch<out_in<T>, softmax_geom>&, cudaStream_t);                  \
+  template void layer_norm<false, T>(const job_batch<norm_ptrs<T>, norm_geom>&, double, cudaStream_t);      \
+  template void layer_norm<true, T>(const job_batch<norm_ptrs<T>, norm_geom>&, double, cudaStream_t);       \
+  template void embedding<T, ::std::int32_t>(const job_batch<embedding_ptrs<T, ::std::int32_t>, embedding_geom>&, \
+                                             index_t, cudaStream_t);                                        \
+  template void embedding<T, ::std::int64_t>(const job_batch<embedding_ptrs<T, ::std::int64_t>, embedding_geom>&, \
+                                             index_t, cudaStream_t);                                        \
+  template void one_hot<T, ::std::int32_t>(const job_batch<one_hot_ptrs<T, ::std::int32_t>>&, index_t, cudaStream_t); \
+  template void one_hot<T, ::std::int64_t>(const job_batch<one_hot_ptrs<T, ::std::int64_t>>&, index_t, cudaStream_t);
 
 #define SPMD_EVERY(T)                                                                        \
   SPMD_UNARY_ALL(T) SPMD_BINARY_ALL(T) SPMD_REDUCE(T)                                        \
-  template void copy<T>(T*, const T*, const index_geom&, cudaStream_t);                      \
+  template void copy<T>(const job_batch<out_in<T>, index_geom>&, cudaStream_t);              \
   template void gemm<T>(T*, const T*, const T*, index_t, index_t, index_t, bool, bool, index_t, cudaStream_t); \
   template void gemm_ranks<T>(const gemm_ranks_args<T>&, index_t, index_t, index_t, index_t, bool, bool, index_t, \
                               cudaStream_t);

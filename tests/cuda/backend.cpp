@@ -2,11 +2,13 @@
 // error without a GPU (checked on every machine), and, on a GPU, work on a stream the user
 // passes, a redistribute captured in a CUDA graph and replayed, local_map with a function
 // that launches its own kernel, a bad embedding index reported by name, and CUDA errors as
-// exceptions naming the call. Without a GPU the GPU checks are skipped with a message (77).
+// exceptions naming the call, and one kernel launch per operator for all ranks. Without a GPU the GPU checks are skipped with a message (77).
 #include <cuda_runtime_api.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -128,6 +130,49 @@ void local_map_and_errors() {
   }
 }
 
+/// Launches of the operators' kernels while f runs.
+template <class F>
+long launches_of(F&& f) {
+  const long before = spmd::cuda::op_launches().load();
+  f();
+  return spmd::cuda::op_launches().load() - before;
+}
+
+/// Every operator runs all ranks of the mesh in one launch, with even shards (one local
+/// shape) and uneven ones (four), and gives the simulation's locals.
+template <class LX>
+void one_launch_per_operator(const char* what, std::size_t elems) {
+  namespace rt = spmd::runtime;
+  std::vector<float> g(elems);
+  for (std::size_t i = 0; i < g.size(); ++i) g[i] = static_cast<float>((i * 37) % 101) * 0.25f - 12.f;
+  const auto x = spmd::cuda::distribute_tensor<LX>(g);
+  const auto xS = spmd::sim::distribute_tensor<LX>(g);
+  auto one = [&](const char* op, auto&& f, auto&& fS) {
+    spmd::cuda::synchronize();
+    std::optional<decltype(f())> y;
+    const long n = launches_of([&] { y.emplace(f()); });
+    check(n == 1, std::string(what) + ": " + op + " takes one launch for " + std::to_string(M::size) +
+                      " ranks (took " + std::to_string(n) + ")");
+    const auto yS = fS();
+    bool ok = true;
+    for (spmd::index_t r = 0; r < M::size; ++r) {
+      const auto a = y->to_local(r), b = yS.to_local(r);
+      ok = ok && a.shape == b.shape && a.data.size() == b.data.size();
+      for (std::size_t k = 0; ok && k < a.data.size(); ++k)
+        ok = std::fabs(a.data[k] - b.data[k]) <= 1e-5f * (1.f + std::fabs(b.data[k]));
+    }
+    check(ok, std::string(what) + ": " + op + " gives the simulation's locals");
+  };
+  one("x * x", [&] { return x * x; }, [&] { return xS * xS; });
+  one("exp", [&] { return rt::exp(x); }, [&] { return rt::exp(xS); });
+  one("x * 2", [&] { return x * 2.0f; }, [&] { return xS * 2.0f; });
+  one("sum<1>", [&] { return rt::sum<1>(x); }, [&] { return rt::sum<1>(xS); });
+  one("softmax<1>", [&] { return rt::softmax<1>(x); }, [&] { return rt::softmax<1>(xS); });
+  one("layer_norm<1>", [&] { return rt::layer_norm<1>(x); }, [&] { return rt::layer_norm<1>(xS); });
+  one("transpose<0, 1>", [&] { return rt::transpose<0, 1>(x); }, [&] { return rt::transpose<0, 1>(xS); });
+  one("cat<1>", [&] { return rt::cat<1>(x, x); }, [&] { return rt::cat<1>(xS, xS); });
+}
+
 }  // namespace
 
 int main() {
@@ -140,6 +185,10 @@ int main() {
   }
   on_stream_and_graph();
   local_map_and_errors();
+  one_launch_per_operator<spmd::layout<M, spmd::placements<spmd::shard<0>, spmd::replicate>, spmd::extents<64, 48>>>(
+      "even shards", 64 * 48);
+  one_launch_per_operator<spmd::layout<M, spmd::placements<spmd::shard<0>, spmd::shard<1>>, spmd::extents<63, 47>>>(
+      "uneven shards", 63 * 47);
   std::printf("cuda backend: %d checks, %d failed\n", checks, failures);
   return failures == 0 ? 0 : 1;
 }

@@ -16,6 +16,7 @@
 #include "spmd/backends/sim/sim.hpp"
 #include "spmd/plan.hpp"
 #include "run_table.hpp"
+#include "spmd/backends/cuda/job_batch.hpp"
 
 namespace {
 
@@ -337,4 +338,53 @@ TEST_CASE("a region copied in 16-byte units moves the same elements", "[cuda][em
   CHECK(std::memcmp(a.data(), b.data(), (3 * 5 * 8 + 4) * sizeof(float)) == 0);
   g.soff = 2;  // not a whole unit
   CHECK_FALSE(spmd::cuda::widenable(g, 4));
+}
+
+TEST_CASE("an operator's jobs: every item of every rank found once, geometries shared", "[cuda][emulation]") {
+  // What the operators' one-launch kernel does per thread (kernels/ops.cuh: jobs_kernel),
+  // over an emulated grid: item i belongs to job job_of(i), at i - begin[job].
+  struct ptrs {
+    int* out;
+    int rank;
+  };
+  struct geom {
+    index_t cols = 0;
+    bool operator==(const geom&) const = default;
+  };
+  spmd::cuda::job_batch<ptrs, geom> b;
+  std::vector<std::vector<int>> out(6);
+  const index_t sizes[6] = {5, 0, 7, 1, 5, 12};  // an empty job is left out
+  for (int r = 0; r < 6; ++r) {
+    out[static_cast<std::size_t>(r)].assign(static_cast<std::size_t>(sizes[r]), -1);
+    REQUIRE(b.fits(geom{sizes[r] % 2}));
+    b.add({out[static_cast<std::size_t>(r)].data(), r}, geom{sizes[r] % 2}, sizes[r]);
+  }
+  CHECK(b.jobs == 5);
+  CHECK(b.geoms == 2);  // two distinct geometries among five jobs
+  CHECK(b.items() == 30);
+  spmd::cuda::emulate_grid(2, 3, [&](index_t blk, index_t th, index_t nb, index_t nt) {
+    for (index_t i = blk * nt + th; i < b.items(); i += nb * nt) {
+      const int k = b.job_of(i);
+      int* o = b.ptr[k].out;
+      o[i - b.begin[k]] = o[i - b.begin[k]] == -1 ? b.ptr[k].rank * 100 + static_cast<int>(i - b.begin[k]) : -2;
+    }
+  });
+  for (int r = 0; r < 6; ++r)
+    for (index_t e = 0; e < sizes[r]; ++e) CHECK(out[static_cast<std::size_t>(r)][static_cast<std::size_t>(e)] == r * 100 + e);
+  // A fifth distinct geometry does not fit; a known one does.
+  spmd::cuda::job_batch<ptrs, geom> c;
+  for (index_t g = 0; g < spmd::cuda::job_batch<ptrs, geom>::max_geoms; ++g) c.add({nullptr, 0}, geom{g}, 1);
+  CHECK_FALSE(c.fits(geom{99}));
+  CHECK(c.fits(geom{0}));
+  // The launcher flushes a full batch and launches the rest at the end.
+  int launched = 0;
+  index_t items = 0;
+  auto jobs = spmd::cuda::make_job_launcher<ptrs, geom>([&](const auto& batch) {
+    ++launched;
+    items += batch.items();
+  });
+  for (index_t g = 0; g < 6; ++g) jobs.add({nullptr, 0}, geom{g}, 2);
+  jobs.finish();
+  CHECK(launched == 2);
+  CHECK(items == 12);
 }

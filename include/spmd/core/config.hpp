@@ -11,6 +11,14 @@
 #define SPMD_HD
 #endif
 
+// A loop of constant trip count unrolled in device code (its loads then issue together:
+// memory-level parallelism is what a GPU thread's throughput rests on). Nothing on the host.
+#if defined(__CUDA_ARCH__)
+#define SPMD_UNROLL _Pragma("unroll")
+#else
+#define SPMD_UNROLL
+#endif
+
 // A pointer that no other pointer in scope aliases (an output block freshly allocated, its
 // inputs read-only): lets the compiler vectorise kernel loops at -O2, where GCC will not
 // version a loop for possible aliasing. g++, clang, nvcc and MSVC all spell it __restrict.

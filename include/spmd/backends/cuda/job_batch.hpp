@@ -10,8 +10,6 @@
 // search over an emulated grid.
 #pragma once
 
-#include <cuda_runtime_api.h>
-
 #include <atomic>
 
 #include "spmd/core/config.hpp"

@@ -7,6 +7,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "spmd/backends/cuda/job_batch.hpp"
 #include "spmd/backends/cuda/op_bodies.hpp"
 #include "spmd/backends/cuda/step_table.hpp"
 #include "spmd/core/element_math.hpp"
@@ -25,6 +26,63 @@ template <class T>
 struct rank_ptrs {
   const T* in[max_launch_ranks];
   T* out[max_launch_ranks];
+};
+
+// ---- what the operators' launches take per job (job_batch.hpp) ----
+
+/// A job's pointers: an output and one input, or two.
+template <class T>
+struct out_in {
+  T* out;
+  const T* in;
+};
+template <class T>
+struct out_ab {
+  T* out;
+  const T* a;
+  const T* b;
+};
+/// A reduction's geometry: the kept dims (one output element each) and the reduced ones.
+struct reduce_geom {
+  index_geom kept, reduced;
+  SPMD_HD friend constexpr bool operator==(const reduce_geom&, const reduce_geom&) = default;
+};
+/// A softmax's rows, each of n elements at input stride sx and output stride so.
+struct softmax_geom {
+  index_geom rows;
+  index_t n = 0, sx = 0, so = 0;
+  SPMD_HD friend constexpr bool operator==(const softmax_geom&, const softmax_geom&) = default;
+};
+template <class T>
+struct norm_ptrs {
+  T* out;
+  const T* x;
+  const T* w;  // null without the affine transform
+  const T* b;
+};
+struct norm_geom {
+  index_geom outer, inner;
+  SPMD_HD friend constexpr bool operator==(const norm_geom&, const norm_geom&) = default;
+};
+/// An embedding's job: its weight block holds rows [first, first + rows) of h columns; `bad`
+/// (device memory, 2 elements, zeroed) receives an out-of-range index.
+template <class T, class I>
+struct embedding_ptrs {
+  T* out;
+  const T* w;
+  const I* idx;
+  index_t first;
+  index_t* bad;
+};
+struct embedding_geom {
+  index_t rows = 0, h = 0;
+  SPMD_HD friend constexpr bool operator==(const embedding_geom&, const embedding_geom&) = default;
+};
+template <class U, class I>
+struct one_hot_ptrs {
+  U* out;
+  const I* idx;
+  index_t* bad;
 };
 
 namespace kernels {
@@ -72,32 +130,40 @@ void region_reduce(reduce_op op, T* out, const region_sources<T>& src, index_t n
 template <class T>
 void region_divide(T* x, index_t len, index_t n, cudaStream_t stream);
 
-// ---- operators' local kernels (one rank's block per launch; op_bodies.hpp per thread) ----
+// ---- operators' local kernels: every rank's block in one launch (job_batch.hpp; what a
+// thread does per item is op_bodies.hpp) ----
 
+/// Job items: the output's elements (unary, binary, scalar, copy, reduce, embedding,
+/// one_hot) or rows (softmax, layer_norm). Each call is one launch (none for no items).
 template <unary_fn F, class T>
-void unary(T* out, const T* in, index_t n, cudaStream_t stream);
+void unary(const job_batch<out_in<T>>& jobs, cudaStream_t stream);
 template <binary_fn F, class T>
-void binary(T* out, const T* a, const T* b, const index_geom& g, cudaStream_t stream);
+void binary(const job_batch<out_ab<T>, index_geom>& jobs, cudaStream_t stream);
 template <binary_fn F, bool ScalarLeft, class T>
-void scalar(T* out, const T* in, T c, index_t n, cudaStream_t stream);
-/// dst and src walked by g (s[0]: dst strides, s[1]: src strides).
+void scalar(const job_batch<out_in<T>>& jobs, T c, cudaStream_t stream);
+/// out and in walked by the geometry (s[0]: out strides, s[1]: in strides).
 template <class T>
-void copy(T* dst, const T* src, const index_geom& g, cudaStream_t stream);
+void copy(const job_batch<out_in<T>, index_geom>& jobs, cudaStream_t stream);
 template <reduce_op Op, bool Mean, class T>
-void reduce(T* out, const T* in, const index_geom& kept, const index_geom& reduced, cudaStream_t stream);
+void reduce(const job_batch<out_in<T>, reduce_geom>& jobs, cudaStream_t stream);
 template <bool Log, class T>
-void softmax(T* out, const T* x, const index_geom& rows, index_t n, index_t sx, index_t so,
-             cudaStream_t stream);
+void softmax(const job_batch<out_in<T>, softmax_geom>& jobs, cudaStream_t stream);
 template <bool Affine, class T>
-void layer_norm(T* out, const T* x, const T* w, const T* b, const index_geom& outer,
-                const index_geom& inner, double eps, cudaStream_t stream);
-/// `bad` (device memory, 2 elements, zeroed) receives an out-of-range index.
+void layer_norm(const job_batch<norm_ptrs<T>, norm_geom>& jobs, double eps, cudaStream_t stream);
 template <class T, class I>
-void embedding(T* out, const T* w, const I* idx, index_t first, index_t rows, index_t h, index_t vocab,
-               index_t n_out, index_t* bad, cudaStream_t stream);
-/// out (n_out = indices * classes) = one_hot(idx); an index outside [0, classes) sets bad.
+void embedding(const job_batch<embedding_ptrs<T, I>, embedding_geom>& jobs, index_t vocab, cudaStream_t stream);
+/// out = one_hot(idx) with `classes` classes; an index outside [0, classes) sets bad.
 template <class U, class I>
-void one_hot(U* out, const I* idx, index_t classes, index_t n_out, index_t* bad, cudaStream_t stream);
+void one_hot(const job_batch<one_hot_ptrs<U, I>>& jobs, index_t classes, cudaStream_t stream);
+
+/// One rank's block (a launch of one job): for a kernel of a user's own, as in local_map.
+template <binary_fn F, bool ScalarLeft, class T>
+void scalar(T* out, const T* in, T c, index_t n, cudaStream_t stream) {
+  job_batch<out_in<T>> one;
+  one.add({out, in}, no_geom{}, n);
+  scalar<F, ScalarLeft, T>(one, c, stream);
+}
+
 /// Row-major c (m x n) = a (m x k) . b (k x n), a read as (k x m) transposed when
 /// a_transposed, b as (n x k) transposed when b_transposed; `batch` products at strides m*k,
 /// k*n, m*n. float and double through cuBLAS, the others by a kernel that adds in the host

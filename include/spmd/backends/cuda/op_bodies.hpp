@@ -24,6 +24,7 @@ struct index_geom {
   int nd = 0;
   index_t ext[max_tensor_dims] = {};
   index_t s[3][max_tensor_dims] = {};
+  SPMD_HD friend constexpr bool operator==(const index_geom&, const index_geom&) = default;
   SPMD_HD index_t count() const {
     index_t n = 1;
     for (int d = 0; d < nd; ++d) n *= ext[d];

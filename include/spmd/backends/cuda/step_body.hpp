@@ -147,12 +147,24 @@ SPMD_HD wide16 as_unit(const lanes<T>& x) {
 }
 
 namespace detail {
+/// The group's units loaded this many at a time before they are combined: the loads of one
+/// batch are independent, so a thread has them all in flight at once.
+inline constexpr int unit_batch = 8;
+
 /// reduce_at for the elements of one unit: each lane combined over the group in group order.
 template <class T, reduce_op Op>
 SPMD_HD void combine_units(lanes<T>& x, const wide16* const* in, const index_t* m, index_t n, index_t at) {
-  for (index_t j = 1; j < n; ++j) {
-    const lanes<T> y = as_lanes<T>(in[m ? m[j] : j][at]);
-    for (int l = 0; l < lanes<T>::n; ++l) x.v[l] = host::combine<Op>(x.v[l], y.v[l]);
+  for (index_t j0 = 1; j0 < n; j0 += unit_batch) {
+    wide16 u[unit_batch];
+    SPMD_UNROLL
+    for (int b = 0; b < unit_batch; ++b)
+      if (j0 + b < n) u[b] = in[m ? m[j0 + b] : j0 + b][at];
+    SPMD_UNROLL
+    for (int b = 0; b < unit_batch; ++b)
+      if (j0 + b < n) {
+        const lanes<T> y = as_lanes<T>(u[b]);
+        for (int l = 0; l < lanes<T>::n; ++l) x.v[l] = host::combine<Op>(x.v[l], y.v[l]);
+      }
   }
 }
 template <class T>
@@ -171,10 +183,10 @@ SPMD_HD wide16 reduce_unit(reduce_op op, const wide16* const* in, const index_t*
 }
 }  // namespace detail
 
-/// Work item `item` of a widened step (widen): step_item on the 16-byte unit of elements of T.
+/// The work item at `p` of a widened step (widen): step_item on the 16-byte unit of elements
+/// of T.
 template <class T>
-SPMD_HD void wide_item(const step_view& t, index_t item, const wide16* const* in, wide16* const* out) {
-  const item_place p = place_of(t, item);
+SPMD_HD void wide_op(const step_view& t, const item_place& p, const wide16* const* in, wide16* const* out) {
   const dev_op& o = *p.op;
   const index_t s = p.s, d = p.d;
   switch (o.code) {
@@ -210,11 +222,44 @@ SPMD_HD void wide_item(const step_view& t, index_t item, const wide16* const* in
   }
 }
 
-/// One thread of a launch over a widened step.
+/// Work items a thread of a widened launch holds at once: it finds their places and loads
+/// their copies' units before it stores any (nothing a step reads is written by it), so each
+/// thread has that many loads in flight rather than one.
+inline constexpr int wide_items_in_flight = 4;
+
+/// One thread of a launch over a widened step: a grid-stride loop, wide_items_in_flight items
+/// (a stride apart) per turn.
 template <class T>
 SPMD_HD void wide_thread(const step_view& t, index_t block, index_t thread, index_t blocks, index_t threads,
                          const wide16* const* in, wide16* const* out) {
-  for (index_t i = block * threads + thread; i < t.items; i += blocks * threads) wide_item<T>(t, i, in, out);
+  constexpr int U = wide_items_in_flight;
+  const index_t stride = blocks * threads;
+  for (index_t i = block * threads + thread; i < t.items; i += U * stride) {
+    item_place p[U];
+    wide16 v[U];
+    SPMD_UNROLL
+    for (int u = 0; u < U; ++u) {
+      const index_t item = i + u * stride;
+      if (item >= t.items) break;
+      p[u] = place_of(t, item);
+      const op_code c = p[u].op->code;
+      if (c == op_code::copy || c == op_code::replicate) v[u] = in[p[u].op->src][p[u].s];
+    }
+    SPMD_UNROLL
+    for (int u = 0; u < U; ++u) {
+      const index_t item = i + u * stride;
+      if (item >= t.items) break;
+      const dev_op& o = *p[u].op;
+      if (o.code == op_code::copy) {
+        out[o.dst][p[u].d] = v[u];
+      } else if (o.code == op_code::replicate) {
+        const index_t* f = t.fanout + o.dst;
+        for (index_t j = 1; j <= f[0]; ++j) out[f[j]][p[u].d] = v[u];
+      } else {
+        wide_op<T>(t, p[u], in, out);
+      }
+    }
+  }
 }
 
 /// One thread of a launch over `t`: a grid-stride loop over the work items.

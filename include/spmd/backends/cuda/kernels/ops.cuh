@@ -1,6 +1,6 @@
-// spmd/backends/cuda/kernels/ops.cuh — the operators' local kernels (nvcc only): a
-// grid-stride loop per launch, each thread running a body of op_bodies.hpp on one element
-// (or one row, for softmax and layer_norm).
+// spmd/backends/cuda/kernels/ops.cuh — the operators' local kernels (nvcc only): one launch
+// for every rank's block (a job_batch), a grid-stride loop over the jobs' items, each thread
+// running a body of op_bodies.hpp on one element (or one row, for softmax and layer_norm).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -14,7 +14,7 @@ namespace spmd::cuda::kernels {
 
 namespace detail {
 
-/// f(i) for i < n, grid-stride.
+/// f(i) for i < n, grid-stride (gemm.cuh's in-order products).
 template <class F>
 __global__ void for_each_kernel(index_t n, F f) {
   for (index_t i = blockIdx.x * static_cast<index_t>(blockDim.x) + threadIdx.x; i < n;
@@ -29,64 +29,110 @@ void for_each(index_t n, F f, cudaStream_t stream, const char* what) {
   check(cudaGetLastError(), what);
 }
 
+/// f(job's pointers, job's geometry, item within the job) for every item of every job of b,
+/// grid-stride (b in the parameter space, indexed by job: __grid_constant__).
+template <class P, class G, class F>
+__global__ void jobs_kernel(const __grid_constant__ job_batch<P, G> b, F f) {
+  const index_t n = b.items();
+  for (index_t i = blockIdx.x * static_cast<index_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<index_t>(gridDim.x) * blockDim.x) {
+    const int k = b.job_of(i);
+    f(b.ptr[k], b.geom[b.geom_of[k]], i - b.begin[k]);
+  }
+}
+
+/// One launch over every job of b (none for no items), counted in op_launches().
+template <class P, class G, class F>
+void for_each_job(const job_batch<P, G>& b, F f, cudaStream_t stream, const char* what) {
+  const index_t n = b.items();
+  if (n == 0) return;
+  jobs_kernel<<<blocks_for(n), step_threads, 0, stream>>>(b, f);
+  check(cudaGetLastError(), what);
+  op_launches().fetch_add(1, std::memory_order_relaxed);
+}
+
 }  // namespace detail
 
 template <unary_fn F, class T>
-void unary(T* out, const T* in, index_t n, cudaStream_t stream) {
-  detail::for_each(n, [=] __device__(index_t i) { unary_item<F, T>(out, in, i); }, stream, "unary kernel launch");
+void unary(const job_batch<out_in<T>>& jobs, cudaStream_t stream) {
+  detail::for_each_job(
+      jobs, [] __device__(const out_in<T>& p, const no_geom&, index_t i) { unary_item<F, T>(p.out, p.in, i); },
+      stream, "unary kernel launch");
 }
 
 template <binary_fn F, class T>
-void binary(T* out, const T* a, const T* b, const index_geom& g, cudaStream_t stream) {
-  detail::for_each(g.count(), [=] __device__(index_t i) { binary_item<F, T>(out, a, b, g, i); }, stream,
-                   "binary kernel launch");
+void binary(const job_batch<out_ab<T>, index_geom>& jobs, cudaStream_t stream) {
+  detail::for_each_job(
+      jobs,
+      [] __device__(const out_ab<T>& p, const index_geom& g, index_t i) { binary_item<F, T>(p.out, p.a, p.b, g, i); },
+      stream, "binary kernel launch");
 }
 
 template <binary_fn F, bool ScalarLeft, class T>
-void scalar(T* out, const T* in, T c, index_t n, cudaStream_t stream) {
-  detail::for_each(n, [=] __device__(index_t i) { scalar_item<F, ScalarLeft, T>(out, in, c, i); }, stream,
-                   "scalar kernel launch");
+void scalar(const job_batch<out_in<T>>& jobs, T c, cudaStream_t stream) {
+  detail::for_each_job(
+      jobs,
+      [=] __device__(const out_in<T>& p, const no_geom&, index_t i) {
+        scalar_item<F, ScalarLeft, T>(p.out, p.in, c, i);
+      },
+      stream, "scalar kernel launch");
 }
 
 template <class T>
-void copy(T* dst, const T* src, const index_geom& g, cudaStream_t stream) {
-  detail::for_each(g.count(), [=] __device__(index_t i) { copy_item<T>(dst, src, g, i); }, stream,
-                   "copy kernel launch");
+void copy(const job_batch<out_in<T>, index_geom>& jobs, cudaStream_t stream) {
+  detail::for_each_job(
+      jobs, [] __device__(const out_in<T>& p, const index_geom& g, index_t i) { copy_item<T>(p.out, p.in, g, i); },
+      stream, "copy kernel launch");
 }
 
 template <reduce_op Op, bool Mean, class T>
-void reduce(T* out, const T* in, const index_geom& kept, const index_geom& reduced, cudaStream_t stream) {
-  detail::for_each(kept.count(), [=] __device__(index_t i) { reduce_item<Op, Mean, T>(out, in, kept, reduced, i); },
-                   stream, "reduction kernel launch");
+void reduce(const job_batch<out_in<T>, reduce_geom>& jobs, cudaStream_t stream) {
+  detail::for_each_job(
+      jobs,
+      [] __device__(const out_in<T>& p, const reduce_geom& g, index_t i) {
+        reduce_item<Op, Mean, T>(p.out, p.in, g.kept, g.reduced, i);
+      },
+      stream, "reduction kernel launch");
 }
 
 template <bool Log, class T>
-void softmax(T* out, const T* x, const index_geom& rows, index_t n, index_t sx, index_t so, cudaStream_t stream) {
-  if (n == 0) return;
-  detail::for_each(rows.count(), [=] __device__(index_t r) { softmax_row<Log, T, T>(out, x, rows, n, sx, so, r); },
-                   stream, "softmax kernel launch");
+void softmax(const job_batch<out_in<T>, softmax_geom>& jobs, cudaStream_t stream) {
+  detail::for_each_job(
+      jobs,
+      [] __device__(const out_in<T>& p, const softmax_geom& g, index_t r) {
+        softmax_row<Log, T, T>(p.out, p.in, g.rows, g.n, g.sx, g.so, r);
+      },
+      stream, "softmax kernel launch");
 }
 
 template <bool Affine, class T>
-void layer_norm(T* out, const T* x, const T* w, const T* b, const index_geom& outer, const index_geom& inner,
-                double eps, cudaStream_t stream) {
-  detail::for_each(outer.count(),
-                   [=] __device__(index_t r) { layer_norm_row<Affine, T, T>(out, x, w, b, outer, inner, eps, r); },
-                   stream, "layer_norm kernel launch");
+void layer_norm(const job_batch<norm_ptrs<T>, norm_geom>& jobs, double eps, cudaStream_t stream) {
+  detail::for_each_job(
+      jobs,
+      [=] __device__(const norm_ptrs<T>& p, const norm_geom& g, index_t r) {
+        layer_norm_row<Affine, T, T>(p.out, p.x, p.w, p.b, g.outer, g.inner, eps, r);
+      },
+      stream, "layer_norm kernel launch");
 }
 
 template <class T, class I>
-void embedding(T* out, const T* w, const I* idx, index_t first, index_t rows, index_t h, index_t vocab,
-               index_t n_out, index_t* bad, cudaStream_t stream) {
-  detail::for_each(n_out,
-                   [=] __device__(index_t i) { embedding_item<T, T, I>(out, w, idx, first, rows, h, vocab, i, bad); },
-                   stream, "embedding kernel launch");
+void embedding(const job_batch<embedding_ptrs<T, I>, embedding_geom>& jobs, index_t vocab, cudaStream_t stream) {
+  detail::for_each_job(
+      jobs,
+      [=] __device__(const embedding_ptrs<T, I>& p, const embedding_geom& g, index_t i) {
+        embedding_item<T, T, I>(p.out, p.w, p.idx, p.first, g.rows, g.h, vocab, i, p.bad);
+      },
+      stream, "embedding kernel launch");
 }
 
 template <class U, class I>
-void one_hot(U* out, const I* idx, index_t classes, index_t n_out, index_t* bad, cudaStream_t stream) {
-  detail::for_each(n_out, [=] __device__(index_t i) { one_hot_item<U, I>(out, idx, classes, i, bad); }, stream,
-                   "one_hot kernel launch");
+void one_hot(const job_batch<one_hot_ptrs<U, I>>& jobs, index_t classes, cudaStream_t stream) {
+  detail::for_each_job(
+      jobs,
+      [=] __device__(const one_hot_ptrs<U, I>& p, const no_geom&, index_t i) {
+        one_hot_item<U, I>(p.out, p.idx, classes, i, p.bad);
+      },
+      stream, "one_hot kernel launch");
 }
 
 }  // namespace spmd::cuda::kernels

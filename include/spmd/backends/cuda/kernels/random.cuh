@@ -26,14 +26,14 @@ __device__ inline std::uint64_t global_index(const random_box& b, index_t e) {
 }
 
 template <class T>
-__global__ void random_fill_kernel(T* out, random_box b, random::draw d, bool identity_rank, T identity) {
+__global__ void random_fill_kernel(T* out, const __grid_constant__ random_box b, const random::draw d, bool identity_rank, T identity) {
   for (index_t e = blockIdx.x * static_cast<index_t>(blockDim.x) + threadIdx.x; e < b.count;
        e += static_cast<index_t>(gridDim.x) * blockDim.x)
     out[e] = identity_rank ? identity : random::draw_at<T>(d, global_index(b, e));
 }
 
 template <class T>
-__global__ void random_dropout_kernel(T* out, const T* in, random_box b, random::draw d) {
+__global__ void random_dropout_kernel(T* out, const T* in, const __grid_constant__ random_box b, const random::draw d) {
   for (index_t e = blockIdx.x * static_cast<index_t>(blockDim.x) + threadIdx.x; e < b.count;
        e += static_cast<index_t>(gridDim.x) * blockDim.x)
     out[e] = random::dropout_at<T>(d, global_index(b, e), in[e]);

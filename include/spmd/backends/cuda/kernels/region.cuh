@@ -23,16 +23,30 @@ namespace detail {
   for (index_t i = blockIdx.x * static_cast<index_t>(blockDim.x) + threadIdx.x; i < (n); \
        i += static_cast<index_t>(gridDim.x) * blockDim.x)
 
+/// A copy with wide_items_in_flight elements (a stride apart) per thread and turn: their
+/// loads issue before their stores, so a thread has that many in flight.
 template <class T>
-__global__ void region_copy_kernel(T* out, const T* in, run_geom g, index_t n) {
-  SPMD_GRID_LOOP(e, n) {
-    index_t s, d;
-    region_offsets(g, e, s, d);
-    out[d] = in[s];
+__global__ void region_copy_kernel(T* out, const T* in, const __grid_constant__ run_geom g, index_t n) {
+  constexpr int U = wide_items_in_flight;
+  const index_t stride = static_cast<index_t>(gridDim.x) * blockDim.x;
+  for (index_t e = blockIdx.x * static_cast<index_t>(blockDim.x) + threadIdx.x; e < n; e += U * stride) {
+    index_t s[U], d[U];
+    T v[U];
+    SPMD_UNROLL
+    for (int u = 0; u < U; ++u) {
+      if (e + u * stride >= n) break;
+      region_offsets(g, e + u * stride, s[u], d[u]);
+      v[u] = in[s[u]];
+    }
+    SPMD_UNROLL
+    for (int u = 0; u < U; ++u) {
+      if (e + u * stride >= n) break;
+      out[d[u]] = v[u];
+    }
   }
 }
 template <class T>
-__global__ void region_fill_kernel(T* out, run_geom g, T v, index_t n) {
+__global__ void region_fill_kernel(T* out, const __grid_constant__ run_geom g, T v, index_t n) {
   SPMD_GRID_LOOP(e, n) {
     index_t s, d;
     region_offsets(g, e, s, d);
@@ -40,7 +54,7 @@ __global__ void region_fill_kernel(T* out, run_geom g, T v, index_t n) {
   }
 }
 template <class T>
-__global__ void region_scale_kernel(T* out, const T* in, run_geom g, index_t k, index_t n) {
+__global__ void region_scale_kernel(T* out, const T* in, const __grid_constant__ run_geom g, index_t k, index_t n) {
   SPMD_GRID_LOOP(e, n) {
     index_t s, d;
     region_offsets(g, e, s, d);
@@ -48,8 +62,8 @@ __global__ void region_scale_kernel(T* out, const T* in, run_geom g, index_t k, 
   }
 }
 template <class T>
-__global__ void region_reduce_kernel(reduce_op op, T* out, region_sources<T> src, index_t k, run_geom g,
-                                     index_t n) {
+__global__ void region_reduce_kernel(reduce_op op, T* out, const __grid_constant__ region_sources<T> src, index_t k,
+                                     const __grid_constant__ run_geom g, index_t n) {
   SPMD_GRID_LOOP(e, n) {
     index_t s, d;
     region_offsets(g, e, s, d);

@@ -2,8 +2,9 @@
 //
 // One launch per plan step: a grid-stride loop over the step table's work items, each
 // thread running step_item (step_body.hpp, the function the CPU tests run through the grid
-// emulation). Rank pointers come as a kernel parameter; the table is in device memory,
-// uploaded once per plan and shape.
+// emulation). Rank pointers come as a kernel parameter (__grid_constant__: threads index it
+// by rank, and a parameter indexed at run time would otherwise be copied to every thread's
+// local memory); the table is in device memory, uploaded once per plan and shape.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -23,13 +24,13 @@ inline constexpr int step_threads = 256;
 
 template <class T>
 __global__ void __launch_bounds__(step_threads)
-    step_kernel(step_view t, rank_ptrs<T> p) {
+    step_kernel(const step_view t, const __grid_constant__ rank_ptrs<T> p) {
   step_thread<T>(t, blockIdx.x, threadIdx.x, gridDim.x, blockDim.x, p.in, p.out);
 }
 
 template <class T>
 __global__ void __launch_bounds__(step_threads)
-    step_wide_kernel(step_view t, rank_ptrs<wide16> p) {
+    step_wide_kernel(const step_view t, const __grid_constant__ rank_ptrs<wide16> p) {
   wide_thread<T>(t, blockIdx.x, threadIdx.x, gridDim.x, blockDim.x, p.in, p.out);
 }
 

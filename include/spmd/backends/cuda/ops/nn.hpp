@@ -1,5 +1,6 @@
 // spmd/backends/cuda/ops/nn.hpp — softmax, log_softmax, layer_norm and embedding on the
-// device: a thread per row (softmax, layer_norm: in double, as the host) or per element.
+// device: one launch for every rank, a thread per row (softmax, layer_norm: in double, as
+// the host) or per element.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -14,12 +15,16 @@ template <int Dim, bool Log>
 struct device_op<spmd::ops::softmax<Dim, Log>> {
   template <class T, class Off>
   static void run(const spmd::ops::softmax<Dim, Log>&, device_set<T>& out, Off&, const device_set<T>& x) {
+    auto jobs = make_job_launcher<out_in<T>, softmax_geom>(
+        [](const auto& b) { kernels::softmax<Log, T>(b, current_stream()); });
     for (const index_t i : out.held()) {
       const shape_vec& shape = x.shape(i);
+      if (shape[Dim] == 0) continue;
       const index_t stride = ops_detail::row_major_strides(shape)[Dim];
-      kernels::softmax<Log, T>(out.data(i), x.data(i), ops_detail::softmax_rows(shape, Dim), shape[Dim], stride,
-                               stride, current_stream());
+      const softmax_geom g{ops_detail::softmax_rows(shape, Dim), shape[Dim], stride, stride};
+      jobs.add({out.data(i), x.data(i)}, g, g.rows.count());
     }
+    jobs.finish();
   }
 };
 
@@ -28,6 +33,9 @@ struct device_op<spmd::ops::layer_norm<N, Affine>> {
   template <class T, class Off, class... WB>
   static void run(const spmd::ops::layer_norm<N, Affine>& op, device_set<T>& out, Off&, const device_set<T>& x,
                   const WB&... wb) {
+    const double eps = op.eps;
+    auto jobs = make_job_launcher<norm_ptrs<T>, norm_geom>(
+        [eps](const auto& batch) { kernels::layer_norm<Affine, T>(batch, eps, current_stream()); });
     for (const index_t i : out.held()) {
       const shape_vec& shape = x.shape(i);
       const auto [outer, inner] = ops_detail::layer_norm_geoms(shape, N);
@@ -38,8 +46,9 @@ struct device_op<spmd::ops::layer_norm<N, Affine>> {
         w = p[0]->data(i);
         b = p[1]->data(i);
       }
-      kernels::layer_norm<Affine, T>(out.data(i), x.data(i), w, b, outer, inner, op.eps, current_stream());
+      jobs.add({out.data(i), x.data(i), w, b}, norm_geom{outer, inner}, outer.count());
     }
+    jobs.finish();
   }
 };
 
@@ -54,12 +63,16 @@ struct device_op<spmd::ops::embedding> {
     check(cudaMemsetAsync(bad.data(), 0, static_cast<std::size_t>(2 * out.ranks()) * sizeof(index_t),
                           current_stream()),
           "cudaMemsetAsync");
+    const index_t vocab = op.vocab;
+    auto jobs = make_job_launcher<embedding_ptrs<T, I>, embedding_geom>(
+        [vocab](const auto& b) { kernels::embedding<T, I>(b, vocab, current_stream()); });
     for (const index_t i : out.held()) {
       const auto off = offsets(i);
       const index_t first = off.in[0][0], rows = w.shape(i)[0], h = w.shape(i)[1];
-      kernels::embedding<T, I>(out.data(i), w.data(i), idx.data(i), first, rows, h, op.vocab, out.size(i),
-                               bad.data() + 2 * i, current_stream());
+      jobs.add({out.data(i), w.data(i), idx.data(i), first, bad.data() + 2 * i}, embedding_geom{rows, h},
+               out.size(i));
     }
+    jobs.finish();
     std::vector<index_t> flags(static_cast<std::size_t>(2 * out.ranks()));
     check(cudaMemcpyAsync(flags.data(), bad.data(), flags.size() * sizeof(index_t), cudaMemcpyDeviceToHost,
                           current_stream()),
@@ -82,8 +95,10 @@ struct device_op<spmd::ops::one_hot<U, C>> {
     check(cudaMemsetAsync(bad.data(), 0, static_cast<std::size_t>(2 * out.ranks()) * sizeof(index_t),
                           current_stream()),
           "cudaMemsetAsync");
-    for (const index_t i : out.held())
-      kernels::one_hot<U, I>(out.data(i), idx.data(i), C, out.size(i), bad.data() + 2 * i, current_stream());
+    auto jobs = make_job_launcher<one_hot_ptrs<U, I>, no_geom>(
+        [](const auto& b) { kernels::one_hot<U, I>(b, C, current_stream()); });
+    for (const index_t i : out.held()) jobs.add({out.data(i), idx.data(i), bad.data() + 2 * i}, {}, out.size(i));
+    jobs.finish();
     std::vector<index_t> flags(static_cast<std::size_t>(2 * out.ranks()));
     check(cudaMemcpyAsync(flags.data(), bad.data(), flags.size() * sizeof(index_t), cudaMemcpyDeviceToHost,
                           current_stream()),

@@ -1,5 +1,6 @@
 // spmd/backends/cuda/ops/reduction.hpp — sum, mean, max, min, prod over dims on the device:
-// one thread per output element, meeting its inputs in the host kernel's order.
+// one launch for every rank, one thread per output element, meeting its inputs in the host
+// kernel's order.
 #pragma once
 
 #include "spmd/backends/cuda/backend.hpp"
@@ -16,18 +17,22 @@ struct device_op<spmd::ops::reduction<Kind, KeepDim, Dims...>> {
 
   template <class T, class Off>
   static void run(const op_type&, device_set<T>& out, Off&, const device_set<T>& in) {
-    for (const index_t i : out.held()) {
-      const shape_vec& shape = in.shape(i);
-      const int r = shape.size();
-      const auto red = spmd::ops::reduction_detail::reduced_of<Dims...>(r);
-      if (red.error != spmd::ops::reduction_detail::dims_error::none) op_type::checked(r);  // throws
-      const auto [kept, reduced] = ops_detail::reduction_geoms(shape, red.of);
-      if constexpr (mean) {
-        if constexpr (is_floating_element<T>)
-          kernels::reduce<reduce_op::sum, true, T>(out.data(i), in.data(i), kept, reduced, current_stream());
-      } else {
-        kernels::reduce<combine_op, false, T>(out.data(i), in.data(i), kept, reduced, current_stream());
+    if constexpr (mean && !is_floating_element<T>) {
+      return;  // refused before the backend runs (ops::reduction)
+    } else {
+      auto jobs = make_job_launcher<out_in<T>, reduce_geom>([](const auto& b) {
+        if constexpr (mean) kernels::reduce<reduce_op::sum, true, T>(b, current_stream());
+        else kernels::reduce<combine_op, false, T>(b, current_stream());
+      });
+      for (const index_t i : out.held()) {
+        const shape_vec& shape = in.shape(i);
+        const int r = shape.size();
+        const auto red = spmd::ops::reduction_detail::reduced_of<Dims...>(r);
+        if (red.error != spmd::ops::reduction_detail::dims_error::none) op_type::checked(r);  // throws
+        const auto [kept, reduced] = ops_detail::reduction_geoms(shape, red.of);
+        jobs.add({out.data(i), in.data(i)}, reduce_geom{kept, reduced}, kept.count());
       }
+      jobs.finish();
     }
   }
 };
