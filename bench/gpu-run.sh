@@ -19,7 +19,7 @@ set -u
 bins="tests/cuda/cuda_backend tests/cuda/cuda_layout_kernel tests/cuda/cuda_step_kernel tests/backends/backends_cuda
   tests/backends/backends_nccl tests/nccl/nccl_backend tests/training/training_train_cuda
   examples/spmd-demo examples/spmd-grad-demo tools/spmd-plan bench/redistribute_cuda
-  bench/redistribute_nccl"
+  bench/redistribute_nccl bench/step_kernels"
 if [ "${1:-}" = --bundle ]; then
   set -e
   rm -rf .gpu /tmp/gpu-bins && mkdir -p .gpu/debs /tmp/gpu-bins
@@ -108,6 +108,7 @@ step localtensor 150 env PYTHONUNBUFFERED=1 python3 bench/localtensor_cuda.py --
 grep -E '^(8|2x4) ' "$LOGS/localtensor.log" >"$LOGS/torch.txt"
 step redistribute_cuda 150 build/bench/redistribute_cuda --torch "$LOGS/torch.txt"
 step redistribute_nccl 60 build/bench/redistribute_nccl
+step step_kernels 90 sh -c 'build/bench/step_kernels 256 && build/bench/step_kernels 1024'
 
 # --- compute-sanitizer over the suite and the training test -------------------------------------
 # (racecheck over the whole CUDA suite takes more than 200 s on an H200: the smaller programs.

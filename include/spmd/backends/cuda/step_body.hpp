@@ -151,31 +151,32 @@ namespace detail {
 /// batch are independent, so a thread has them all in flight at once.
 inline constexpr int unit_batch = 8;
 
-/// reduce_at for the elements of one unit: each lane combined over the group in group order.
-template <class T, reduce_op Op>
+/// reduce_at for the elements of one unit: each lane combined over the group in group order
+/// (Batch units loaded before they are combined).
+template <class T, reduce_op Op, int Batch>
 SPMD_HD void combine_units(lanes<T>& x, const wide16* const* in, const index_t* m, index_t n, index_t at) {
-  for (index_t j0 = 1; j0 < n; j0 += unit_batch) {
-    wide16 u[unit_batch];
+  for (index_t j0 = 1; j0 < n; j0 += Batch) {
+    wide16 u[Batch];
     SPMD_UNROLL
-    for (int b = 0; b < unit_batch; ++b)
+    for (int b = 0; b < Batch; ++b)
       if (j0 + b < n) u[b] = in[m ? m[j0 + b] : j0 + b][at];
     SPMD_UNROLL
-    for (int b = 0; b < unit_batch; ++b)
+    for (int b = 0; b < Batch; ++b)
       if (j0 + b < n) {
         const lanes<T> y = as_lanes<T>(u[b]);
         for (int l = 0; l < lanes<T>::n; ++l) x.v[l] = host::combine<Op>(x.v[l], y.v[l]);
       }
   }
 }
-template <class T>
+template <class T, int Batch = unit_batch>
 SPMD_HD wide16 reduce_unit(reduce_op op, const wide16* const* in, const index_t* m, index_t n, index_t at) {
   lanes<T> x = as_lanes<T>(in[m ? m[0] : 0][at]);
   switch (op) {
     case reduce_op::sum:
-    case reduce_op::avg: combine_units<T, reduce_op::sum>(x, in, m, n, at); break;
-    case reduce_op::product: combine_units<T, reduce_op::product>(x, in, m, n, at); break;
-    case reduce_op::max: combine_units<T, reduce_op::max>(x, in, m, n, at); break;
-    case reduce_op::min: combine_units<T, reduce_op::min>(x, in, m, n, at); break;
+    case reduce_op::avg: combine_units<T, reduce_op::sum, Batch>(x, in, m, n, at); break;
+    case reduce_op::product: combine_units<T, reduce_op::product, Batch>(x, in, m, n, at); break;
+    case reduce_op::max: combine_units<T, reduce_op::max, Batch>(x, in, m, n, at); break;
+    case reduce_op::min: combine_units<T, reduce_op::min, Batch>(x, in, m, n, at); break;
   }
   if (op == reduce_op::avg)
     for (int l = 0; l < lanes<T>::n; ++l) x.v[l] = host::divide(x.v[l], n);
@@ -185,7 +186,7 @@ SPMD_HD wide16 reduce_unit(reduce_op op, const wide16* const* in, const index_t*
 
 /// The work item at `p` of a widened step (widen): step_item on the 16-byte unit of elements
 /// of T.
-template <class T>
+template <class T, int Batch = detail::unit_batch>
 SPMD_HD void wide_op(const step_view& t, const item_place& p, const wide16* const* in, wide16* const* out) {
   const dev_op& o = *p.op;
   const index_t s = p.s, d = p.d;
@@ -204,7 +205,7 @@ SPMD_HD void wide_op(const step_view& t, const item_place& p, const wide16* cons
       break;
     }
     case op_code::reduce:
-      out[o.dst][d] = detail::reduce_unit<T>(t.op, in, t.members + o.src * t.group_size, t.group_size, s);
+      out[o.dst][d] = detail::reduce_unit<T, Batch>(t.op, in, t.members + o.src * t.group_size, t.group_size, s);
       break;
     case op_code::replicate: {
       const index_t* f = t.fanout + o.dst;
@@ -214,7 +215,7 @@ SPMD_HD void wide_op(const step_view& t, const item_place& p, const wide16* cons
     }
     case op_code::reduce_bcast: {
       const index_t* m = t.members + o.src * t.group_size;
-      const wide16 x = detail::reduce_unit<T>(t.op, in, m, t.group_size, s);
+      const wide16 x = detail::reduce_unit<T, Batch>(t.op, in, m, t.group_size, s);
       for (index_t j = 0; j < t.group_size; ++j) out[m[j]][d] = x;
       break;
     }
@@ -227,12 +228,11 @@ SPMD_HD void wide_op(const step_view& t, const item_place& p, const wide16* cons
 /// thread has that many loads in flight rather than one.
 inline constexpr int wide_items_in_flight = 4;
 
-/// One thread of a launch over a widened step: a grid-stride loop, wide_items_in_flight items
-/// (a stride apart) per turn.
-template <class T>
+/// One thread of a launch over a widened step: a grid-stride loop, U items (a stride apart)
+/// per turn; a reduction loads Batch units before combining them.
+template <class T, int U = wide_items_in_flight, int Batch = detail::unit_batch>
 SPMD_HD void wide_thread(const step_view& t, index_t block, index_t thread, index_t blocks, index_t threads,
                          const wide16* const* in, wide16* const* out) {
-  constexpr int U = wide_items_in_flight;
   const index_t stride = blocks * threads;
   for (index_t i = block * threads + thread; i < t.items; i += U * stride) {
     item_place p[U];
@@ -256,7 +256,7 @@ SPMD_HD void wide_thread(const step_view& t, index_t block, index_t thread, inde
         const index_t* f = t.fanout + o.dst;
         for (index_t j = 1; j <= f[0]; ++j) out[f[j]][p[u].d] = v[u];
       } else {
-        wide_op<T>(t, p[u], in, out);
+        wide_op<T, Batch>(t, p[u], in, out);
       }
     }
   }

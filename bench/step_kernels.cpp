@@ -1,0 +1,159 @@
+// bench/step_kernels — the widened step kernel's tuning, measured: variants of the same
+// per-thread body (bench/step_variants.cu) on the same tables, kernel time only (buffers
+// allocated once), against the floor of bytes each step must move.
+//
+//   meson compile -C build step_kernels && build/bench/step_kernels [MiB]   (default 256)
+//
+// Cases on mesh 8, f32, a global tensor of MiB with 64 columns (bench/redistribute_cuda's):
+// S(0)->R, S(0)->S(1) (its table finished, rows interleaved, and only widened), P->R, P->S(0).
+// Floor: bench/redistribute_cuda's (read + write bytes over the device-to-device copy rate
+// measured first). Time: CUDA events around 20 launches after 3, the best of 3 rounds.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "spmd/backends/cuda/error.hpp"
+#include "spmd/backends/cuda/step_table.hpp"
+#include "spmd/plan.hpp"
+#include "step_variants.hpp"
+
+namespace {
+
+using spmd::index_t;
+namespace cu = spmd::cuda;
+
+void* device_alloc(std::size_t bytes) {
+  void* p = nullptr;
+  cu::check(cudaMalloc(&p, std::max<std::size_t>(bytes, 256)), "cudaMalloc");
+  return p;
+}
+
+/// Milliseconds per call of f: 20 calls between events after 3, the best of 3 rounds.
+template <class F>
+double ms_per(F&& f) {
+  cudaEvent_t a{}, b{};
+  cu::check(cudaEventCreate(&a), "cudaEventCreate");
+  cu::check(cudaEventCreate(&b), "cudaEventCreate");
+  for (int i = 0; i < 3; ++i) f();
+  double best = 1e30;
+  for (int r = 0; r < 3; ++r) {
+    cu::check(cudaEventRecord(a, nullptr), "cudaEventRecord");
+    for (int i = 0; i < 20; ++i) f();
+    cu::check(cudaEventRecord(b, nullptr), "cudaEventRecord");
+    cu::check(cudaEventSynchronize(b), "cudaEventSynchronize");
+    float ms = 0;
+    cu::check(cudaEventElapsedTime(&ms, a, b), "cudaEventElapsedTime");
+    best = std::min(best, static_cast<double>(ms) / 20);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  return best;
+}
+
+spmd::placement_vec one(const spmd::placement& p) {
+  spmd::placement_vec v{};
+  v.push_back(p);
+  return v;
+}
+
+struct tested {
+  const char* name;
+  spmd::placement from, to;
+  double read_x, write_x;
+  bool interleave;
+  bool staggered;  // each rank's buffers offset by r * 8.5 KiB (DRAM channel conflicts between ranks?)
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const index_t mib = argc > 1 ? std::atoll(argv[1]) : 256;
+  int sms = 0, dev = 0;
+  cu::check(cudaGetDevice(&dev), "cudaGetDevice");
+  cu::check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "cudaDeviceGetAttribute");
+  cudaDeviceProp prop{};
+  cu::check(cudaGetDeviceProperties(&prop, dev), "cudaGetDeviceProperties");
+  const std::size_t big = std::size_t{1} << 30;
+  void* x = device_alloc(big);
+  void* y = device_alloc(big);
+  const double copy_ms = ms_per([&] { cu::check(cudaMemcpyAsync(y, x, big, cudaMemcpyDeviceToDevice, nullptr), "cudaMemcpyAsync"); });
+  const double bw = 2.0 * static_cast<double>(big) / (copy_ms * 1e-3);
+  cudaFree(x);
+  cudaFree(y);
+  std::printf("# %s, %d SMs, device-to-device copy %.1f GB/s; global %lld MiB f32, 64 columns, mesh 8\n", prop.name,
+              sms, bw / 1e9, static_cast<long long>(mib));
+
+  spmd::mesh_shape_vec mesh{};
+  mesh.push_back(8);
+  const index_t cols = 64, rows = mib * (index_t{1} << 20) / 4 / cols;
+  spmd::shape_vec global{};
+  global.push_back(rows);
+  global.push_back(cols);
+  const spmd::placement P = spmd::make_partial(spmd::reduce_op::sum);
+  const tested cases[] = {
+      {"S(0)->R", spmd::make_shard(0), spmd::make_replicate(), 1, 8, true, false},
+      {"S(0)->S(1)", spmd::make_shard(0), spmd::make_shard(1), 1, 1, true, false},
+      {"S(0)->S(1) not interleaved", spmd::make_shard(0), spmd::make_shard(1), 1, 1, false, false},
+      {"S(0)->S(1) staggered", spmd::make_shard(0), spmd::make_shard(1), 1, 1, true, true},
+      {"P->R", P, spmd::make_replicate(), 8, 8, true, false},
+      {"P->R staggered", P, spmd::make_replicate(), 8, 8, true, true},
+      {"P->S(0)", P, spmd::make_shard(0), 8, 1, true, false},
+      {"P->S(0) staggered", P, spmd::make_shard(0), 8, 1, true, true},
+  };
+  std::printf("# %-28s %-22s %10s %10s %7s\n", "case", "variant", "time(us)", "floor(us)", "ratio");
+  for (const tested& c : cases) {
+    const auto a = spmd::make_spec(mesh, one(c.from), 2), b = spmd::make_spec(mesh, one(c.to), 2);
+    const auto p = spmd::make_plan(a.spec, b.spec, 1e9);
+    if (!a.ok() || !b.ok() || p.error != spmd::plan_error::none || p.value.steps.size() != 1) {
+      std::printf("  %s: not a one-step plan here, left out\n", c.name);
+      continue;
+    }
+    const spmd::plan_step& step = p.value.steps[0];
+    const spmd::step_schedule s = spmd::build_schedule(step, global);
+    cu::step_table t = cu::build_step_table(step, s, global);
+    const bool wide = c.interleave ? cu::finish(t, 4) : cu::widen(t, 4);
+    if (!wide) {
+      std::printf("  %s: does not widen, left out\n", c.name);
+      continue;
+    }
+    std::vector<unsigned char> staged(cu::layout_of(t).bytes);
+    cu::pack(t, staged.data());
+    void* tab = device_alloc(staged.size());
+    cu::check(cudaMemcpy(tab, staged.data(), staged.size(), cudaMemcpyHostToDevice), "cudaMemcpy");
+    const cu::step_view v = cu::view_at(t, static_cast<const unsigned char*>(tab));
+    cu::rank_ptrs<cu::wide16> ptrs{};
+    std::vector<void*> owned;
+    for (index_t r = 0; r < 8; ++r) {
+      const spmd::local_box box = spmd::box_at(a.spec, global, spmd::unravel(mesh, r));
+      const auto in_bytes = static_cast<std::size_t>(spmd::box_volume(box)) * 4;
+      const std::size_t shift = c.staggered ? static_cast<std::size_t>(r) * (8192 + 512) : 0;
+      auto* in = static_cast<unsigned char*>(device_alloc(in_bytes + shift));
+      cu::check(cudaMemset(in, 0, in_bytes + shift), "cudaMemset");
+      owned.push_back(in);
+      ptrs.in[r] = reinterpret_cast<const cu::wide16*>(in + shift);
+      if (s.ranks[static_cast<std::size_t>(r)].how == spmd::disposition::keep) {
+        ptrs.out[r] = reinterpret_cast<cu::wide16*>(in + shift);
+      } else {
+        auto* out = static_cast<unsigned char*>(
+            device_alloc(static_cast<std::size_t>(s.ranks[static_cast<std::size_t>(r)].elems) * 4 + shift));
+        owned.push_back(out);
+        ptrs.out[r] = reinterpret_cast<cu::wide16*>(out + shift);
+      }
+    }
+    const double floor_us = (c.read_x + c.write_x) * static_cast<double>(mib) * (1 << 20) / bw * 1e6;
+    for (int k = 0; k < bench::step_variants(); ++k) {
+      const double us = 1e3 * ms_per([&] { bench::launch_step_variant(k, v, ptrs, sms, nullptr); });
+      cu::check(cudaGetLastError(), "a variant's launch");
+      std::printf("  %-28s %-22s %10.1f %10.1f %7.3f\n", c.name, bench::step_variant_name(k), us, floor_us,
+                  floor_us / us);
+    }
+    cu::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    for (void* q : owned) cudaFree(q);
+    cudaFree(tab);
+  }
+  return 0;
+}

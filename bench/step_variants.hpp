@@ -1,0 +1,17 @@
+// bench/step_variants.hpp — variants of the widened step kernel (step_variants.cu) for
+// bench/step_kernels: the same per-thread body (step_body.hpp: wide_thread) with other
+// tuning choices, so one run on a GPU can compare them on the same tables.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "spmd/backends/cuda/launch.hpp"
+
+namespace bench {
+/// How many variants there are, and variant v's name.
+int step_variants();
+const char* step_variant_name(int v);
+/// Launches variant v of the widened f32 step kernel over `t` (grid: what the variant picks).
+void launch_step_variant(int v, const spmd::cuda::step_view& t, const spmd::cuda::rank_ptrs<spmd::cuda::wide16>& p,
+                         int sms, cudaStream_t s);
+}  // namespace bench
