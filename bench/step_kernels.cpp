@@ -1,11 +1,13 @@
-// bench/step_kernels — the widened step kernel's tuning, measured: variants of the same
-// per-thread body (bench/step_variants.cu) on the same tables, kernel time only (buffers
-// allocated once), against the floor of bytes each step must move.
+// bench/step_kernels — the widened step kernel's choices, measured on the same tables, kernel
+// time only (buffers allocated once), against the floor of bytes each step must move: the
+// table as the backend finishes it (16-byte units; a copy step in 32 or 64 bytes per item;
+// ops of one size found by division), without the deeper units, without the direct look-up;
+// each launched with one item per thread and over a capped grid (bench/step_variants.cu).
 //
 //   meson compile -C build step_kernels && build/bench/step_kernels [MiB]   (default 256)
 //
 // Cases on mesh 8, f32, a global tensor of MiB with 64 columns (bench/redistribute_cuda's):
-// S(0)->R, S(0)->S(1) (its table finished, rows interleaved, and only widened), P->R, P->S(0).
+// S(0)->R, S(0)->S(1), P->R, P->S(0).
 // Floor: bench/redistribute_cuda's (read + write bytes over the device-to-device copy rate
 // measured first). Time: CUDA events around 20 launches after 3, the best of 3 rounds.
 #include <cuda_runtime_api.h>
@@ -64,9 +66,9 @@ struct tested {
   const char* name;
   spmd::placement from, to;
   double read_x, write_x;
-  bool interleave;
-  bool staggered;  // each rank's buffers offset by r * 8.5 KiB (DRAM channel conflicts between ranks?)
+  int table;  // 0: finished; 1: widened only (16 bytes per item); 2: finished, ops searched
 };
+const char* const table_names[] = {"", " 16B/item", " searched"};
 
 }  // namespace
 
@@ -95,16 +97,18 @@ int main(int argc, char** argv) {
   global.push_back(cols);
   const spmd::placement P = spmd::make_partial(spmd::reduce_op::sum);
   const tested cases[] = {
-      {"S(0)->R", spmd::make_shard(0), spmd::make_replicate(), 1, 8, true, false},
-      {"S(0)->S(1)", spmd::make_shard(0), spmd::make_shard(1), 1, 1, true, false},
-      {"S(0)->S(1) not interleaved", spmd::make_shard(0), spmd::make_shard(1), 1, 1, false, false},
-      {"S(0)->S(1) staggered", spmd::make_shard(0), spmd::make_shard(1), 1, 1, true, true},
-      {"P->R", P, spmd::make_replicate(), 8, 8, true, false},
-      {"P->R staggered", P, spmd::make_replicate(), 8, 8, true, true},
-      {"P->S(0)", P, spmd::make_shard(0), 8, 1, true, false},
-      {"P->S(0) staggered", P, spmd::make_shard(0), 8, 1, true, true},
+      {"S(0)->R", spmd::make_shard(0), spmd::make_replicate(), 1, 8, 0},
+      {"S(0)->R", spmd::make_shard(0), spmd::make_replicate(), 1, 8, 1},
+      {"S(0)->S(1)", spmd::make_shard(0), spmd::make_shard(1), 1, 1, 0},
+      {"S(0)->S(1)", spmd::make_shard(0), spmd::make_shard(1), 1, 1, 1},
+      {"S(0)->S(1)", spmd::make_shard(0), spmd::make_shard(1), 1, 1, 2},
+      {"P->R", P, spmd::make_replicate(), 8, 8, 0},
+      {"P->R", P, spmd::make_replicate(), 8, 8, 2},
+      {"P->S(0)", P, spmd::make_shard(0), 8, 1, 0},
+      {"P->S(0)", P, spmd::make_shard(0), 8, 1, 2},
   };
-  std::printf("# %-28s %-22s %10s %10s %7s\n", "case", "variant", "time(us)", "floor(us)", "ratio");
+  std::printf("# %-28s %-26s %10s %10s %7s\n", "case (table, bytes per item)", "launch", "time(us)", "floor(us)",
+              "ratio");
   for (const tested& c : cases) {
     const auto a = spmd::make_spec(mesh, one(c.from), 2), b = spmd::make_spec(mesh, one(c.to), 2);
     const auto p = spmd::make_plan(a.spec, b.spec, 1e9);
@@ -115,7 +119,8 @@ int main(int argc, char** argv) {
     const spmd::plan_step& step = p.value.steps[0];
     const spmd::step_schedule s = spmd::build_schedule(step, global);
     cu::step_table t = cu::build_step_table(step, s, global);
-    const bool wide = c.interleave ? cu::finish(t, 4) : cu::widen(t, 4);
+    const bool wide = c.table == 1 ? cu::widen(t, 4) : cu::finish(t, 4);
+    if (c.table == 2) t.uniform = 0;
     if (!wide) {
       std::printf("  %s: does not widen, left out\n", c.name);
       continue;
@@ -130,25 +135,24 @@ int main(int argc, char** argv) {
     for (index_t r = 0; r < 8; ++r) {
       const spmd::local_box box = spmd::box_at(a.spec, global, spmd::unravel(mesh, r));
       const auto in_bytes = static_cast<std::size_t>(spmd::box_volume(box)) * 4;
-      const std::size_t shift = c.staggered ? static_cast<std::size_t>(r) * (8192 + 512) : 0;
-      auto* in = static_cast<unsigned char*>(device_alloc(in_bytes + shift));
-      cu::check(cudaMemset(in, 0, in_bytes + shift), "cudaMemset");
+      void* in = device_alloc(in_bytes);
+      cu::check(cudaMemset(in, 0, in_bytes), "cudaMemset");
       owned.push_back(in);
-      ptrs.in[r] = reinterpret_cast<const cu::wide16*>(in + shift);
+      ptrs.in[r] = static_cast<const cu::wide16*>(in);
       if (s.ranks[static_cast<std::size_t>(r)].how == spmd::disposition::keep) {
-        ptrs.out[r] = reinterpret_cast<cu::wide16*>(in + shift);
+        ptrs.out[r] = static_cast<cu::wide16*>(in);
       } else {
-        auto* out = static_cast<unsigned char*>(
-            device_alloc(static_cast<std::size_t>(s.ranks[static_cast<std::size_t>(r)].elems) * 4 + shift));
+        void* out = device_alloc(static_cast<std::size_t>(s.ranks[static_cast<std::size_t>(r)].elems) * 4);
         owned.push_back(out);
-        ptrs.out[r] = reinterpret_cast<cu::wide16*>(out + shift);
+        ptrs.out[r] = static_cast<cu::wide16*>(out);
       }
     }
     const double floor_us = (c.read_x + c.write_x) * static_cast<double>(mib) * (1 << 20) / bw * 1e6;
     for (int k = 0; k < bench::step_variants(); ++k) {
       const double us = 1e3 * ms_per([&] { bench::launch_step_variant(k, v, ptrs, sms, nullptr); });
       cu::check(cudaGetLastError(), "a variant's launch");
-      std::printf("  %-28s %-22s %10.1f %10.1f %7.3f\n", c.name, bench::step_variant_name(k), us, floor_us,
+      const std::string name = std::string(c.name) + table_names[c.table] + " (" + std::to_string(t.units * 16) + "B)";
+      std::printf("  %-28s %-26s %10.1f %10.1f %7.3f\n", name.c_str(), bench::step_variant_name(k), us, floor_us,
                   floor_us / us);
     }
     cu::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");

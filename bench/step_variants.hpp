@@ -1,6 +1,6 @@
-// bench/step_variants.hpp — variants of the widened step kernel (step_variants.cu) for
-// bench/step_kernels: the same per-thread body (step_body.hpp: wide_thread) with other
-// tuning choices, so one run on a GPU can compare them on the same tables.
+// bench/step_variants.hpp — the widened step kernel's launches (step_variants.cu) for
+// bench/step_kernels: the library's, and a grid-stride one over a capped grid, so one run on
+// a GPU compares them on the same tables.
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -1,6 +1,7 @@
 // tests/cuda/run_table.hpp — a step table run as the CUDA backend runs it, on the host: through
 // the per-thread bodies over an emulated grid (last block and thread first, fewer threads
-// than items), element by element or, for a widened table, in 16-byte units.
+// than items), element by element or, for a widened table, in units of 16 bytes (or of 32
+// and 64 for a deepened copy step).
 #pragma once
 
 #include <vector>
@@ -24,7 +25,11 @@ void run_on_grid(const spmd::cuda::step_table& t, bool wide, const T* const* in,
       wo[r] = reinterpret_cast<spmd::cuda::wide16*>(out[r]);
     }
     spmd::cuda::emulate_grid(3, 5, [&](spmd::index_t b, spmd::index_t th, spmd::index_t nb, spmd::index_t nt) {
-      spmd::cuda::wide_thread<T>(v, b, th, nb, nt, wi.data(), wo.data());
+      switch (t.units) {  // as kernels::step_wide picks its kernel
+        case 4: spmd::cuda::copy_units_thread<4>(v, b, th, nb, nt, wi.data(), wo.data()); break;
+        case 2: spmd::cuda::copy_units_thread<2>(v, b, th, nb, nt, wi.data(), wo.data()); break;
+        default: spmd::cuda::wide_thread<T>(v, b, th, nb, nt, wi.data(), wo.data()); break;
+      }
     });
   } else {
     spmd::cuda::emulate_grid(3, 5, [&](spmd::index_t b, spmd::index_t th, spmd::index_t nb, spmd::index_t nt) {
@@ -33,16 +38,10 @@ void run_on_grid(const spmd::cuda::step_table& t, bool wide, const T* const* in,
   }
 }
 
-/// Whether `t` has an op of `code`, and whether it has an interleaved group.
+/// Whether `t` has an op of `code`.
 inline bool has_code(const spmd::cuda::step_table& t, spmd::op_code code) {
   for (const auto& o : t.ops)
     if (o.code == code) return true;
   return false;
 }
-inline bool interleaved(const spmd::cuda::step_table& t) {
-  for (const auto& o : t.ops)
-    if (o.group > 1) return true;
-  return false;
-}
-
 }  // namespace spmd_test

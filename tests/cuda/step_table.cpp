@@ -74,7 +74,11 @@ long& widened_reductions() {  // widened steps that reduce (16-byte lanes combin
   static long n = 0;
   return n;
 }
-long& interleaved_steps() {  // finished tables with row-interleaved groups
+long& deepened_steps() {  // copy steps in units of 32 or 64 bytes
+  static long n = 0;
+  return n;
+}
+long& uniform_steps() {  // ops found without a search
   static long n = 0;
   return n;
 }
@@ -122,8 +126,8 @@ long check_step(const spmd::plan_step& step, const shape_vec& global,
       }
     }
   };
-  // As built, element by element; then finished (16-byte units where it can, rows
-  // interleaved) as the backend runs it, into freshly poisoned outputs.
+  // As built, element by element; then finished (16-byte units where it can, copies in 32 or
+  // 64 bytes, ops found directly) as the backend runs it, into freshly poisoned outputs.
   spmd_test::run_on_grid<T>(table, false, ins.data(), outs.data(), n);
   compare("the element-wise table");
   spmd::cuda::step_table done = table;
@@ -133,7 +137,8 @@ long check_step(const spmd::plan_step& step, const shape_vec& global,
     if (spmd_test::has_code(done, spmd::op_code::reduce) || spmd_test::has_code(done, spmd::op_code::reduce_bcast))
       ++widened_reductions();
   }
-  if (spmd_test::interleaved(done)) ++interleaved_steps();
+  if (done.units > 1) ++deepened_steps();
+  if (done.uniform > 0) ++uniform_steps();
   for (index_t r = 0; r < n; ++r)
     if (s.ranks[static_cast<std::size_t>(r)].how != spmd::disposition::keep)
       for (index_t i = 0; i < s.ranks[static_cast<std::size_t>(r)].elems; ++i) outs[static_cast<std::size_t>(r)][i] = T(7);
@@ -188,10 +193,10 @@ TEST_CASE("a step table run by the emulated grid gives the simulation's bits", "
 
 TEST_CASE("steps widened to 16-byte units give the simulation's bits", "[cuda][emulation]") {
   // Shapes whose rows are multiples of 16 bytes for every element type: most gathers,
-  // all_to_alls, chunks and reductions widen, and the transposing all_to_alls interleave.
+  // all_to_alls, chunks and reductions widen, and many copy steps deepen.
   // (The inputs' buffers come from local_set's allocator, aligned to 64 bytes.)
   long steps = 0;
-  widened_steps() = widened_reductions() = interleaved_steps() = 0;
+  widened_steps() = widened_reductions() = deepened_steps() = uniform_steps() = 0;
   const std::vector<shape_vec> shapes = {vec({16, 32}), vec({8, 64}), vec({32, 8})};
   for (const auto& m : {vec<spmd::mesh_shape_vec>({4}), vec<spmd::mesh_shape_vec>({2, 2}),
                         vec<spmd::mesh_shape_vec>({2, 2, 2})}) {
@@ -203,17 +208,17 @@ TEST_CASE("steps widened to 16-byte units give the simulation's bits", "[cuda][e
     sweep<std::int64_t>(m, reduce_op::product, {vec({8, 64})}, steps);
     sweep<std::int32_t>(m, reduce_op::sum, {vec({8, 64})}, steps);
   }
-  INFO(widened_steps() << " of " << steps << " steps widened, " << widened_reductions() << " of them reducing; "
-                       << interleaved_steps() << " interleaved");
+  INFO(widened_steps() << " of " << steps << " steps widened, " << widened_reductions() << " of them reducing, "
+                       << deepened_steps() << " deepened; " << uniform_steps() << " with ops of one size");
   CHECK(widened_steps() > 500);
   CHECK(widened_reductions() > 200);
-  CHECK(interleaved_steps() > 100);
+  CHECK(deepened_steps() > 100);
+  CHECK(uniform_steps() > 500);
 }
 
-TEST_CASE("an S(0)->S(1) step reads whole rows, and a wrong group is caught", "[cuda][emulation]") {
-  // mesh 4, 8 x 64 floats: each rank's 2 rows go in 4 runs of 16 floats (4 units) to the 4
-  // ranks. Finished, the 4 pieces of one source are one group: consecutive items walk each
-  // source row from left to right.
+TEST_CASE("an S(0)->S(1) step moves 32-byte runs as one item each, and a wrong table is caught", "[cuda][emulation]") {
+  // mesh 4, 8 x 64 floats: each rank's 2 rows go in 4 runs of 16 floats (64 bytes) to the 4
+  // ranks: 16 ops of 2 items each once the step is widened and deepened to 4 units (64 bytes).
   placement_vec a{}, b{};
   a.push_back(spmd::make_shard(0));
   b.push_back(spmd::make_shard(1));
@@ -228,18 +233,10 @@ TEST_CASE("an S(0)->S(1) step reads whole rows, and a wrong group is caught", "[
   const spmd::step_schedule s = spmd::build_schedule(step, global);
   spmd::cuda::step_table t = spmd::cuda::build_step_table(step, s, global);
   REQUIRE(spmd::cuda::finish(t, 4));
-  index_t grouped = 0;
-  for (const auto& o : t.ops) grouped += o.group == 4 ? 1 : 0;
-  CHECK(grouped == 16);  // 4 sources x 4 pieces
-  // Items 0..15 of the first group: the 16 units of its source's first row, in order.
-  const spmd::cuda::step_view v = t.view();
-  const index_t first = t.ops[0].begin;
-  for (index_t e = 0; e < 16; ++e) {
-    const auto at = spmd::cuda::place_of(v, first + e);
-    CHECK(at.s == e);
-    CHECK(at.op->src == t.ops[0].src);
-  }
-  // Mutations the emulation must catch: two pieces of a group swapped, or a group cut short.
+  CHECK(t.units == 4);
+  CHECK(t.ops.size() == 16);
+  CHECK(t.uniform == 2);
+  CHECK(t.items == 32);
   const std::vector<float> data = values<float>(512);
   const spmd::host::local_set<float> in = spmd::host::distribute<float>(data, sa.spec, global);
   const spmd::host::local_set<float> want = spmd::sim::execute(step, global, in);
@@ -259,14 +256,21 @@ TEST_CASE("an S(0)->S(1) step reads whole rows, and a wrong group is caught", "[
     return false;
   };
   CHECK_FALSE(differs(t));
-  spmd::cuda::step_table swapped = t;
-  std::swap(swapped.ops[0].geo.doff, swapped.ops[1].geo.doff);
-  std::swap(swapped.ops[0].dst, swapped.ops[1].dst);
-  std::swap(swapped.ops[0].slot, swapped.ops[1].slot);
-  CHECK(differs(swapped));
-  spmd::cuda::step_table cut = t;
-  for (index_t k = 0; k < 4; ++k) cut.ops[static_cast<std::size_t>(k)].group = 3;
-  CHECK(differs(cut));
+  // Mutations the emulation must catch: the wrong op size for the direct look-up, units
+  // that do not match the geometry, a piece read one unit off.
+  spmd::cuda::step_table m1 = t;
+  m1.uniform = 4;
+  CHECK(differs(m1));
+  spmd::cuda::step_table m2 = t;
+  m2.units = 2;
+  CHECK(differs(m2));
+  spmd::cuda::step_table m3 = t;
+  m3.ops[0].geo.soff += 1;
+  CHECK(differs(m3));
+  // Without the direct look-up (uniform 0) the search finds the same ops.
+  spmd::cuda::step_table searched = t;
+  searched.uniform = 0;
+  CHECK_FALSE(differs(searched));
 }
 
 TEST_CASE("widen refuses what 16-byte units cannot express", "[cuda][emulation]") {

@@ -38,7 +38,7 @@ void check_input(const device_set<T>& x, const char* who) {
                                 " locals; the mesh has " + std::to_string(Mesh::size) + " ranks, all needed");
 }
 
-/// A collective's table as the kernel runs it (finish: 16-byte units, rows interleaved), in
+/// A collective's table as the kernel runs it (finish: 16-byte units, ops found directly), in
 /// device memory, with every member's output shape and the bytes a member receives.
 struct uploaded {
   step_view view{};

@@ -67,33 +67,27 @@ SPMD_HD inline void region_offsets(const run_geom& g, index_t e, index_t& s, ind
   }
 }
 
-/// Where work item `item` of `t` lands: its op (the last with begin <= item; in a group, whose
-/// ops share one begin, the group's last) and the source and destination offsets of its
-/// element (in a group: see interleave).
+/// Where work item `item` of `t` lands: its op (the last with begin <= item: item / uniform
+/// where every op has that many items) and the source and destination offsets of its element.
 struct item_place {
   const dev_op* op;
   index_t s, d;
 };
 SPMD_HD inline item_place place_of(const step_view& t, index_t item) {
   index_t lo = 0, hi = t.n_ops - 1;
+  if (t.uniform > 0) {  // every op has t.uniform items: no search
+    index_t unused = 0;
+    divmod(item, t.uniform, lo, unused);
+    hi = lo;
+  }
   while (lo < hi) {
     const index_t mid = (lo + hi + 1) / 2;
     if (t.ops[mid].begin <= item) lo = mid;
     else hi = mid - 1;
   }
   const dev_op* o = &t.ops[lo];
-  index_t e = item - o->begin;
-  if (o->group > 1) {
-    const index_t g = o->group, run = o->geo.run;
-    o -= o->slot;
-    index_t rest = 0, k = 0, row = 0, which = 0;
-    divmod(e, run, rest, k);
-    divmod(rest, g, row, which);
-    o += which;
-    e = row * run + k;
-  }
   index_t s = 0, d = 0;
-  region_offsets(o->geo, e, s, d);
+  region_offsets(o->geo, item - o->begin, s, d);
   return {o, s, d};
 }
 
@@ -147,36 +141,25 @@ SPMD_HD wide16 as_unit(const lanes<T>& x) {
 }
 
 namespace detail {
-/// The group's units loaded this many at a time before they are combined: the loads of one
-/// batch are independent, so a thread has them all in flight at once.
-inline constexpr int unit_batch = 8;
-
-/// reduce_at for the elements of one unit: each lane combined over the group in group order
-/// (Batch units loaded before they are combined).
-template <class T, reduce_op Op, int Batch>
+/// reduce_at for the elements of one unit: each lane combined over the group in group order.
+/// (The loads go one at a time: bench/step_kernels measured batching them, and more items per
+/// thread, slower on an H200: the registers they take cost more occupancy than they gain.)
+template <class T, reduce_op Op>
 SPMD_HD void combine_units(lanes<T>& x, const wide16* const* in, const index_t* m, index_t n, index_t at) {
-  for (index_t j0 = 1; j0 < n; j0 += Batch) {
-    wide16 u[Batch];
-    SPMD_UNROLL
-    for (int b = 0; b < Batch; ++b)
-      if (j0 + b < n) u[b] = in[m ? m[j0 + b] : j0 + b][at];
-    SPMD_UNROLL
-    for (int b = 0; b < Batch; ++b)
-      if (j0 + b < n) {
-        const lanes<T> y = as_lanes<T>(u[b]);
-        for (int l = 0; l < lanes<T>::n; ++l) x.v[l] = host::combine<Op>(x.v[l], y.v[l]);
-      }
+  for (index_t j = 1; j < n; ++j) {
+    const lanes<T> y = as_lanes<T>(in[m ? m[j] : j][at]);
+    for (int l = 0; l < lanes<T>::n; ++l) x.v[l] = host::combine<Op>(x.v[l], y.v[l]);
   }
 }
-template <class T, int Batch = unit_batch>
+template <class T>
 SPMD_HD wide16 reduce_unit(reduce_op op, const wide16* const* in, const index_t* m, index_t n, index_t at) {
   lanes<T> x = as_lanes<T>(in[m ? m[0] : 0][at]);
   switch (op) {
     case reduce_op::sum:
-    case reduce_op::avg: combine_units<T, reduce_op::sum, Batch>(x, in, m, n, at); break;
-    case reduce_op::product: combine_units<T, reduce_op::product, Batch>(x, in, m, n, at); break;
-    case reduce_op::max: combine_units<T, reduce_op::max, Batch>(x, in, m, n, at); break;
-    case reduce_op::min: combine_units<T, reduce_op::min, Batch>(x, in, m, n, at); break;
+    case reduce_op::avg: combine_units<T, reduce_op::sum>(x, in, m, n, at); break;
+    case reduce_op::product: combine_units<T, reduce_op::product>(x, in, m, n, at); break;
+    case reduce_op::max: combine_units<T, reduce_op::max>(x, in, m, n, at); break;
+    case reduce_op::min: combine_units<T, reduce_op::min>(x, in, m, n, at); break;
   }
   if (op == reduce_op::avg)
     for (int l = 0; l < lanes<T>::n; ++l) x.v[l] = host::divide(x.v[l], n);
@@ -186,7 +169,7 @@ SPMD_HD wide16 reduce_unit(reduce_op op, const wide16* const* in, const index_t*
 
 /// The work item at `p` of a widened step (widen): step_item on the 16-byte unit of elements
 /// of T.
-template <class T, int Batch = detail::unit_batch>
+template <class T>
 SPMD_HD void wide_op(const step_view& t, const item_place& p, const wide16* const* in, wide16* const* out) {
   const dev_op& o = *p.op;
   const index_t s = p.s, d = p.d;
@@ -205,7 +188,7 @@ SPMD_HD void wide_op(const step_view& t, const item_place& p, const wide16* cons
       break;
     }
     case op_code::reduce:
-      out[o.dst][d] = detail::reduce_unit<T, Batch>(t.op, in, t.members + o.src * t.group_size, t.group_size, s);
+      out[o.dst][d] = detail::reduce_unit<T>(t.op, in, t.members + o.src * t.group_size, t.group_size, s);
       break;
     case op_code::replicate: {
       const index_t* f = t.fanout + o.dst;
@@ -215,7 +198,7 @@ SPMD_HD void wide_op(const step_view& t, const item_place& p, const wide16* cons
     }
     case op_code::reduce_bcast: {
       const index_t* m = t.members + o.src * t.group_size;
-      const wide16 x = detail::reduce_unit<T, Batch>(t.op, in, m, t.group_size, s);
+      const wide16 x = detail::reduce_unit<T>(t.op, in, m, t.group_size, s);
       for (index_t j = 0; j < t.group_size; ++j) out[m[j]][d] = x;
       break;
     }
@@ -223,41 +206,34 @@ SPMD_HD void wide_op(const step_view& t, const item_place& p, const wide16* cons
   }
 }
 
-/// Work items a thread of a widened launch holds at once: it finds their places and loads
-/// their copies' units before it stores any (nothing a step reads is written by it), so each
-/// thread has that many loads in flight rather than one.
-inline constexpr int wide_items_in_flight = 4;
-
-/// One thread of a launch over a widened step: a grid-stride loop, U items (a stride apart)
-/// per turn; a reduction loads Batch units before combining them.
-template <class T, int U = wide_items_in_flight, int Batch = detail::unit_batch>
+/// One thread of a launch over a widened step: a grid-stride loop over the work items (the
+/// launch gives one item per thread where the grid allows).
+template <class T>
 SPMD_HD void wide_thread(const step_view& t, index_t block, index_t thread, index_t blocks, index_t threads,
                          const wide16* const* in, wide16* const* out) {
-  const index_t stride = blocks * threads;
-  for (index_t i = block * threads + thread; i < t.items; i += U * stride) {
-    item_place p[U];
-    wide16 v[U];
+  for (index_t i = block * threads + thread; i < t.items; i += blocks * threads) wide_op<T>(t, place_of(t, i), in, out);
+}
+
+/// One thread of a launch over a copy step in units of K x 16 bytes (deepen): each item loads
+/// its K units, then stores them (to every rank of a fan-out list).
+template <int K>
+SPMD_HD void copy_units_thread(const step_view& t, index_t block, index_t thread, index_t blocks, index_t threads,
+                               const wide16* const* in, wide16* const* out) {
+  for (index_t i = block * threads + thread; i < t.items; i += blocks * threads) {
+    const item_place p = place_of(t, i);
+    const dev_op& o = *p.op;
+    wide16 v[K];
     SPMD_UNROLL
-    for (int u = 0; u < U; ++u) {
-      const index_t item = i + u * stride;
-      if (item >= t.items) break;
-      p[u] = place_of(t, item);
-      const op_code c = p[u].op->code;
-      if (c == op_code::copy || c == op_code::replicate) v[u] = in[p[u].op->src][p[u].s];
-    }
-    SPMD_UNROLL
-    for (int u = 0; u < U; ++u) {
-      const index_t item = i + u * stride;
-      if (item >= t.items) break;
-      const dev_op& o = *p[u].op;
-      if (o.code == op_code::copy) {
-        out[o.dst][p[u].d] = v[u];
-      } else if (o.code == op_code::replicate) {
-        const index_t* f = t.fanout + o.dst;
-        for (index_t j = 1; j <= f[0]; ++j) out[f[j]][p[u].d] = v[u];
-      } else {
-        wide_op<T, Batch>(t, p[u], in, out);
+    for (int k = 0; k < K; ++k) v[k] = in[o.src][p.s * K + k];
+    if (o.code == op_code::replicate) {
+      const index_t* f = t.fanout + o.dst;
+      for (index_t j = 1; j <= f[0]; ++j) {
+        SPMD_UNROLL
+        for (int k = 0; k < K; ++k) out[f[j]][p.d * K + k] = v[k];
       }
+    } else {
+      SPMD_UNROLL
+      for (int k = 0; k < K; ++k) out[o.dst][p.d * K + k] = v[k];
     }
   }
 }

@@ -36,9 +36,7 @@ struct dev_op {
   index_t src = 0;               // mesh index in the step's inputs, or the group (reduce*)
   index_t dst = 0;               // mesh index in the step's outputs (replicate: fanout offset)
   run_geom geo{};
-  index_t begin = 0;             // the first work item of this op (of its group: interleave)
-  index_t group = 1;             // ops interleaved row by row with this one, itself included
-  index_t slot = 0;              // this op's place in its group (the group's ops are adjacent)
+  index_t begin = 0;             // the first work item of this op
 };
 
 /// A step as the device reads it (pointers into device or host memory, as the caller built it).
@@ -50,6 +48,8 @@ struct step_view {
   index_t n_ops = 0;
   index_t items = 0;                 // work items in all
   const index_t* fanout = nullptr;   // at a replicate op's dst: a count, then that many ranks
+  index_t uniform = 0;               // items of every op, where all ops have as many (else 0)
+  int units = 1;                     // a widened copy step's 16-byte units per item (deepen)
 };
 
 /// The host-side table of one step (vectors; copy them to the device to launch).
@@ -60,8 +60,11 @@ struct step_table {
   std::vector<dev_op> ops;
   index_t items = 0;
   std::vector<index_t> fanout;
+  index_t uniform = 0;
+  int units = 1;
   step_view view() const {
-    return {op, group_size, members.data(), ops.data(), static_cast<index_t>(ops.size()), items, fanout.data()};
+    return {op,    group_size,   members.data(), ops.data(), static_cast<index_t>(ops.size()),
+            items, fanout.data(), uniform,       units};
   }
 };
 
@@ -277,82 +280,59 @@ inline bool widen(step_table& t, index_t elem_bytes) {
   return true;
 }
 
-namespace detail {
-/// Elements between two rows of a region's innermost outer dim on one side, against its run:
-/// a side whose rows are further apart than a run reads (or writes) the rows in pieces.
-inline bool rows_apart(const run_geom& g, bool source) {
-  if (g.nd == 0) return false;
-  const index_t stride = source ? g.sstr[g.nd - 1] : g.dstr[g.nd - 1];
-  return stride != g.run * (source ? g.s_inner : g.d_inner);
-}
-/// Two regions of the same shape (offsets aside).
-inline bool same_shape(const run_geom& a, const run_geom& b) {
-  run_geom x = a, y = b;
-  x.soff = y.soff = x.doff = y.doff = 0;
-  return x == y;
-}
-}  // namespace detail
-
-/// Interleaves the ops that cut one rank's rows into pieces. An S(0)->S(1) step reads each
-/// source row in n short runs, one per destination: op by op, a warp reads one run from
-/// each of 32 rows, far apart, and DRAM, which moves 64 bytes or more at a time, fetches the
-/// rest of each row for nothing. Ops that read the same rank (or reduce the same group) with
-/// the same shape, ordered by where they start, become one group whose items go run by run
-/// across its ops: item e of a group of g ops with runs of r is element
-/// (e / r / g) * r + e % r of its op (e / r) % g, so consecutive threads read whole rows. Ops writing one rank's rows
-/// in pieces (S(1)->S(0)) are grouped by destination the same way. Each output element is
-/// still written by one item; only the order of items changes. Call last (after widen).
-inline void interleave(step_table& t) {
-  const std::size_t n = t.ops.size();
-  std::vector<int> side(n, -1);  // 0: grouped by source, 1: by destination
-  std::vector<std::vector<std::size_t>> groups;
-  for (int by = 0; by < 2; ++by) {
-    for (std::size_t i = 0; i < n; ++i) {
-      const dev_op& o = t.ops[i];
-      if (side[i] >= 0 || !detail::rows_apart(o.geo, by == 0)) continue;
-      if (by == 0 && o.code == op_code::fill) continue;            // reads nothing
-      if (by == 1 && (o.code == op_code::replicate || o.code == op_code::reduce_bcast)) continue;  // many writes
-      std::vector<std::size_t> g{i};
-      for (std::size_t j = i + 1; j < n; ++j) {
-        const dev_op& p = t.ops[j];
-        if (side[j] < 0 && p.code == o.code && (by == 0 ? p.src == o.src : p.dst == o.dst) &&
-            detail::same_shape(p.geo, o.geo))
-          g.push_back(j);
+/// Where every op is a copy (to one rank or a fan-out list) whose region, already widened,
+/// is in whole groups of k units: k units per item (k = 4 or 2, the largest that fits; true).
+/// A thread then moves k x 16 bytes for one look-up of its item's place: an S(0)->S(1) step
+/// moves 32-byte runs, one item each, and the look-up, not the bytes, limits it
+/// (bench/step_kernels).
+inline bool deepen(step_table& t) {
+  if (t.ops.empty() || t.units != 1) return false;
+  for (const dev_op& o : t.ops)
+    if (o.code != op_code::copy && o.code != op_code::replicate) return false;
+  for (int k : {4, 2}) {
+    bool fits = true;
+    for (const dev_op& o : t.ops) {
+      const run_geom& g = o.geo;
+      fits = fits && g.contiguous() && g.run % k == 0 && g.soff % k == 0 && g.doff % k == 0;
+      for (int d = 0; d < g.nd; ++d) fits = fits && g.sstr[d] % k == 0 && g.dstr[d] % k == 0;
+    }
+    if (!fits) continue;
+    t.items = 0;
+    for (dev_op& o : t.ops) {
+      run_geom& g = o.geo;
+      g.run /= k;
+      g.soff /= k;
+      g.doff /= k;
+      for (int d = 0; d < g.nd; ++d) {
+        g.sstr[d] /= k;
+        g.dstr[d] /= k;
       }
-      if (g.size() < 2) continue;
-      std::sort(g.begin(), g.end(), [&](std::size_t a, std::size_t b) {
-        return by == 0 ? t.ops[a].geo.soff < t.ops[b].geo.soff : t.ops[a].geo.doff < t.ops[b].geo.doff;
-      });
-      for (std::size_t j : g) side[j] = by;
-      groups.push_back(std::move(g));
+      o.begin = t.items;
+      t.items += g.count();
     }
+    t.units = k;
+    return true;
   }
-  if (groups.empty()) return;
-  std::vector<dev_op> ops;
-  for (std::size_t i = 0; i < n; ++i)
-    if (side[i] < 0) ops.push_back(t.ops[i]);
-  for (const auto& g : groups)
-    for (std::size_t k = 0; k < g.size(); ++k) {
-      dev_op o = t.ops[g[k]];
-      o.group = static_cast<index_t>(g.size());
-      o.slot = static_cast<index_t>(k);
-      ops.push_back(o);
-    }
-  t.ops = std::move(ops);
-  t.items = 0;
-  for (std::size_t i = 0; i < t.ops.size();) {
-    const index_t g = t.ops[i].group;
-    for (index_t k = 0; k < g; ++k) t.ops[i + static_cast<std::size_t>(k)].begin = t.items;
-    t.items += g * t.ops[i].geo.count();
-    i += static_cast<std::size_t>(g);
-  }
+  return false;
 }
 
-/// A built table as the kernels run it: in 16-byte units where it can be (then true), its
-/// row-cutting ops interleaved.
+/// Sets t.uniform where every op has the same number of items (a work item's op is then
+/// item / uniform, not a binary search over the ops' first items).
+inline void mark_uniform(step_table& t) {
+  t.uniform = 0;
+  if (t.ops.empty()) return;
+  const index_t n = t.ops[0].geo.count();
+  for (const dev_op& o : t.ops)
+    if (o.geo.count() != n) return;
+  t.uniform = n;
+}
+
+/// A built table as the kernels run it: in 16-byte units where it can be (then true), a copy
+/// step in units of 2 or 4 of them where it can be, ops of equal size found without a search.
 inline bool finish(step_table& t, index_t elem_bytes) {
   const bool wide = widen(t, elem_bytes);
-  interleave(t);
+  if (wide) deepen(t);
+  mark_uniform(t);
   return wide;
 }
 

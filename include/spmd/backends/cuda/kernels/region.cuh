@@ -23,26 +23,12 @@ namespace detail {
   for (index_t i = blockIdx.x * static_cast<index_t>(blockDim.x) + threadIdx.x; i < (n); \
        i += static_cast<index_t>(gridDim.x) * blockDim.x)
 
-/// A copy with wide_items_in_flight elements (a stride apart) per thread and turn: their
-/// loads issue before their stores, so a thread has that many in flight.
 template <class T>
 __global__ void region_copy_kernel(T* out, const T* in, const __grid_constant__ run_geom g, index_t n) {
-  constexpr int U = wide_items_in_flight;
-  const index_t stride = static_cast<index_t>(gridDim.x) * blockDim.x;
-  for (index_t e = blockIdx.x * static_cast<index_t>(blockDim.x) + threadIdx.x; e < n; e += U * stride) {
-    index_t s[U], d[U];
-    T v[U];
-    SPMD_UNROLL
-    for (int u = 0; u < U; ++u) {
-      if (e + u * stride >= n) break;
-      region_offsets(g, e + u * stride, s[u], d[u]);
-      v[u] = in[s[u]];
-    }
-    SPMD_UNROLL
-    for (int u = 0; u < U; ++u) {
-      if (e + u * stride >= n) break;
-      out[d[u]] = v[u];
-    }
+  SPMD_GRID_LOOP(e, n) {
+    index_t s, d;
+    region_offsets(g, e, s, d);
+    out[d] = in[s];
   }
 }
 template <class T>

@@ -34,6 +34,19 @@ __global__ void __launch_bounds__(step_threads)
   wide_thread<T>(t, blockIdx.x, threadIdx.x, gridDim.x, blockDim.x, p.in, p.out);
 }
 
+template <int K>
+__global__ void __launch_bounds__(step_threads)
+    step_copy_kernel(const step_view t, const __grid_constant__ rank_ptrs<wide16> p) {
+  copy_units_thread<K>(t, blockIdx.x, threadIdx.x, gridDim.x, blockDim.x, p.in, p.out);
+}
+
+/// Blocks for one item per thread (a widened step: bench/step_kernels measured this grid
+/// ahead of a grid-stride loop over a few waves on an H200).
+inline unsigned blocks_per_item(index_t n) {
+  const index_t b = (n + step_threads - 1) / step_threads;
+  return static_cast<unsigned>(b < 0x7fffffff ? b : 0x7fffffff);
+}
+
 /// Blocks for n items: one item per thread up to a few waves of the device, then the
 /// grid-stride loop takes the rest.
 inline unsigned blocks_for(index_t n) {
@@ -60,7 +73,12 @@ void step(const step_view& table, const rank_ptrs<T>& ptrs, cudaStream_t stream)
 template <class T>
 void step_wide(const step_view& table, const rank_ptrs<wide16>& ptrs, cudaStream_t stream) {
   if (table.items == 0) return;
-  detail::step_wide_kernel<T><<<detail::blocks_for(table.items), detail::step_threads, 0, stream>>>(table, ptrs);
+  const unsigned blocks = detail::blocks_per_item(table.items);
+  switch (table.units) {
+    case 4: detail::step_copy_kernel<4><<<blocks, detail::step_threads, 0, stream>>>(table, ptrs); break;
+    case 2: detail::step_copy_kernel<2><<<blocks, detail::step_threads, 0, stream>>>(table, ptrs); break;
+    default: detail::step_wide_kernel<T><<<blocks, detail::step_threads, 0, stream>>>(table, ptrs); break;
+  }
   check(cudaGetLastError(), "the step kernel's launch (16-byte units)");
 }
 
