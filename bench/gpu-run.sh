@@ -108,6 +108,7 @@ step localtensor 150 env PYTHONUNBUFFERED=1 python3 bench/localtensor_cuda.py --
 grep -E '^(8|2x4) ' "$LOGS/localtensor.log" >"$LOGS/torch.txt"
 step redistribute_cuda 150 build/bench/redistribute_cuda --torch "$LOGS/torch.txt"
 step redistribute_nccl 60 build/bench/redistribute_nccl
+step redistribute_cuda_quick 60 build/bench/redistribute_cuda --quick
 step step_kernels 90 sh -c 'build/bench/step_kernels 256 && build/bench/step_kernels 1024'
 
 # --- compute-sanitizer over the suite and the training test -------------------------------------

@@ -1,6 +1,6 @@
-// bench/step_variants.hpp — the widened step kernel's launches (step_variants.cu) for
-// bench/step_kernels: the library's, and a grid-stride one over a capped grid, so one run on
-// a GPU compares them on the same tables.
+// bench/step_variants.hpp — the widened step kernel three ways (step_variants.cu) for
+// bench/step_kernels: the library's, the same body compiled in the benchmark, an earlier
+// body, so one run on a GPU compares them on the same tables.
 #pragma once
 
 #include <cuda_runtime_api.h>
