@@ -1,9 +1,9 @@
 // bench/step_kernels — the widened step kernel's choices, measured on the same tables, kernel
 // time only (buffers allocated once), against the floor of bytes each step must move: the
 // table as the backend finishes it (16-byte units; a copy step in 32 or 64 bytes per item;
-// ops of one size found by division), without the deeper units, without the direct look-up;
-// each launched three ways (bench/step_variants.cu: the library's kernel, its body built
-// here, an earlier body).
+// ops of one size found by division), without the deeper units, without the direct look-up.
+// (Earlier versions of this benchmark also built variants of the kernel body here: the logs
+// in bench/results/step_kernels_h200_28*.txt and bench/RESULTS.md say what they measured.)
 //
 //   meson compile -C build step_kernels && build/bench/step_kernels [MiB]   (default 256)
 //
@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "spmd/backends/cuda/error.hpp"
+#include "spmd/backends/cuda/launch.hpp"
 #include "spmd/backends/cuda/step_table.hpp"
 #include "spmd/plan.hpp"
-#include "step_variants.hpp"
 
 namespace {
 
@@ -107,8 +107,7 @@ int main(int argc, char** argv) {
       {"P->S(0)", P, spmd::make_shard(0), 8, 1, 0},
       {"P->S(0)", P, spmd::make_shard(0), 8, 1, 2},
   };
-  std::printf("# %-28s %-26s %10s %10s %7s\n", "case (table, bytes per item)", "launch", "time(us)", "floor(us)",
-              "ratio");
+  std::printf("# %-36s %10s %10s %7s\n", "case (table, bytes per item)", "time(us)", "floor(us)", "ratio");
   for (const tested& c : cases) {
     const auto a = spmd::make_spec(mesh, one(c.from), 2), b = spmd::make_spec(mesh, one(c.to), 2);
     const auto p = spmd::make_plan(a.spec, b.spec, 1e9);
@@ -148,13 +147,9 @@ int main(int argc, char** argv) {
       }
     }
     const double floor_us = (c.read_x + c.write_x) * static_cast<double>(mib) * (1 << 20) / bw * 1e6;
-    for (int k = 0; k < bench::step_variants(); ++k) {
-      const double us = 1e3 * ms_per([&] { bench::launch_step_variant(k, v, ptrs, sms, nullptr); });
-      cu::check(cudaGetLastError(), "a variant's launch");
-      const std::string name = std::string(c.name) + table_names[c.table] + " (" + std::to_string(t.units * 16) + "B)";
-      std::printf("  %-28s %-26s %10.1f %10.1f %7.3f\n", name.c_str(), bench::step_variant_name(k), us, floor_us,
-                  floor_us / us);
-    }
+    const double us = 1e3 * ms_per([&] { cu::kernels::step_wide<float>(v, ptrs, nullptr); });
+    const std::string name = std::string(c.name) + table_names[c.table] + " (" + std::to_string(t.units * 16) + "B)";
+    std::printf("  %-36s %10.1f %10.1f %7.3f\n", name.c_str(), us, floor_us, floor_us / us);
     cu::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
     for (void* q : owned) cudaFree(q);
     cudaFree(tab);

@@ -142,13 +142,24 @@ SPMD_HD wide16 as_unit(const lanes<T>& x) {
 
 namespace detail {
 /// reduce_at for the elements of one unit: each lane combined over the group in group order.
-/// (The loads go one at a time: bench/step_kernels measured batching them, and more items per
-/// thread, slower on an H200: the registers they take cost more occupancy than they gain.)
+/// The load sits in an array of one behind the loop's own bound: written so, nvcc issues the
+/// group's loads ahead of their sums, and P->R and P->S(0) run at 0.98 and 0.96 of the floor
+/// on an H200 where the plain loop (load, then add, per member) ran at 0.79 and 0.51
+/// (bench/results/step_kernels_h200_28c.txt: "earlier body" against "library"). Batches of
+/// eight loads, or several items per thread, ran slower still (step_kernels_h200_28a.txt).
 template <class T, reduce_op Op>
 SPMD_HD void combine_units(lanes<T>& x, const wide16* const* in, const index_t* m, index_t n, index_t at) {
-  for (index_t j = 1; j < n; ++j) {
-    const lanes<T> y = as_lanes<T>(in[m ? m[j] : j][at]);
-    for (int l = 0; l < lanes<T>::n; ++l) x.v[l] = host::combine<Op>(x.v[l], y.v[l]);
+  for (index_t j0 = 1; j0 < n; j0 += 1) {
+    wide16 u[1];
+    SPMD_UNROLL
+    for (int b = 0; b < 1; ++b)
+      if (j0 + b < n) u[b] = in[m ? m[j0 + b] : j0 + b][at];
+    SPMD_UNROLL
+    for (int b = 0; b < 1; ++b)
+      if (j0 + b < n) {
+        const lanes<T> y = as_lanes<T>(u[b]);
+        for (int l = 0; l < lanes<T>::n; ++l) x.v[l] = host::combine<Op>(x.v[l], y.v[l]);
+      }
   }
 }
 template <class T>
@@ -207,11 +218,34 @@ SPMD_HD void wide_op(const step_view& t, const item_place& p, const wide16* cons
 }
 
 /// One thread of a launch over a widened step: a grid-stride loop over the work items (the
-/// launch gives one item per thread where the grid allows).
+/// launch gives one item per thread where the grid allows). Copies and reductions are spelt
+/// out here, as bench/step_kernels measured them (combine_units); fills and scales go
+/// through wide_op.
 template <class T>
 SPMD_HD void wide_thread(const step_view& t, index_t block, index_t thread, index_t blocks, index_t threads,
                          const wide16* const* in, wide16* const* out) {
-  for (index_t i = block * threads + thread; i < t.items; i += blocks * threads) wide_op<T>(t, place_of(t, i), in, out);
+  for (index_t i = block * threads + thread; i < t.items; i += blocks * threads) {
+    item_place q[1];
+    wide16 v[1];
+    q[0] = place_of(t, i);
+    const op_code c = q[0].op->code;
+    if (c == op_code::copy || c == op_code::replicate) v[0] = in[q[0].op->src][q[0].s];
+    const dev_op& o = *q[0].op;
+    if (o.code == op_code::copy) {
+      out[o.dst][q[0].d] = v[0];
+    } else if (o.code == op_code::replicate) {
+      const index_t* f = t.fanout + o.dst;
+      for (index_t j = 1; j <= f[0]; ++j) out[f[j]][q[0].d] = v[0];
+    } else if (o.code == op_code::reduce) {
+      out[o.dst][q[0].d] = detail::reduce_unit<T>(t.op, in, t.members + o.src * t.group_size, t.group_size, q[0].s);
+    } else if (o.code == op_code::reduce_bcast) {
+      const index_t* m = t.members + o.src * t.group_size;
+      const wide16 x = detail::reduce_unit<T>(t.op, in, m, t.group_size, q[0].s);
+      for (index_t j = 0; j < t.group_size; ++j) out[m[j]][q[0].d] = x;
+    } else {
+      wide_op<T>(t, q[0], in, out);
+    }
+  }
 }
 
 /// One thread of a launch over a copy step in units of K x 16 bytes (deepen): each item loads
