@@ -174,7 +174,7 @@ void sweep(const spmd::mesh_shape_vec& mesh, reduce_op op, const std::vector<sha
 
 }  // namespace
 
-TEST_CASE("a step table run by the emulated grid gives the simulation's bits", "[cuda][emulation]") {
+TEST_CASE("a step table run by the emulated grid gives the simulation's bits", "[cuda][emulation][sweep]") {
   long steps = 0;
   const std::vector<shape_vec> shapes = {vec({8, 12}), vec({5, 7}), vec({1, 3}), vec({3, 0})};
   for (reduce_op op : {reduce_op::sum, reduce_op::avg, reduce_op::max})
@@ -191,7 +191,7 @@ TEST_CASE("a step table run by the emulated grid gives the simulation's bits", "
   CHECK(fanout_steps() > 100);
 }
 
-TEST_CASE("steps widened to 16-byte units give the simulation's bits", "[cuda][emulation]") {
+TEST_CASE("steps widened to 16-byte units give the simulation's bits", "[cuda][emulation][sweep]") {
   // Shapes whose rows are multiples of 16 bytes for every element type: most gathers,
   // all_to_alls, chunks and reductions widen, and many copy steps deepen.
   // (The inputs' buffers come from local_set's allocator, aligned to 64 bytes.)
