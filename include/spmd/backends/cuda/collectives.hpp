@@ -105,21 +105,12 @@ device_set<T> launch(const uploaded& u, const device_set<T>& in) {
     at += device_block::round_up(static_cast<std::size_t>(shape_elems(sh)) * sizeof(T));
   }
   if (u.view.items == 0) return out;
-  if (u.wide) {
-    rank_ptrs<wide16> p{};
-    for (index_t r = 0; r < n; ++r) {
-      p.in[r] = reinterpret_cast<const wide16*>(in.data(r));
-      p.out[r] = reinterpret_cast<wide16*>(out.data(r));
-    }
-    kernels::step_wide<T>(u.view, p, current_stream());
-  } else {
-    rank_ptrs<T> p{};
-    for (index_t r = 0; r < n; ++r) {
-      p.in[r] = in.data(r);
-      p.out[r] = out.data(r);
-    }
-    kernels::step<T>(u.view, p, current_stream());
+  rank_ptrs<T> p{};
+  for (index_t r = 0; r < n; ++r) {
+    p.in[r] = in.data(r);
+    p.out[r] = out.data(r);
   }
+  launch_step<T>(u.view, u.wide, p, n, current_stream());
   return out;
 }
 

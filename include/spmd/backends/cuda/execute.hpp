@@ -70,6 +70,19 @@ inline void refuse_in_capture(const char* who) {
 
 }  // namespace detail
 
+/// Launches the step of `table` (in 16-byte units when `wide`: the same buffers seen as
+/// units, aligned as widen requires) on every rank's buffers, on `stream`.
+template <class T>
+void launch_step(const step_view& table, bool wide, const rank_ptrs<T>& ptrs, index_t ranks, cudaStream_t stream) {
+  if (!wide) return kernels::step<T>(table, ptrs, stream);
+  rank_ptrs<wide16> w{};
+  for (index_t r = 0; r < ranks; ++r) {
+    w.in[r] = reinterpret_cast<const wide16*>(ptrs.in[r]);
+    w.out[r] = reinterpret_cast<wide16*>(ptrs.out[r]);
+  }
+  kernels::step_wide<T>(table, w, stream);
+}
+
 /// The device plan of `p` on `global` (schedules from build_schedules; checked by the caller).
 inline device_plan make_device_plan(const plan& p, const std::vector<step_schedule>& scheds,
                                     const shape_vec& global, index_t elem_bytes, const char* who) {
@@ -153,18 +166,7 @@ device_set<T> run_device_plan(const device_plan& dp, In&& in) {
       }
       ptrs.out[k] = cur[k];
     }
-    auto launch = [&] {
-      if (s.wide) {  // the same buffers seen as 16-byte units (aligned: see widen)
-        rank_ptrs<wide16> w{};
-        for (index_t r = 0; r < n; ++r) {
-          w.in[r] = reinterpret_cast<const wide16*>(ptrs.in[r]);
-          w.out[r] = reinterpret_cast<wide16*>(ptrs.out[r]);
-        }
-        kernels::step_wide<T>(s.table, w, stream);
-      } else {
-        kernels::step<T>(s.table, ptrs, stream);
-      }
-    };
+    auto launch = [&] { launch_step<T>(s.table, s.wide, ptrs, n, stream); };
     // Watched, a step's span is its time on the device: the stream is synchronised before
     // the span opens and before it closes (which serialises the work a trace watches).
     const int at = static_cast<int>(&s - dp.steps.data());

@@ -178,49 +178,25 @@ SPMD_HD wide16 reduce_unit(reduce_op op, const wide16* const* in, const index_t*
 }
 }  // namespace detail
 
-/// The work item at `p` of a widened step (widen): step_item on the 16-byte unit of elements
-/// of T.
+/// A fill or scale item at `p` of a widened step (widen): its unit's lanes as step_item does
+/// each element. (Copies and reductions are wide_thread's own.)
 template <class T>
-SPMD_HD void wide_op(const step_view& t, const item_place& p, const wide16* const* in, wide16* const* out) {
+SPMD_HD void wide_fill_scale(const step_view& t, const item_place& p, const wide16* const* in, wide16* const* out) {
   const dev_op& o = *p.op;
-  const index_t s = p.s, d = p.d;
-  switch (o.code) {
-    case op_code::copy: out[o.dst][d] = in[o.src][s]; break;
-    case op_code::fill: {
-      lanes<T> x;
-      for (int l = 0; l < lanes<T>::n; ++l) x.v[l] = host::identity<T>(t.op);
-      out[o.dst][d] = as_unit(x);
-      break;
-    }
-    case op_code::scale: {
-      lanes<T> x = as_lanes<T>(in[o.src][s]);
-      for (int l = 0; l < lanes<T>::n; ++l) x.v[l] = host::times(x.v[l], t.group_size);
-      out[o.dst][d] = as_unit(x);
-      break;
-    }
-    case op_code::reduce:
-      out[o.dst][d] = detail::reduce_unit<T>(t.op, in, t.members + o.src * t.group_size, t.group_size, s);
-      break;
-    case op_code::replicate: {
-      const index_t* f = t.fanout + o.dst;
-      const wide16 x = in[o.src][s];
-      for (index_t j = 1; j <= f[0]; ++j) out[f[j]][d] = x;
-      break;
-    }
-    case op_code::reduce_bcast: {
-      const index_t* m = t.members + o.src * t.group_size;
-      const wide16 x = detail::reduce_unit<T>(t.op, in, m, t.group_size, s);
-      for (index_t j = 0; j < t.group_size; ++j) out[m[j]][d] = x;
-      break;
-    }
-    default: break;
+  lanes<T> x;
+  if (o.code == op_code::fill) {
+    for (int l = 0; l < lanes<T>::n; ++l) x.v[l] = host::identity<T>(t.op);
+  } else {  // scale
+    x = as_lanes<T>(in[o.src][p.s]);
+    for (int l = 0; l < lanes<T>::n; ++l) x.v[l] = host::times(x.v[l], t.group_size);
   }
+  out[o.dst][p.d] = as_unit(x);
 }
 
 /// One thread of a launch over a widened step: a grid-stride loop over the work items (the
 /// launch gives one item per thread where the grid allows). Copies and reductions are spelt
 /// out here, as bench/step_kernels measured them (combine_units); fills and scales go
-/// through wide_op.
+/// through wide_fill_scale.
 template <class T>
 SPMD_HD void wide_thread(const step_view& t, index_t block, index_t thread, index_t blocks, index_t threads,
                          const wide16* const* in, wide16* const* out) {
@@ -242,8 +218,8 @@ SPMD_HD void wide_thread(const step_view& t, index_t block, index_t thread, inde
       const index_t* m = t.members + o.src * t.group_size;
       const wide16 x = detail::reduce_unit<T>(t.op, in, m, t.group_size, q[0].s);
       for (index_t j = 0; j < t.group_size; ++j) out[m[j]][q[0].d] = x;
-    } else {
-      wide_op<T>(t, q[0], in, out);
+    } else if (o.code == op_code::fill || o.code == op_code::scale) {
+      wide_fill_scale<T>(t, q[0], in, out);
     }
   }
 }

@@ -239,19 +239,15 @@ struct alignas(16) wide16 {
   unsigned int w[4];
 };
 
-/// True when region g moves whole 16-byte units of elements of `elem_bytes` (k = 16 /
-/// elem_bytes elements each): contiguous runs, and run, offsets and strides multiples of k.
-inline bool widenable(const run_geom& g, index_t elem_bytes) {
-  if (elem_bytes <= 0 || 16 % elem_bytes != 0 || elem_bytes == 16) return false;
-  const index_t k = 16 / elem_bytes;
+/// True when g's runs are contiguous and its run, offsets and strides are multiples of k.
+inline bool divisible(const run_geom& g, index_t k) {
   if (!g.contiguous() || g.run % k != 0 || g.soff % k != 0 || g.doff % k != 0) return false;
   for (int d = 0; d < g.nd; ++d)
     if (g.sstr[d] % k != 0 || g.dstr[d] % k != 0) return false;
   return true;
 }
-/// g in 16-byte units (@pre widenable(g, elem_bytes)).
-inline run_geom widened(run_geom g, index_t elem_bytes) {
-  const index_t k = 16 / elem_bytes;
+/// g counted in groups of k elements (@pre divisible(g, k)).
+inline run_geom divided(run_geom g, index_t k) {
   g.run /= k;
   g.soff /= k;
   g.doff /= k;
@@ -262,6 +258,25 @@ inline run_geom widened(run_geom g, index_t elem_bytes) {
   return g;
 }
 
+/// True when region g moves whole 16-byte units of elements of `elem_bytes`.
+inline bool widenable(const run_geom& g, index_t elem_bytes) {
+  return elem_bytes > 0 && 16 % elem_bytes == 0 && elem_bytes != 16 && divisible(g, 16 / elem_bytes);
+}
+/// g in 16-byte units (@pre widenable(g, elem_bytes)).
+inline run_geom widened(const run_geom& g, index_t elem_bytes) { return divided(g, 16 / elem_bytes); }
+
+namespace detail {
+/// Every op of t counted in groups of k (@pre each divisible), its items renumbered.
+inline void regroup(step_table& t, index_t k) {
+  t.items = 0;
+  for (dev_op& o : t.ops) {
+    o.geo = divided(o.geo, k);
+    o.begin = t.items;
+    t.items += o.geo.count();
+  }
+}
+}  // namespace detail
+
 /// Rewrites `t` in 16-byte units when every op's region allows it (widenable; buffers are
 /// 16-byte aligned: the device pool's are 256). A work item then moves 16 bytes with one load
 /// and one store per buffer: a copy moves the unit, a fill writes it, and a scale or a
@@ -271,12 +286,7 @@ inline bool widen(step_table& t, index_t elem_bytes) {
   if (t.ops.empty()) return false;
   for (const dev_op& o : t.ops)
     if (!widenable(o.geo, elem_bytes)) return false;
-  t.items = 0;
-  for (dev_op& o : t.ops) {
-    o.geo = widened(o.geo, elem_bytes);
-    o.begin = t.items;
-    t.items += o.geo.count();
-  }
+  detail::regroup(t, 16 / elem_bytes);
   return true;
 }
 
@@ -291,25 +301,9 @@ inline bool deepen(step_table& t) {
     if (o.code != op_code::copy) return false;
   for (int k : {4, 2}) {
     bool fits = true;
-    for (const dev_op& o : t.ops) {
-      const run_geom& g = o.geo;
-      fits = fits && g.contiguous() && g.run % k == 0 && g.soff % k == 0 && g.doff % k == 0;
-      for (int d = 0; d < g.nd; ++d) fits = fits && g.sstr[d] % k == 0 && g.dstr[d] % k == 0;
-    }
+    for (const dev_op& o : t.ops) fits = fits && divisible(o.geo, k);
     if (!fits) continue;
-    t.items = 0;
-    for (dev_op& o : t.ops) {
-      run_geom& g = o.geo;
-      g.run /= k;
-      g.soff /= k;
-      g.doff /= k;
-      for (int d = 0; d < g.nd; ++d) {
-        g.sstr[d] /= k;
-        g.dstr[d] /= k;
-      }
-      o.begin = t.items;
-      t.items += g.count();
-    }
+    detail::regroup(t, k);
     t.units = k;
     return true;
   }
