@@ -1,17 +1,21 @@
-// bench/rng — random tensors on 8 simulated ranks against the memory-write floor.
+// bench/rng — random tensors on 8 simulated ranks against the memory-write floor and PyTorch.
 //
-//   meson compile -C build rng && build/bench/rng [--mib 256]
+//   meson compile -C build rng && build/bench/rng [--mib 256] [--no-torch]
 //
-// uniform_ and normal_ (f32 and f64) in place on a dtensor of 256 MiB sharded S(0) over 8
-// ranks of mesh<8> (each rank its own 32 MiB block), timed by median of 5 after a warm call.
-// The floor is the time to write the same bytes once (memset of a warm 256 MiB buffer,
-// measured in the same run): a generator that writes each element once at memory speed
-// reaches ratio 1. Philox4x32-10 costs 10 rounds of two 32x32->64 multiplies per 16 bytes
-// of f32 output, so on a CPU core the draw is compute-bound: the table also shows the
-// Philox-only rate (blocks computed and summed, nothing stored), the ceiling for this code.
+// uniform_ and normal_ (f32, f64, bf16, f16) in place on a dtensor of 256 MiB sharded S(0)
+// over 8 ranks of mesh<8> (each rank its own block, the simulation's threads sharing the
+// ranks), timed by median of 5 after a warm call. The floor is the time to write the same
+// bytes once (memset of a warm 256 MiB buffer, measured in the same run). Philox4x32-10 costs
+// 10 rounds of two 32x32->64 multiplies per 16 bytes of f32 output, so on a CPU the draw is
+// compute-bound: the header also shows one core's uniform f32 rate into a buffer that stays in
+// cache (the compute ceiling, times the threads). When `python3 -c "import torch"` works
+// (or $SPMD_BENCH_PYTHON names a Python that has torch), PyTorch's CPU uniform_ and normal_ on
+// the same bytes with the same thread count are timed the same way and shown beside.
 //
 // The last line: RESULT rng_uniform_ratio=<floor / time, f32 uniform> rng_normal_ratio=<...>
-// uniform_gbps=<GB/s> normal_gbps=<GB/s>.
+// uniform_gbps=<GB/s> normal_gbps=<GB/s> half_vs_f32=<the worst of bf16 and f16's element
+// rate over f32's, uniform and normal> [vs_torch_normal=<spmd / torch, normal f32 GB/s>
+// vs_torch_uniform=<..., uniform f32>] (the last two only where torch was timed).
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -19,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "spmd/backends/sim/sim.hpp"
@@ -57,44 +62,134 @@ double philox_blocks_per_s() {
   return static_cast<double>(n) / s;
 }
 
+/// One case's figures.
+struct figures {
+  double seconds = 0, bytes = 0, elems = 0;
+  double gbps() const { return bytes / seconds / 1e9; }
+  double gelems() const { return elems / seconds / 1e9; }
+};
+
+/// PyTorch's CPU uniform_ and normal_ on the same bytes and threads, when `torch` imports
+/// (python3, or $SPMD_BENCH_PYTHON): GB/s per case name, 0 where not measured.
+struct torch_rates {
+  std::vector<std::pair<std::string, double>> gbps_of;
+  double gbps(const std::string& name) const {
+    for (const auto& [n, g] : gbps_of)
+      if (n == name) return g;
+    return 0;
+  }
+};
+
+torch_rates measure_torch(std::size_t bytes, int threads) {
+  const char* py = std::getenv("SPMD_BENCH_PYTHON");
+  const std::string script =
+      "import time, torch\n"
+      "torch.set_num_threads(" + std::to_string(threads) + ")\n"
+      "B = " + std::to_string(bytes) + "\n"
+      "for name, dt in ((\"f32\", torch.float32), (\"f64\", torch.float64), (\"bf16\", torch.bfloat16), "
+      "(\"f16\", torch.float16)):\n"
+      "  x = torch.empty(B // torch.tensor([], dtype=dt).element_size(), dtype=dt)\n"
+      "  for dist in (\"uniform\", \"normal\"):\n"
+      "    f = x.uniform_ if dist == \"uniform\" else x.normal_\n"
+      "    f(); s = []\n"
+      "    for _ in range(5):\n"
+      "      t = time.perf_counter(); f(); s.append(time.perf_counter() - t)\n"
+      "    s.sort(); print(dist, name, B / s[2] / 1e9, torch.__version__, flush=True)\n";
+  // the script has no single quote, so the shell passes it as one word
+  const std::string cmd = std::string(py ? py : "python3") + " -c '" + script + "' 2>/dev/null";
+  torch_rates r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char dist[32], name[16], version[64];
+  double g = 0;
+  while (std::fscanf(p, "%31s %15s %lf %63s", dist, name, &g, version) == 4) {
+    r.gbps_of.emplace_back(std::string(dist) + " " + name, g);
+    if (r.gbps_of.size() == 1) std::printf("# PyTorch %s CPU, %d threads, same bytes\n", version, threads);
+  }
+  pclose(p);
+  return r;
+}
+
 template <class T>
-void run(const char* name, index_t elems, double write_bw, double* ratio_out, double* gbps_out, bool normal) {
+figures run(const char* name, std::size_t bytes, double write_bw, bool normal, const torch_rates& torch) {
   using L = spmd::layout<spmd::mesh<8>, spmd::placements<spmd::shard<0>>, spmd::extents<dyn>>;
+  const index_t elems = static_cast<index_t>(bytes / sizeof(T));
   auto x = spmd::sim::empty<T, L>(L{spmd::extents<dyn>{elems}});
   spmd::generator g(1);
-  const double s = median_s([&] {
+  figures f;
+  f.seconds = median_s([&] {
     if (normal) spmd::sim::normal_(x, 0.0, 1.0, g);
     else spmd::sim::uniform_(x, 0.0, 1.0, g);
   });
-  const double bytes = static_cast<double>(elems) * sizeof(T);
-  const double floor_s = bytes / write_bw;
-  std::printf("%-16s %10.0f %12.2f %10.2f %10.2f %8.3f\n", name, bytes / (1 << 20), s * 1e3,
-              bytes / s / 1e9, floor_s * 1e3, floor_s / s);
-  if (ratio_out) *ratio_out = floor_s / s;
-  if (gbps_out) *gbps_out = bytes / s / 1e9;
+  f.bytes = static_cast<double>(elems) * sizeof(T);
+  f.elems = static_cast<double>(elems);
+  const double floor_s = f.bytes / write_bw;
+  std::printf("%-14s %6.0f %10.2f %7.2f %8.3f %10.2f %7.3f", name, f.bytes / (1 << 20), f.seconds * 1e3,
+              f.gbps(), f.gelems(), floor_s * 1e3, floor_s / f.seconds);
+  if (const double t = torch.gbps(name); t > 0) std::printf(" %9.2f %8.2f", t, f.gbps() / t);
+  std::printf("\n");
+  return f;
+}
+
+/// Elements per second of one core drawing uniform f32 into a buffer that stays in cache:
+/// the compute ceiling of the host path this CPU takes (AVX2 or scalar).
+double one_core_uniform_elems_per_s() {
+  const index_t n = index_t{1} << 14;
+  std::vector<float> out(static_cast<std::size_t>(n));
+  spmd::random::draw d;
+  d.seed = 7;
+  const int reps = 512;
+  const double s = median_s([&] {
+    for (int r = 0; r < reps; ++r) {
+      d.offset += static_cast<std::uint64_t>(n);
+      spmd::host::fill_run<float>(d, 0, n, out.data());
+    }
+  }, 3);
+  return static_cast<double>(n) * reps / s;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   std::size_t mib = 256;
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::string(argv[i]) == "--mib") mib = static_cast<std::size_t>(std::atoi(argv[i + 1]));
+  bool with_torch = true;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--mib" && i + 1 < argc) mib = static_cast<std::size_t>(std::atoi(argv[++i]));
+    else if (std::string(argv[i]) == "--no-torch") with_torch = false;
+  }
   const std::size_t bytes = mib << 20;
   const double write_bw = write_bandwidth(bytes);
   const double blocks = philox_blocks_per_s();
-  std::printf("# memset write bandwidth: %.2f GB/s; Philox4x32-10: %.1f M blocks/s on one core "
-              "(%.2f GB/s of f32, the compute ceiling)\n",
-              write_bw / 1e9, blocks / 1e6, blocks * 16 / 1e9);
-  std::printf("# 8 simulated ranks (mesh<8>, S(0)), in place; floor = bytes / write bandwidth\n");
-  std::printf("%-16s %10s %12s %10s %10s %8s\n", "case", "MiB", "time(ms)", "GB/s", "floor(ms)", "ratio");
-  double ru = 0, rn = 0, gu = 0, gn = 0;
-  run<float>("uniform f32", static_cast<index_t>(bytes / 4), write_bw, &ru, &gu, false);
-  run<float>("normal f32", static_cast<index_t>(bytes / 4), write_bw, &rn, &gn, true);
-  run<double>("uniform f64", static_cast<index_t>(bytes / 8), write_bw, nullptr, nullptr, false);
-  run<double>("normal f64", static_cast<index_t>(bytes / 8), write_bw, nullptr, nullptr, true);
-  run<spmd::bfloat16>("uniform bf16", static_cast<index_t>(bytes / 2), write_bw, nullptr, nullptr, false);
-  std::printf("RESULT rng_uniform_ratio=%.3f rng_normal_ratio=%.3f uniform_gbps=%.2f normal_gbps=%.2f\n",
-              ru, rn, gu, gn);
+  const double core = one_core_uniform_elems_per_s();
+  const int threads = spmd::sim::threads();
+  std::printf("# memset write bandwidth: %.2f GB/s; Philox4x32-10 one block at a time: %.1f M blocks/s "
+              "on one core\n", write_bw / 1e9, blocks / 1e6);
+  std::printf("# host draw path: %s; uniform f32 on one core, in cache: %.3f G elements/s (%.2f GB/s), "
+              "x %d threads = %.2f GB/s (the compute ceiling)\n",
+              spmd::host::avx2::available() ? "AVX2 (8 blocks per register)" : "scalar lock step",
+              core / 1e9, core * 4 / 1e9, threads, core * 4 * threads / 1e9);
+  const torch_rates torch = with_torch ? measure_torch(bytes, threads) : torch_rates{};
+  if (torch.gbps_of.empty()) std::printf("# PyTorch: not importable (or --no-torch), its rates are not shown\n");
+  std::printf("# 8 simulated ranks (mesh<8>, S(0)), in place, %d threads; floor = bytes / write bandwidth\n",
+              threads);
+  std::printf("%-14s %6s %10s %7s %8s %10s %7s%s\n", "case", "MiB", "time(ms)", "GB/s", "Gelem/s", "floor(ms)",
+              "ratio", torch.gbps_of.empty() ? "" : "  torch GB/s  spmd/torch");
+  const figures uf = run<float>("uniform f32", bytes, write_bw, false, torch);
+  const figures nf = run<float>("normal f32", bytes, write_bw, true, torch);
+  run<double>("uniform f64", bytes, write_bw, false, torch);
+  run<double>("normal f64", bytes, write_bw, true, torch);
+  const figures ub = run<spmd::bfloat16>("uniform bf16", bytes, write_bw, false, torch);
+  const figures nb = run<spmd::bfloat16>("normal bf16", bytes, write_bw, true, torch);
+  const figures uh = run<spmd::float16>("uniform f16", bytes, write_bw, false, torch);
+  const figures nh = run<spmd::float16>("normal f16", bytes, write_bw, true, torch);
+  // the 16-bit types' element rate against f32's, same distribution: the worst of the four
+  const double half = std::min({ub.gelems() / uf.gelems(), uh.gelems() / uf.gelems(),
+                                nb.gelems() / nf.gelems(), nh.gelems() / nf.gelems()});
+  std::printf("RESULT rng_uniform_ratio=%.3f rng_normal_ratio=%.3f uniform_gbps=%.2f normal_gbps=%.2f "
+              "half_vs_f32=%.3f",
+              bytes / write_bw / uf.seconds, bytes / write_bw / nf.seconds, uf.gbps(), nf.gbps(), half);
+  if (const double t = torch.gbps("normal f32"); t > 0) std::printf(" vs_torch_normal=%.2f", nf.gbps() / t);
+  if (const double t = torch.gbps("uniform f32"); t > 0) std::printf(" vs_torch_uniform=%.2f", uf.gbps() / t);
+  std::printf("\n");
   return 0;
 }

@@ -136,16 +136,17 @@ struct fp<float> {
   static constexpr float ln2_hi = 0.693145751953125f, ln2_lo = 1.428606765330187045e-06f;
   static constexpr float two_pi = 6.28318530717958647692f;
   // ln m = 2s + s z P(z), z = s^2, |s| <= 0.1716: the atanh series' 2 / (2k + 1), k >= 1.
-  SPMD_HD static float log_poly(float z) {
-    return poly<float>(z, 2.0f / 3, 2.0f / 5, 2.0f / 7, 2.0f / 9);
-  }
+  static constexpr float log_c0 = 2.0f / 3, log_c1 = 2.0f / 5, log_c2 = 2.0f / 7, log_c3 = 2.0f / 9;
   // sin t = t + t u S(u), cos t = 1 + u K(u), u = t^2, |t| <= pi/4: Taylor's coefficients.
-  SPMD_HD static float sin_poly(float u) {
-    return poly<float>(u, float(-1.0 / 6), float(1.0 / 120), float(-1.0 / 5040), float(1.0 / 362880));
-  }
+  static constexpr float sin_c0 = float(-1.0 / 6), sin_c1 = float(1.0 / 120),
+                         sin_c2 = float(-1.0 / 5040), sin_c3 = float(1.0 / 362880);
+  static constexpr float cos_c0 = float(-1.0 / 2), cos_c1 = float(1.0 / 24), cos_c2 = float(-1.0 / 720),
+                         cos_c3 = float(1.0 / 40320), cos_c4 = float(-1.0 / 3628800);
+  // (named, so that the host's vector path, host/random_avx2.hpp, evaluates the same numbers)
+  SPMD_HD static float log_poly(float z) { return poly<float>(z, log_c0, log_c1, log_c2, log_c3); }
+  SPMD_HD static float sin_poly(float u) { return poly<float>(u, sin_c0, sin_c1, sin_c2, sin_c3); }
   SPMD_HD static float cos_poly(float u) {
-    return poly<float>(u, float(-1.0 / 2), float(1.0 / 24), float(-1.0 / 720), float(1.0 / 40320),
-                       float(-1.0 / 3628800));
+    return poly<float>(u, cos_c0, cos_c1, cos_c2, cos_c3, cos_c4);
   }
 };
 template <>
