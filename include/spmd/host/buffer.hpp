@@ -267,6 +267,16 @@ class buffer {
   buffer& operator=(const buffer&) = delete;
   ~buffer() { reset(); }
 
+  /// Let go of the block, then hold a new one of `elems` (none when elems <= 0): what
+  /// `*this = buffer(elems)` does, without the temporary, inlined where an operator gives
+  /// each rank its output (bench/op_overhead).
+  [[gnu::always_inline]] void renew(index_t elems) {
+    reset();
+    if (elems <= 0) return;
+    cls_ = detail::buffer_pool::class_of(static_cast<std::size_t>(elems) * sizeof(T));
+    data_ = static_cast<T*>(detail::thread_cache::instance().acquire(cls_));
+  }
+
   /// Another owner of this block (an empty buffer when this one is empty). Safe to call
   /// from several threads on one buffer (a const dtensor read by several threads).
   buffer share() const {

@@ -23,6 +23,8 @@ struct backend {
   static held_range held() {
     return {0, M::size};
   }
+  /// Said at compile time: the runtime's per-rank loops then have constant bounds.
+  static constexpr bool holds_every_rank = true;
 
   template <class T, class Holder, class M, class Ext, class In>
   static local_set<T> run_plan(const Ext& ext, In&& in) {
