@@ -24,9 +24,11 @@
 // Columns follow nccl-tests: size, count, type, redop, time (us), algbw, busbw (GB/s), with the
 // busbw factors of nccl-tests (all_gather, reduce_scatter, all_to_all (n-1)/n, all_reduce
 // 2(n-1)/n); then the baseline's time and the ratio (S(0)->S(1): also the pack+Alltoall,
-// Alltoallw and contiguous times). Time: spmd and the baselines are measured in turns (7
-// rounds each), a round being the slowest rank's mean over its iterations after two warm-up
-// runs; each column is the median round. Taking turns keeps the drift of a shared,
+// Alltoallw and contiguous times). Time: spmd and the baselines are measured in turns (15
+// rounds each up to 4 MiB, 9 above), a round being the slowest rank's mean over its iterations after two warm-up
+// runs; each time column is the median round, each ratio the median of the rounds' ratios
+// (a round's spmd time over the same round's baseline: the faster of the two hand-written
+// forms for S(0)->S(1)). Taking turns and pairing them keeps the drift of a shared,
 // oversubscribed machine out of the ratio.
 #include <malloc.h>
 
@@ -185,7 +187,8 @@ int measure(bool quick, const std::string& only) {
           }
         }
       }
-      constexpr int rounds = 7;
+      // more rounds where a round is short (up to 4 MiB a call takes well under a millisecond)
+      const int rounds = bytes <= (index_t{4} << 20) ? 15 : 9;
       const double budget = (quick ? 0.05 : 0.3) / rounds;
       std::vector<double> a, b, pa, pw;
       for (int k = 0; k < rounds; ++k) {
@@ -201,13 +204,21 @@ int measure(bool quick, const std::string& only) {
         std::sort(v.begin(), v.end());
         return v.empty() ? 0.0 : v[v.size() / 2];
       };
+      // The ratios are the medians of each round's ratio (spmd and its baselines ran next to
+      // each other in a round), which the machine's drift between rounds does not move.
+      std::vector<double> ratios, contiguous_ratios;
+      for (int k = 0; k < rounds; ++k) {
+        const std::size_t i = static_cast<std::size_t>(k);
+        ratios.push_back(a[i] / (transposing ? std::min(pa[i], pw[i]) : b[i]));
+        contiguous_ratios.push_back(a[i] / b[i]);
+      }
       const double spmd_us = median(a), contiguous_us = median(b);
       const double pack_us = median(pa), alltoallw_us = median(pw);
       const double raw_us = transposing ? std::min(pack_us, alltoallw_us) : contiguous_us;
-      const double ratio = spmd_us / raw_us;
+      const double ratio = median(ratios), contiguous_ratio = median(contiguous_ratios);
       if (bytes >= (index_t{1} << 20)) {
         worst_ratio = std::max(worst_ratio, ratio);
-        if (transposing) worst_contiguous = std::max(worst_contiguous, spmd_us / contiguous_us);
+        if (transposing) worst_contiguous = std::max(worst_contiguous, contiguous_ratio);
       }
       const double algbw = double(bytes) / (spmd_us * 1e3);
       if (me == 0) {
@@ -215,8 +226,7 @@ int measure(bool quick, const std::string& only) {
                     (long long)total, "float", c.reduce ? "sum" : "none", c.name, spmd_us, algbw,
                     algbw * c.bus_factor(n), raw_us, ratio);
         if (transposing)
-          std::printf(" %10.1f %10.1f %10.1f %6.2f", pack_us, alltoallw_us, contiguous_us,
-                      spmd_us / contiguous_us);
+          std::printf(" %10.1f %10.1f %10.1f %6.2f", pack_us, alltoallw_us, contiguous_us, contiguous_ratio);
         std::printf("\n");
       }
     }

@@ -158,6 +158,13 @@ struct transport {
     post_recv(base + g.doff, 1, types.back(), peer, c);
     return true;
   }
+  /// Lets MPI move the posted messages along (their fragments move only inside MPI calls).
+  void progress() {
+    int done = 0;
+    if (!reqs.empty())
+      check(MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &done, MPI_STATUSES_IGNORE),
+            "MPI_Testall");
+  }
   void wait() {
     if (!reqs.empty())
       check(MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE),

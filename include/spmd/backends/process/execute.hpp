@@ -127,6 +127,31 @@ inline run_geom packed(const run_geom& g, bool source_side) {
   return p;
 }
 
+/// tr.copy(out, in, geo) in slices of about 64 KiB along the outermost dim, with the
+/// transport's progress() between them where it has one: MPI moves a posted message of a
+/// derived datatype in fragments only inside MPI calls, so a peer waiting for this rank's
+/// pieces would otherwise wait for the whole copy.
+template <class T, class Tr>
+void copy_progressing(Tr& tr, T* out, const T* in, const run_geom& geo) {
+  constexpr index_t slice_bytes = index_t{64} << 10;
+  if constexpr (requires { tr.progress(); }) {
+    if (geo.nd >= 1 && geo.count() * static_cast<index_t>(sizeof(T)) > 2 * slice_bytes) {
+      const index_t per_outer = geo.count() / geo.ext[0];
+      const index_t step = std::max<index_t>(1, slice_bytes / (per_outer * static_cast<index_t>(sizeof(T))));
+      for (index_t k = 0; k < geo.ext[0]; k += step) {
+        run_geom g = geo;
+        g.ext[0] = std::min(step, geo.ext[0] - k);
+        g.soff += k * geo.sstr[0];
+        g.doff += k * geo.dstr[0];
+        tr.copy(out, in, g);
+        tr.progress();
+      }
+      return;
+    }
+  }
+  tr.copy(out, in, geo);
+}
+
 /// all_gather / all_to_all: copies between ranks (and the replicate ops, which give a rank
 /// the block its group's first member ends with: the same pieces the first receives, or
 /// the first's whole block when it keeps the one it had).
@@ -161,12 +186,16 @@ void run_gather(Tr& tr, const step_schedule& s, const G& g, const place& w, cons
     for (index_t r : g.members)
       if (replica_of[static_cast<std::size_t>(r)] == me)
         tr.send(in, s.ranks[static_cast<std::size_t>(me)].elems, peer(r), g.comm);
+  // This rank's own pieces are copied after every message is posted, so that the peers can
+  // take what this rank sends while it copies (in op order, a large own piece of S(0)->S(1)
+  // held back every send behind it).
+  std::vector<run_geom> own;
   for (const sched_op& o : s.ops) {
     if (o.code != op_code::copy) continue;
     // Receive: pieces of my block, or of my first member's when I replicate it.
     if (o.dst == me || (my_first >= 0 && o.dst == my_first)) {
       if (o.src == me) {
-        tr.copy(out, in, o.geo);
+        own.push_back(o.geo);
       } else if (side_contiguous(o.geo, false)) {
         tr.recv(out + o.geo.doff, o.geo.count(), peer(o.src), g.comm);
       } else if (!tr.recv_region(out, o.geo, peer(o.src), g.comm)) {
@@ -198,6 +227,7 @@ void run_gather(Tr& tr, const step_schedule& s, const G& g, const place& w, cons
           if (replica_of[static_cast<std::size_t>(r)] == o.dst) send_to(r);
     }
   }
+  for (const run_geom& geo : own) copy_progressing(tr, out, in, geo);
   tr.wait();
   for (const auto& [p, geo] : unpack) tr.copy(out, static_cast<const T*>(p), packed(geo, true));
 }
