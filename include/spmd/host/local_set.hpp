@@ -147,12 +147,12 @@ class local_set {
   /// Give mesh index i a new, uninitialised local of `shape`.
   void assign(index_t i, const shape_vec& shape) { assign_local(locals_[idx(i)], shape); }
   /// assign(i, shape_of(i)) for every mesh index i of `indices` (held ones) but those skip(i)
-  /// names, in one loop
-  /// of its own: an operator's outputs. Kept out of line so that, like a hand-written loop,
-  /// it inlines assign and the buffer's constructor, which g++ left as 8 calls each in
-  /// apply's large body (+110 instructions for an add on 8 ranks at -O3, bench/op_overhead).
+  /// names, in one loop of its own: an operator's outputs. Kept out of line so that, like a
+  /// hand-written loop, it inlines assign and the pool acquire, which g++ left as 8 calls
+  /// each in apply's large body (+110 instructions for an add on 8 ranks at -O3,
+  /// bench/op_overhead).
   template <class ShapeOf, class Skip>
-  [[gnu::noinline]] void assign_each(index_range indices, ShapeOf shape_of, Skip skip) {
+  SPMD_SIM_NOINLINE void assign_each(index_range indices, ShapeOf shape_of, Skip skip) {
     for (index_t i = indices.lo; i < indices.hi; ++i) {
       if (skip(i)) continue;
       assign_local(locals_[idx(i)], shape_of(i));

@@ -246,9 +246,10 @@ auto apply_impl(const Op& op, std::index_sequence<I...>, const dtensor<T, L, Bk>
     [[maybe_unused]] const auto twin = result_twins<same, Mesh>(h, std::get<I>(ins).locals()...);
     // Blocks for the ranks that compute; a twin shares its rank's block afterwards (no
     // allocation made only to be dropped).
-    // The indices this process computes: constant bounds where the backend holds every rank
-    // (the simulation), as a hand-written loop has (a run-time range cost ~70 instructions
-    // of loop control per small op on 8 ranks at -O2, bench/op_overhead).
+    // The indices this process computes, walked by plain index loops as a hand-written loop
+    // is (index_range's iterator cost ~70 instructions of loop control per small op on 8
+    // ranks at -O2, bench/op_overhead), with constant bounds where the backend holds every
+    // rank (the simulation).
     const index_range own = [&] {
       if constexpr (requires { requires Bk::holds_every_rank; }) return index_range{0, Mesh::size};
       else return out.held();
