@@ -154,8 +154,15 @@ int main(int argc, char** argv) {
   std::size_t mib = 256;
   bool with_torch = true;
   for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--mib" && i + 1 < argc) mib = static_cast<std::size_t>(std::atoi(argv[++i]));
-    else if (std::string(argv[i]) == "--no-torch") with_torch = false;
+    const std::string a = argv[i];
+    if (a == "--mib" && i + 1 < argc && std::atoi(argv[i + 1]) > 0) {
+      mib = static_cast<std::size_t>(std::atoi(argv[++i]));
+    } else if (a == "--no-torch") {
+      with_torch = false;
+    } else {
+      std::fprintf(stderr, "rng: bad argument '%s' (usage: rng [--mib N>0] [--no-torch])\n", argv[i]);
+      return 2;
+    }
   }
   const std::size_t bytes = mib << 20;
   const double write_bw = write_bandwidth(bytes);

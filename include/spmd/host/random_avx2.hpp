@@ -300,6 +300,12 @@ SPMD_AVX2_FN __m256i join_bf16(const params& p, __m256 lo, __m256 hi) {
   }
 }
 
+/// 32 bytes at dst: streaming (p.stream: dst is then 32-byte aligned) or not.
+SPMD_AVX2_FN void store(const params& p, void* dst, __m256i v) {
+  if (p.stream) _mm256_stream_si256(static_cast<__m256i*>(dst), v);
+  else _mm256_storeu_si256(static_cast<__m256i*>(dst), v);
+}
+
 /// Stores one group: v[j] holds word j's values of the eight blocks, lanes in the order
 /// counters_for<T> gives, so that each type's store needs no cross-half shuffle.
 template <class T, random::distribution Dist, bool General>
@@ -309,22 +315,15 @@ SPMD_AVX2_FN void store_group(const params& p, const __m256 (&v)[4], T* SPMD_RES
     transpose(v, o);
 #pragma GCC unroll 4
     for (int q = 0; q < 4; ++q) {
-      const __m256 r = finish_f32<Dist, General>(p, o[q]);
-      if (p.stream) _mm256_stream_ps(dst + 8 * q, r);
-      else _mm256_storeu_ps(dst + 8 * q, r);
+      store(p, dst + 8 * q, _mm256_castps_si256(finish_f32<Dist, General>(p, o[q])));
     }
   } else if constexpr (std::is_same_v<T, bfloat16>) {
     // lanes 0 1 4 5 2 3 6 7: words 0, 1 (and 2, 3) of a block joined in one 32-bit lane, then
     // a block's four values are 64 bits, which unpack puts in order.
     const __m256i w01 = join_bf16<Dist, General>(p, v[0], v[1]), w23 = join_bf16<Dist, General>(p, v[2], v[3]);
     const __m256i first = _mm256_unpacklo_epi32(w01, w23), second = _mm256_unpackhi_epi32(w01, w23);
-    if (p.stream) {
-      _mm256_stream_si256(reinterpret_cast<__m256i*>(dst), first);
-      _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + 16), second);
-    } else {
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), first);
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 16), second);
-    }
+    store(p, dst, first);
+    store(p, dst + 16, second);
   } else {  // f16, lanes in block order: F16C packs each register, unpacks interleave them
     const __m128i h0 = finish_f16<Dist, General>(p, v[0]), h1 = finish_f16<Dist, General>(p, v[1]);
     const __m128i h2 = finish_f16<Dist, General>(p, v[2]), h3 = finish_f16<Dist, General>(p, v[3]);
@@ -334,13 +333,8 @@ SPMD_AVX2_FN void store_group(const params& p, const __m256 (&v)[4], T* SPMD_RES
                                                   _mm_unpackhi_epi32(a, c), 1);
     const __m256i second = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi32(b, d)),
                                                    _mm_unpackhi_epi32(b, d), 1);
-    if (p.stream) {
-      _mm256_stream_si256(reinterpret_cast<__m256i*>(dst), first);
-      _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + 16), second);
-    } else {
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), first);
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 16), second);
-    }
+    store(p, dst, first);
+    store(p, dst + 16, second);
   }
 }
 

@@ -40,6 +40,7 @@
 //   all_gatherv(out, counts, displs, C)            // in place: member j's chunk at displs[j]
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <stdexcept>
 #include <type_traits>
