@@ -18,13 +18,13 @@
 #include <cstdint>
 #include <cstddef>
 #include <cstring>
-#include <mutex>
 #include <new>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "spmd/core/config.hpp"
+#include "spmd/host/sync.hpp"
 
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -53,7 +53,7 @@ class buffer_pool {
 
   void* acquire(int cls) {
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      lock held(mutex_);
       auto& list = free_[cls];
       if (!list.empty()) {
         // Small blocks: the last one freed (warm in the cache). Large ones: the first one
@@ -82,13 +82,13 @@ class buffer_pool {
   }
 
   void release(void* p, int cls) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    lock held(mutex_);
     free_[cls].push_back(p);
     cached_ += std::size_t{1} << cls;
   }
 
   void release_all() {
-    std::lock_guard<std::mutex> lock(mutex_);
+    lock held(mutex_);
     for (int c = 0; c < classes; ++c) {
       for (void* p : free_[c]) deallocate(p, c);
       free_[c].clear();
@@ -139,12 +139,12 @@ class buffer_pool {
   }
 
   std::size_t cached_bytes() {
-    std::lock_guard<std::mutex> lock(mutex_);
+    lock held(mutex_);
     return cached_;
   }
 
  private:
-  std::mutex mutex_;
+  mutex mutex_;
   std::vector<void*> free_[classes];
   std::size_t cached_ = 0;
 };

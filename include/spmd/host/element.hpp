@@ -8,6 +8,7 @@
 
 #include <concepts>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -22,6 +23,19 @@ namespace spmd::host {
 
 template <class T>
 concept element = (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) || is_narrow_float<T>;
+
+/// The element type of a contiguous range: what std::data points to.
+template <class R>
+using range_element_t = std::remove_cv_t<std::remove_pointer_t<decltype(std::data(std::declval<const R&>()))>>;
+
+/// A contiguous range of elements: anything std::data and std::size take (a C array,
+/// std::vector, std::array, std::span, an initializer list). Not std::ranges::contiguous_range:
+/// <ranges> costs a quarter of a second in every unit that includes a backend.
+template <class R>
+concept element_range = requires(const R& r) {
+  { std::data(r) } -> std::convertible_to<const void*>;
+  { std::size(r) } -> std::convertible_to<std::size_t>;
+} && element<range_element_t<R>>;
 
 /// A short name of an element type ("f32", "bf16", "i64", ...), for messages.
 template <element T>

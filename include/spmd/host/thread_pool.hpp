@@ -17,15 +17,13 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdlib>
 #include <exception>
-#include <mutex>
 #include <stdexcept>
 #include <string>
-#include <thread>
 
 #include "spmd/core/config.hpp"
+#include "spmd/host/sync.hpp"  // POSIX threads: <thread> and <mutex> cost 0.34 s per unit
 
 namespace spmd::host {
 
@@ -41,9 +39,9 @@ class thread_pool {
   int threads() const { return threads_.load(std::memory_order_relaxed); }
 
   void set_threads(int n) {
-    std::lock_guard<std::mutex> job(job_mutex_);  // not while a job runs
+    lock job(job_mutex_);  // not while a job runs
     threads_.store(n, std::memory_order_relaxed);
-    std::unique_lock<std::mutex> lock(mutex_);
+    lock l(mutex_);
     while (workers_ < n - 1) start_worker();
   }
 
@@ -51,11 +49,11 @@ class thread_pool {
   void run(index_t n, F& f) {
     const int t = threads();
     if (n <= 1 || t <= 1 || inside_task()) return serial(n, f);
-    std::unique_lock<std::mutex> job(job_mutex_, std::try_to_lock);
-    if (!job.owns_lock()) return serial(n, f);  // busy: this caller works alone
+    lock job(job_mutex_, lock::try_t{});
+    if (!job.owns()) return serial(n, f);  // busy: this caller works alone
     {
-      std::unique_lock<std::mutex> lock(mutex_);
-      finished_.wait(lock, [&] { return busy_ == 0; });  // the last job's late workers left
+      lock l(mutex_);
+      finished_.wait(l, [&] { return busy_ == 0; });  // the last job's late workers left
       call_ = [](void* fp, index_t i) { (*static_cast<F*>(fp))(i); };
       fn_ = &f;
       n_ = n;
@@ -68,8 +66,8 @@ class thread_pool {
     wake_.notify_all();
     drain();
     {
-      std::unique_lock<std::mutex> lock(mutex_);
-      finished_.wait(lock, [&] { return done_.load(std::memory_order_acquire) == n_ && busy_ == 0; });
+      lock l(mutex_);
+      finished_.wait(l, [&] { return done_.load(std::memory_order_acquire) == n_ && busy_ == 0; });
     }
     fn_ = nullptr;
     if (error_) std::rethrow_exception(error_);
@@ -77,7 +75,7 @@ class thread_pool {
 
  private:
   thread_pool() {
-    int n = static_cast<int>(std::thread::hardware_concurrency());
+    int n = hardware_threads();
     if (const char* env = std::getenv("SPMD_SIM_THREADS")) {
       char* end = nullptr;
       const long v = std::strtol(env, &end, 10);
@@ -93,7 +91,7 @@ class thread_pool {
   /// A worker with the next id; it lives as long as the process (the pool is never
   /// destroyed).
   void start_worker() {
-    std::thread([this, id = workers_] { work(id); }).detach();
+    start_detached([this, id = workers_] { work(id); });
     ++workers_;
   }
 
@@ -117,11 +115,11 @@ class thread_pool {
       try {
         call_(fn_, i);
       } catch (...) {
-        std::lock_guard<std::mutex> lock(mutex_);
+        lock l(mutex_);
         if (!error_) error_ = std::current_exception();
       }
       if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == n_) {
-        std::lock_guard<std::mutex> lock(mutex_);
+        lock l(mutex_);
         finished_.notify_all();
       }
     }
@@ -132,15 +130,15 @@ class thread_pool {
     unsigned long seen = 0;
     for (;;) {
       {
-        std::unique_lock<std::mutex> lock(mutex_);
-        wake_.wait(lock, [&] { return generation_ != seen; });
+        lock l(mutex_);
+        wake_.wait(l, [&] { return generation_ != seen; });
         seen = generation_;
         if (id >= active_) continue;  // fewer threads wanted for this job
         ++busy_;
       }
       drain();
       {
-        std::lock_guard<std::mutex> lock(mutex_);
+        lock l(mutex_);
         --busy_;
         finished_.notify_all();
       }
@@ -148,9 +146,9 @@ class thread_pool {
   }
 
   std::atomic<int> threads_{1};
-  std::mutex job_mutex_;  // one job at a time
-  std::mutex mutex_;      // the fields below
-  std::condition_variable wake_, finished_;
+  mutex job_mutex_;  // one job at a time
+  mutex mutex_;      // the fields below
+  condition wake_, finished_;
   int workers_ = 0;  // started so far (ids 0 .. workers_ - 1)
   unsigned long generation_ = 0;
   int active_ = 0;

@@ -34,7 +34,6 @@
 #include <cstddef>
 #include <cstring>
 #include <map>
-#include <ranges>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -351,10 +350,10 @@ struct factories {
   /// process keeps its ranks' blocks. Partial placements get a split that reduces exactly
   /// to the global values (distribute.hpp).
   template <class Layout, class Range>
-    requires std::ranges::contiguous_range<Range> && element<std::ranges::range_value_t<Range>>
+    requires host::element_range<Range>
   static auto distribute_tensor(const Range& global, const Layout& layout = Layout{}) {
-    using T = std::ranges::range_value_t<Range>;
-    const std::span<const T> data(std::ranges::data(global), std::ranges::size(global));
+    using T = host::range_element_t<Range>;
+    const std::span<const T> data(std::data(global), std::size(global));
     return dtensor<T, Layout, B>(
         detail::internal_t{}, layout,
         to_storage<B>(distribute<T>(data, Layout::spec(), layout.extents().to_vec(), held<Layout>())));
@@ -417,8 +416,7 @@ struct factories {
   template <::spmd::runtime::element T, class L>                                             \
   using dtensor = ::spmd::runtime::dtensor<T, L, B>;                                         \
   template <class Layout, class Range>                                                       \
-    requires std::ranges::contiguous_range<Range> &&                                         \
-             ::spmd::runtime::element<std::ranges::range_value_t<Range>>                     \
+    requires ::spmd::host::element_range<Range>                                              \
   auto distribute_tensor(const Range& global, const Layout& layout = Layout{}) {             \
     return ::spmd::runtime::factories<B>::template distribute_tensor<Layout>(global, layout); \
   }                                                                                          \

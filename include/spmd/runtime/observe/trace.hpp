@@ -13,18 +13,16 @@
 // backend registers that barrier and the gather: hooks below).
 #pragma once
 
-#include <chrono>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <mutex>
-#include <set>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "spmd/core/config.hpp"
+#include "spmd/host/sync.hpp"  // not <mutex>, <chrono>, <fstream>: compile time (sync.hpp says why)
 #include "spmd/runtime/observe/switch.hpp"
 
 namespace spmd::timeline {
@@ -45,8 +43,6 @@ inline std::string quoted(const std::string& s) {
 
 namespace detail {
 
-using clock = std::chrono::steady_clock;
-
 /// What a multi-process backend supplies (mpi::environment registers them): a barrier over
 /// every process, and the gather of each process's events to the first, which writes.
 struct hooks_t {
@@ -61,10 +57,10 @@ inline hooks_t& hooks() {
 }
 
 struct recorder {
-  std::mutex m;
+  host::mutex m;
   std::string events;          // comma-joined JSON objects
-  std::set<index_t> ranks;     // lanes seen, named in the metadata
-  clock::time_point epoch = clock::now();
+  std::vector<index_t> ranks;  // lanes seen (sorted, once each), named in the metadata
+  double epoch = host::monotonic_us();
   std::string file;            // where stop() writes
   bool from_environment = false;
   bool written = false;
@@ -74,24 +70,21 @@ inline recorder& rec() {
   return r;
 }
 
-inline double micros_since_epoch(clock::time_point t) {
-  return std::chrono::duration<double, std::micro>(t - rec().epoch).count();
-}
-
-inline void add(const char* cat, const std::string& name, index_t lo, index_t count, clock::time_point begin,
-                clock::time_point end, const std::string& args) {
+/// One event per rank of [lo, lo + count); begin and end are host::monotonic_us() readings.
+inline void add(const char* cat, const std::string& name, index_t lo, index_t count, double begin, double end,
+                const std::string& args) {
   recorder& r = rec();
   char times[96];
-  std::snprintf(times, sizeof times, "\"ts\":%.3f,\"dur\":%.3f", micros_since_epoch(begin),
-                std::chrono::duration<double, std::micro>(end - begin).count());
+  std::snprintf(times, sizeof times, "\"ts\":%.3f,\"dur\":%.3f", begin - r.epoch, end - begin);
   const std::string head = "{\"name\":" + quoted(name) + ",\"cat\":\"" + cat + "\",\"ph\":\"X\"," + times +
                            ",\"pid\":0,\"tid\":";
   const std::string tail = ",\"args\":{" + args + "}}";
-  std::lock_guard<std::mutex> g(r.m);
+  host::lock g(r.m);
   for (index_t k = 0; k < count; ++k) {
     if (!r.events.empty()) r.events += ",\n";
     r.events += head + std::to_string(lo + k) + tail;
-    r.ranks.insert(lo + k);
+    const auto at = std::lower_bound(r.ranks.begin(), r.ranks.end(), lo + k);
+    if (at == r.ranks.end() || *at != lo + k) r.ranks.insert(at, lo + k);
   }
 }
 
@@ -101,7 +94,7 @@ inline void write() {
   std::string events, meta;
   std::string file;
   {
-    std::lock_guard<std::mutex> g(r.m);
+    host::lock g(r.m);
     if (r.written || r.file.empty()) return;
     r.written = true;
     events.swap(r.events);
@@ -114,11 +107,12 @@ inline void write() {
   std::string all = events + meta;
   if (!all.empty() && all[0] == ',') all.erase(0, 2);
   if (hooks().gather && !hooks().gather(all)) return;
-  std::ofstream out(file, std::ios::binary);
-  out << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n"
-      << "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":0,\"args\":{\"name\":\"spmd\"}}" << (all.empty() ? "" : ",\n")
-      << all << "\n]}\n";
-  if (!out) std::fprintf(stderr, "spmd: SPMD_TRACE: cannot write %s\n", file.c_str());
+  const std::string text = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n"
+                           "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":0,\"args\":{\"name\":\"spmd\"}}" +
+                           std::string(all.empty() ? "" : ",\n") + all + "\n]}\n";
+  std::FILE* out = std::fopen(file.c_str(), "wb");
+  const bool ok = out && std::fwrite(text.data(), 1, text.size(), out) == text.size();
+  if ((out && std::fclose(out) != 0) || !ok) std::fprintf(stderr, "spmd: SPMD_TRACE: cannot write %s\n", file.c_str());
 }
 
 /// SPMD_TRACE=FILE: recording from the start, written at exit (or, under MPI, when the
@@ -139,7 +133,7 @@ inline environment_trace environment_trace_instance;
 /// Starts the clock of a trace together on every process (the backend's barrier, if any).
 inline void align_clocks() {
   if (detail::hooks().barrier) detail::hooks().barrier();
-  detail::rec().epoch = detail::clock::now();
+  detail::rec().epoch = host::monotonic_us();
 }
 
 /// Ends the trace of the environment (SPMD_TRACE) now: writes the file. A multi-process
@@ -156,7 +150,7 @@ class session {
     if (file.empty()) throw std::invalid_argument("spmd::timeline::session: the file name is empty");
     detail::recorder& r = detail::rec();
     {
-      std::lock_guard<std::mutex> g(r.m);
+      host::lock g(r.m);
       r.events.clear();
       r.ranks.clear();
       r.file = std::move(file);
@@ -181,9 +175,9 @@ class span {
   span() = default;
   span(const char* cat, std::string name, index_t lo, index_t count, std::string args)
       : cat_(cat), name_(std::move(name)), args_(std::move(args)), lo_(lo), count_(count),
-        begin_(detail::clock::now()) {}
+        begin_(host::monotonic_us()) {}
   ~span() {
-    if (cat_) detail::add(cat_, name_, lo_, count_, begin_, detail::clock::now(), args_);
+    if (cat_) detail::add(cat_, name_, lo_, count_, begin_, host::monotonic_us(), args_);
   }
   span(const span&) = delete;
   span& operator=(const span&) = delete;
@@ -192,7 +186,7 @@ class span {
   const char* cat_ = nullptr;
   std::string name_, args_;
   index_t lo_ = 0, count_ = 0;
-  detail::clock::time_point begin_{};
+  double begin_ = 0;  // host::monotonic_us()
 };
 
 }  // namespace spmd::timeline
