@@ -11,6 +11,7 @@ simulation's headers include. MPI, CUDA and NCCL headers get their include paths
 (mpicxx --showme:compile, /usr/local/cuda/include) and are skipped when those are missing.
 """
 import os
+import re
 import pathlib
 import subprocess
 import sys
@@ -37,11 +38,15 @@ HEADERS = [
     "spmd/backends/nccl/nccl.hpp",
 ]
 
-# the standard headers that spmd/backends/sim/sim.hpp pulls in (g++ -H), for the floor
-STD = ("algorithm array atomic bit cassert cmath compare concepts condition_variable cstdint "
-       "cstring exception fstream limits map mutex numbers optional ostream ranges semaphore "
-       "set span sstream stdexcept string string_view thread tuple type_traits utility "
-       "vector").split()
+def standard_headers(compiler, tmp):
+    """The standard headers a unit that includes spmd/backends/sim/sim.hpp reads (its -H
+    trace: every <name> of the C++ library, directly or through another), for the floor."""
+    src = tmp / "sim.cpp"
+    src.write_text('#include "spmd/backends/sim/sim.hpp"\n')
+    proc = subprocess.run([compiler, "-std=c++20", "-O2", "-I", str(INCLUDE), "-H", "-fsyntax-only", str(src)],
+                          capture_output=True, text=True)
+    names = re.findall(r"^\.+ \S*/c\+\+/[^/]+/([a-z_]+)$", proc.stderr, re.M)
+    return sorted(set(names))
 
 
 def extra_flags(header):
@@ -81,7 +86,8 @@ def main():
         rows = []
         (tmp / "empty.cpp").write_text("\n")
         rows.append(("(empty unit)", fastest(compiler, tmp / "empty.cpp", [], runs)))
-        (tmp / "std.cpp").write_text("".join(f"#include <{h}>\n" for h in STD))
+        std_names = standard_headers(compiler, tmp)
+        (tmp / "std.cpp").write_text("".join(f"#include <{h}>\n" for h in std_names))
         rows.append(("(the standard headers sim.hpp uses)", fastest(compiler, tmp / "std.cpp", [], runs)))
         for h in HEADERS:
             flags = extra_flags(h)
@@ -92,6 +98,7 @@ def main():
             src.write_text(f'#include "{h}"\n')
             rows.append((h, fastest(compiler, src, flags, runs)))
     print(f"# {compiler} -std=c++20 -O2 -c, a unit that includes only the header; fastest of {runs}")
+    print(f"# the standard headers sim.hpp reads: {' '.join(std_names)}")
     print(f"{'header':<40} {'seconds':>8}")
     for name, s in rows:
         print(f"{name:<40} {s:8.2f}")

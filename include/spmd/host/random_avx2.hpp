@@ -129,16 +129,13 @@ SPMD_AVX2_FN void philox(__m256i (&c)[4][G], const round_keys& keys) {
 /// keep apart.)
 template <int... Order>
 SPMD_AVX2_FN void counters(std::uint64_t b0, __m256i& lo, __m256i& hi) {
-  alignas(32) std::uint32_t l[8], h[8];
-  constexpr int order[8] = {Order...};
-#pragma GCC unroll 8
-  for (int i = 0; i < 8; ++i) {
-    const std::uint64_t n = b0 + static_cast<std::uint64_t>(order[i]);
-    l[i] = static_cast<std::uint32_t>(n);
-    h[i] = static_cast<std::uint32_t>(n >> 32);
-  }
-  lo = _mm256_load_si256(reinterpret_cast<const __m256i*>(l));
-  hi = _mm256_load_si256(reinterpret_cast<const __m256i*>(h));
+  const __m256i base = splat(static_cast<std::uint32_t>(b0));
+  lo = _mm256_add_epi32(base, _mm256_setr_epi32(Order...));
+  // A lane whose low word wrapped (lo < base, unsigned: compared with the sign bits flipped)
+  // carries one into the high word: the mask is -1 there.
+  const __m256i sign = splat(0x80000000u);
+  const __m256i carry = _mm256_cmpgt_epi32(_mm256_xor_si256(base, sign), _mm256_xor_si256(lo, sign));
+  hi = _mm256_sub_epi32(splat(static_cast<std::uint32_t>(b0 >> 32)), carry);
 }
 
 /// Values v[j] (word j of each lane's block) to element order, for lanes in the order

@@ -5,7 +5,8 @@
 //                 group's communicator, element type = a contiguous type of sizeof(T) bytes)
 //                 and wait() finishes them all (MPI_Waitall);
 //   strided       a piece of 64 KiB or more that is not one run travels as an MPI derived
-//                 datatype (the runs where they lie); smaller ones are packed by the executor;
+//                 datatype (the runs where they lie; made once per geometry: datatypes.hpp);
+//                 smaller ones are packed by the executor;
 //   all_reduce    max, min and integer sum/product give the same bits in any order: those run
 //                 as one MPI_Allreduce with spmd's own MPI_Op (NaN-propagating max/min,
 //                 wrapping integers, 16-bit floats through float); the others in group order
@@ -24,6 +25,7 @@
 #include "spmd/host/kernels.hpp"
 #include "spmd/host/slot.hpp"
 #include "spmd/backends/mpi/communicators.hpp"
+#include "spmd/backends/mpi/datatypes.hpp"
 #include "spmd/backends/mpi/environment.hpp"
 #include "spmd/backends/mpi/names.hpp"
 #include "spmd/backends/process/execute.hpp"
@@ -82,26 +84,6 @@ MPI_Op mpi_op(reduce_op op) {
 #endif
 inline constexpr index_t datatype_min_bytes = SPMD_MPI_DATATYPE_MIN_BYTES;
 
-/// An MPI datatype for one side of a piece: runs of `run` contiguous elements at the outer
-/// strides of that side, element type `elem`. Freed by the caller after the message.
-inline MPI_Datatype region_type(const run_geom& g, bool source, MPI_Datatype elem,
-                                std::size_t elem_bytes) {
-  MPI_Datatype t;
-  check(MPI_Type_contiguous(count_of(g.run, "a run"), elem, &t), "MPI_Type_contiguous");
-  for (int d = g.nd - 1; d >= 0; --d) {
-    MPI_Datatype outer;
-    const index_t stride = source ? g.sstr[d] : g.dstr[d];
-    check(MPI_Type_create_hvector(count_of(g.ext[d], "a region"), 1,
-                                  static_cast<MPI_Aint>(stride) * static_cast<MPI_Aint>(elem_bytes),
-                                  t, &outer),
-          "MPI_Type_create_hvector");
-    MPI_Type_free(&t);
-    t = outer;
-  }
-  check(MPI_Type_commit(&t), "MPI_Type_commit");
-  return t;
-}
-
 /// True when a piece should travel as derived datatypes.
 template <class T>
 bool as_datatype(const run_geom& g) {
@@ -147,15 +129,13 @@ struct transport {
   template <class T>
   bool send_region(const T* base, const run_geom& g, int peer, MPI_Comm c) {
     if (!as_datatype<T>(g)) return false;
-    types.push_back(region_type(g, true, element_type(sizeof(T)), sizeof(T)));
-    post_send(base + g.soff, 1, types.back(), peer, c);
+    post_send(base + g.soff, 1, region_type(g, true, element_type(sizeof(T)), sizeof(T)), peer, c);
     return true;
   }
   template <class T>
   bool recv_region(T* base, const run_geom& g, int peer, MPI_Comm c) {
     if (!as_datatype<T>(g)) return false;
-    types.push_back(region_type(g, false, element_type(sizeof(T)), sizeof(T)));
-    post_recv(base + g.doff, 1, types.back(), peer, c);
+    post_recv(base + g.doff, 1, region_type(g, false, element_type(sizeof(T)), sizeof(T)), peer, c);
     return true;
   }
   /// Lets MPI move the posted messages along (their fragments move only inside MPI calls).
@@ -170,7 +150,6 @@ struct transport {
       check(MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE),
             "MPI_Waitall");
     reqs.clear();
-    free_types();
   }
 
   template <class T>
@@ -197,7 +176,6 @@ struct transport {
   explicit transport(MPI_Comm p) : parent(p) {}
   transport(const transport&) = delete;
   transport& operator=(const transport&) = delete;
-  ~transport() { free_types(); }
 
  private:
   void post_send(const void* p, int n, MPI_Datatype t, int peer, MPI_Comm c) {
@@ -208,12 +186,7 @@ struct transport {
     reqs.emplace_back();
     check(MPI_Irecv(p, n, t, peer, 0, c, &reqs.back()), "MPI_Irecv");
   }
-  void free_types() {
-    for (MPI_Datatype& t : types) MPI_Type_free(&t);
-    types.clear();
-  }
   std::vector<MPI_Request> reqs;
-  std::vector<MPI_Datatype> types;  // derived datatypes of posted messages, freed by wait()
 };
 
 /// out = op over the group of every member's `in` (len elements each) in group order.
