@@ -94,7 +94,7 @@ struct round_keys {
 };
 
 /// Philox4x32-10 of G registers of counters (words 0 and 1; words 2 and 3 are 0, as in every
-/// stream block) in lock step: G independent chains keep the multiplier busy. c[j][g] is word
+/// stream block) in lock step: G independent chains overlap. c[j][g] is word
 /// j of register g; on return the output words.
 template <int G>
 SPMD_AVX2_FN void philox(__m256i (&c)[4][G], const round_keys& keys) {
@@ -380,15 +380,20 @@ SPMD_AVX2_FN void fill_groups(const params& p, const round_keys& keys, std::uint
   }
 }
 
-/// Every group of eight blocks: six at a time (the rounds are a chain of dependent multiplies;
-/// six independent chains keep the multiplier busy), then one at a time.
+/// Every group of eight blocks: G at a time, then one at a time. The rounds are a chain of
+/// dependent multiplies, so independent registers in flight keep the multiplier busy, but
+/// each holds four words across the rounds and the conversion, and AVX2 has 16 registers:
+/// past G = 3 for the uniform and G = 2 for the normal (whose Box-Muller needs more
+/// temporaries) the spills cost more than the overlap gains (one core, in cache, G = 2, 3,
+/// 4, 6: bench/RESULTS.md, issue 27).
 template <class T, random::distribution Dist, bool General>
 SPMD_AVX2_FN void fill_all(const params& p, std::uint64_t seed, std::uint64_t b0, index_t blocks,
                            T* SPMD_RESTRICT out) {
+  constexpr int G = Dist == random::distribution::normal ? 2 : 3;
   const round_keys keys(seed);
   const std::uint64_t groups = static_cast<std::uint64_t>(blocks) / 8;
   std::uint64_t g = 0;
-  for (; g + 6 <= groups; g += 6) fill_groups<T, Dist, General, 6>(p, keys, b0 + 8 * g, out + 32 * g);
+  for (; g + G <= groups; g += G) fill_groups<T, Dist, General, G>(p, keys, b0 + 8 * g, out + 32 * g);
   for (; g < groups; ++g) fill_groups<T, Dist, General, 1>(p, keys, b0 + 8 * g, out + 32 * g);
 }
 
