@@ -8,7 +8,6 @@
 
 #include <concepts>
 #include <cstdint>
-#include <iterator>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -28,9 +27,10 @@ concept element = (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) || is_na
 template <class R>
 using range_element_t = std::remove_cv_t<std::remove_pointer_t<decltype(std::data(std::declval<const R&>()))>>;
 
-/// A contiguous range of elements: anything std::data and std::size take (a C array,
-/// std::vector, std::array, std::span, an initializer list). Not std::ranges::contiguous_range:
-/// <ranges> costs a quarter of a second in every unit that includes a backend.
+/// A contiguous range of elements: anything std::data and std::size (declared by <string>)
+/// take: a C array, std::vector, std::array, std::span, an initializer list. Not
+/// std::ranges::contiguous_range: <ranges> (and <iterator>, with its stream iterators) cost
+/// a quarter of a second in every unit that includes a backend.
 template <class R>
 concept element_range = requires(const R& r) {
   { std::data(r) } -> std::convertible_to<const void*>;

@@ -19,6 +19,7 @@
 #include <nccl.h>
 
 #include <exception>
+#include <mutex>
 
 #include "spmd/backends/cuda/device.hpp"
 #include "spmd/backends/cuda/error.hpp"
