@@ -251,7 +251,6 @@ TEST_CASE("fully_shard × TP on a 2×4 mesh: the Megatron MLP trains as on one d
 TEST_CASE("fully_shard with mixed precision: bf16 gathers and compute, f32 gradients and steps", "[fsdp]") {
   using M = mesh<4>;
   using S = placements<shard<0>>;
-  using R = placements<replicate>;
   const dp_test::init init;
   const auto f = [](const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); };
   const auto bf = [](const std::vector<double>& v) { return std::vector<spmd::bfloat16>(v.begin(), v.end()); };

@@ -145,7 +145,7 @@ TEST_CASE("resume: SGD's momentum buffers, bit for bit", "[resume]") {
   auto a = model<M, mode::ddp>::make();
   rt::sgd opt_a({.lr = 0.1, .momentum = 0.9, .nesterov = true}, a.w1, a.b1, a.w2, a.b2);
   std::vector<double> resumed = a.train(opt_a, 0, 2);
-  io::save_training_state(path, opt_a, {.step = 2});
+  io::save_training_state(path, opt_a, {.step = 2, .generator = {}});
   auto b = model<M, mode::ddp>::make();
   rt::sgd opt_b({.lr = 0.1, .momentum = 0.9, .nesterov = true}, b.w1, b.b1, b.w2, b.b2);
   CHECK(io::load_training_state(path, opt_b).step == 2);
@@ -167,14 +167,14 @@ TEST_CASE("resume on another parallelism: FSDP 2×4 -> DDP 8 -> one device", "[r
   auto f = model<mesh<2, 4>, mode::fsdp>::make();
   auto opt_f = adamw_of(f);
   std::vector<double> got = f.train(opt_f, 0, 2);
-  io::save_training_state(p1, opt_f, {.step = 2});
+  io::save_training_state(p1, opt_f, {.step = 2, .generator = {}});
 
   auto d = model<mesh<8>, mode::ddp>::make();
   auto opt_d = adamw_of(d);
   CHECK(io::load_training_state(p1, opt_d).step == 2);
   const std::vector<double> mid = d.train(opt_d, 2, 4);
   got.insert(got.end(), mid.begin(), mid.end());
-  io::save_training_state(p2, opt_d, {.step = 4});
+  io::save_training_state(p2, opt_d, {.step = 4, .generator = {}});
 
   auto one = model<mesh<1>, mode::one>::make();
   auto opt_one = adamw_of(one);
@@ -193,7 +193,7 @@ TEST_CASE("resume: bad checkpoints are refused naming what is wrong, and change 
   auto m = model<M, mode::ddp>::make();
   auto opt = adamw_of(m);
   m.train(opt, 0, 1);
-  io::save_training_state(path, opt, {.step = 1});
+  io::save_training_state(path, opt, {.step = 1, .generator = {}});
   const std::vector<double> before = m.all();
 
   // Another optimizer.
@@ -241,7 +241,7 @@ TEST_CASE("resume: bad checkpoints are refused naming what is wrong, and change 
     if (name == "w2") throw std::runtime_error("stopped");
   };
   m.train(opt, 1, 2);
-  CHECK_THROWS_WITH(io::save_training_state(path, opt, {.step = 2}, stop), "stopped");
+  CHECK_THROWS_WITH(io::save_training_state(path, opt, {.step = 2, .generator = {}}, stop), "stopped");
   CHECK(std::filesystem::file_size(path) == size);
   auto again = model<M, mode::ddp>::make();
   auto opt_again = adamw_of(again);
