@@ -50,8 +50,10 @@ run_geom piece(index_t outer) {
   return g;
 }
 
+/// The destination after copy_progressing moved piece(outer) through `tr`.
 template <class Tr>
-std::vector<float> copied(Tr& tr, const run_geom& g, index_t outer) {
+std::vector<float> copied(Tr& tr, index_t outer) {
+  const run_geom g = piece(outer);
   std::vector<float> in(static_cast<std::size_t>(outer * 5 * 300));
   for (std::size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i);
   std::vector<float> out(static_cast<std::size_t>(outer * 5 * 200), -1.0f);
@@ -65,35 +67,34 @@ float expected(index_t k) {
   return static_cast<float>(r * 1500 + j * 300 + 40 + c);
 }
 
+/// Destination elements that differ from expected().
+index_t mismatches(const std::vector<float>& out) {
+  index_t bad = 0;
+  for (index_t k = 0; k < static_cast<index_t>(out.size()); ++k)
+    bad += out[static_cast<std::size_t>(k)] == expected(k) ? 0 : 1;
+  return bad;
+}
+
 }  // namespace
 
 TEST_CASE("copy_progressing: slices with progress between, the same elements", "[process]") {
   // 37 x 5 x 200 floats = 148,000 bytes: slices of 16 outer rows (64,000 bytes), then 5
   const index_t outer = 37;
   counting_transport tr;
-  const std::vector<float> out = copied(tr, piece(outer), outer);
+  const std::vector<float> out = copied(tr, outer);
   CHECK(tr.copies == 3);
   CHECK(tr.progressed == 3);
-  index_t bad = 0;
-  for (index_t k = 0; k < static_cast<index_t>(out.size()); ++k)
-    bad += out[static_cast<std::size_t>(k)] == expected(k) ? 0 : 1;
-  CHECK(bad == 0);
+  CHECK(mismatches(out) == 0);
 }
 
 TEST_CASE("copy_progressing: one copy for a small piece or a transport without progress", "[process]") {
   counting_transport small;
-  const std::vector<float> a = copied(small, piece(4), 4);  // 16,000 bytes
+  const std::vector<float> a = copied(small, 4);  // 16,000 bytes
   CHECK(small.copies == 1);
   CHECK(small.progressed == 0);
-  index_t bad_small = 0;
-  for (index_t k = 0; k < static_cast<index_t>(a.size()); ++k)
-    bad_small += a[static_cast<std::size_t>(k)] == expected(k) ? 0 : 1;
-  CHECK(bad_small == 0);
+  CHECK(mismatches(a) == 0);
   plain_transport plain;
-  const std::vector<float> b = copied(plain, piece(37), 37);
+  const std::vector<float> b = copied(plain, 37);
   CHECK(plain.copies == 1);
-  index_t bad = 0;
-  for (index_t k = 0; k < static_cast<index_t>(b.size()); ++k)
-    bad += b[static_cast<std::size_t>(k)] == expected(k) ? 0 : 1;
-  CHECK(bad == 0);
+  CHECK(mismatches(b) == 0);
 }

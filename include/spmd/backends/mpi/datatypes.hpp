@@ -86,11 +86,7 @@ class region_types {
     return entries_.front().type;
   }
 
-  /// Types kept now, and made since the start (for tests and tools).
-  std::size_t size() {
-    host::lock held(m_);
-    return entries_.size();
-  }
+  /// Types made since the start (a test checks that a repeated piece makes none).
   std::size_t made() {
     host::lock held(m_);
     return made_;
