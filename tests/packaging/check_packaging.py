@@ -61,9 +61,12 @@ def main():
             sys.exit("FAIL: headers not installed under include/spmd")
         env = {**os.environ, "PKG_CONFIG_PATH": str(pc_dir), "PKG_CONFIG_SYSROOT_DIR": str(dest)}
         cflags = run(["pkg-config", "--cflags", "spmd"], env=env).split()
-        run([cxx] + cflags + [str(proj / "main.cpp"), "-o", str(tmp / "pc_consumer")])
+        libs = run(["pkg-config", "--libs", "spmd"], env=env).split()
+        if "-pthread" not in cflags or "-pthread" not in libs:
+            sys.exit(f"FAIL: spmd.pc must ask for POSIX threads (cflags: {cflags}, libs: {libs})")
+        run([cxx] + cflags + [str(proj / "main.cpp"), "-o", str(tmp / "pc_consumer")] + libs)
         run([str(tmp / "pc_consumer")])
-        print(f"PASS: installed headers + spmd.pc (cflags: {' '.join(cflags)})")
+        print(f"PASS: installed headers + spmd.pc (cflags: {' '.join(cflags)}; libs: {' '.join(libs)})")
     shutil.rmtree(tmp, ignore_errors=True)
 
 

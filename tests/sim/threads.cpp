@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "spmd/core/atomic.hpp"
 #include "spmd/runtime/ops/elementwise.hpp"
 #include "spmd/runtime/ops/matmul.hpp"
 #include "spmd/runtime/ops/reduction.hpp"
@@ -186,6 +187,52 @@ TEST_CASE("parallel_for: every task once, exceptions rethrown, nesting and bad c
                     "spmd::sim::set_threads: 0 is not a thread count from 1 to 1024");
   CHECK(sim::threads() == 3);
   sim::set_threads(before);
+}
+
+TEST_CASE("atomic_word: the std::atomic operations spmd uses, from several threads",
+          "[threads][atomic]") {
+  // Counts: four threads add, the total is exact (TSan checks the accesses are atomic).
+  atomic_word<long> count{0};
+  atomic_word<unsigned> bits{0};
+  {
+    std::vector<std::thread> ts;
+    for (int t = 0; t < 4; ++t)
+      ts.emplace_back([&, t] {
+        for (int i = 0; i < 10000; ++i) count.fetch_add(1, order::relaxed);
+        bits.fetch_or(1u << t, order::acq_rel);
+      });
+    for (auto& t : ts) t.join();
+  }
+  CHECK(count.load() == 40000);
+  CHECK(bits.load(order::acquire) == 0xfu);
+  CHECK(bits.fetch_and(~2u) == 0xfu);
+  CHECK(bits.load() == 0xdu);
+  CHECK(count.fetch_sub(40000, order::acq_rel) == 40000);
+  CHECK(count.exchange(7) == 0);
+  // compare-exchange: success replaces; failure leaves the word and reports what it found.
+  long expected = 7;
+  CHECK(count.compare_exchange_strong(expected, 9, order::acq_rel));
+  CHECK(count.load() == 9);
+  expected = 7;
+  CHECK_FALSE(count.compare_exchange_strong(expected, 11, order::release));
+  CHECK(expected == 9);
+  CHECK(count.load() == 9);
+  // A pointer word, and one race that exactly one thread wins (the buffer's first share).
+  int a = 0, b = 0;
+  atomic_word<int*> p{nullptr};
+  atomic_word<int> winners{0};
+  {
+    std::vector<std::thread> ts;
+    for (int t = 0; t < 4; ++t)
+      ts.emplace_back([&] {
+        int* none = nullptr;
+        if (p.compare_exchange_strong(none, &a, order::acq_rel)) winners.fetch_add(1);
+      });
+    for (auto& t : ts) t.join();
+  }
+  CHECK(winners.load() == 1);
+  CHECK(p.exchange(&b, order::relaxed) == &a);
+  CHECK(p.load() == &b);
 }
 
 // Run by the test `threads-bad-env` with SPMD_SIM_THREADS=abc (hidden otherwise): the pool

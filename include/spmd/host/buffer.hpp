@@ -13,7 +13,6 @@
 // costs what it did before sharing existed.
 #pragma once
 
-#include <atomic>
 #include <bit>
 #include <cstdint>
 #include <cstddef>
@@ -23,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "spmd/core/atomic.hpp"
 #include "spmd/core/config.hpp"
 #include "spmd/host/sync.hpp"
 
@@ -240,7 +240,7 @@ inline std::size_t cached_bytes() {
 template <class T>
 class buffer {
   static_assert(std::is_trivially_copyable_v<T>, "spmd::sim: elements must be trivially copyable");
-  using count_t = std::atomic<long>;
+  using count_t = atomic_word<long>;
 
  public:
   buffer() = default;
@@ -252,14 +252,14 @@ class buffer {
   buffer(buffer&& o) noexcept
       : data_(std::exchange(o.data_, nullptr)),
         cls_(o.cls_),
-        owners_(o.owners_.exchange(nullptr, std::memory_order_relaxed)) {}
+        owners_(o.owners_.exchange(nullptr, order::relaxed)) {}
   buffer& operator=(buffer&& o) noexcept {
     if (this != &o) {
       reset();
       data_ = std::exchange(o.data_, nullptr);
       cls_ = o.cls_;
-      owners_.store(o.owners_.exchange(nullptr, std::memory_order_relaxed),
-                    std::memory_order_relaxed);
+      owners_.store(o.owners_.exchange(nullptr, order::relaxed),
+                    order::relaxed);
     }
     return *this;
   }
@@ -282,26 +282,26 @@ class buffer {
   buffer share() const {
     buffer b;
     if (!data_) return b;
-    count_t* c = owners_.load(std::memory_order_acquire);
+    count_t* c = owners_.load(order::acquire);
     if (c == nullptr) {  // first share: the count starts at this owner
       count_t* fresh = new_count();
-      if (owners_.compare_exchange_strong(c, fresh, std::memory_order_acq_rel))
+      if (owners_.compare_exchange_strong(c, fresh, order::acq_rel))
         c = fresh;
       else
         delete_count(fresh);  // another thread shared first; c is its count
     }
-    c->fetch_add(1, std::memory_order_relaxed);
+    c->fetch_add(1, order::relaxed);
     b.data_ = data_;
     b.cls_ = cls_;
-    b.owners_.store(c, std::memory_order_relaxed);
+    b.owners_.store(c, order::relaxed);
     return b;
   }
   /// True when this is the block's only owner (it may be written in place). Forced inline:
   /// every write access of an operator's output asks it.
   [[gnu::always_inline]] bool unique() const {
     if (!data_) return false;
-    const count_t* c = owners_.load(std::memory_order_acquire);
-    return c == nullptr || c->load(std::memory_order_acquire) == 1;
+    const count_t* c = owners_.load(order::acquire);
+    return c == nullptr || c->load(order::acquire) == 1;
   }
 
   T* data() const { return data_; }
@@ -315,8 +315,8 @@ class buffer {
 
   void reset() {
     if (!data_) return;
-    count_t* c = owners_.exchange(nullptr, std::memory_order_relaxed);
-    if (c == nullptr || c->fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    count_t* c = owners_.exchange(nullptr, order::relaxed);
+    if (c == nullptr || c->fetch_sub(1, order::acq_rel) == 1) {
       detail::thread_cache::instance().release(data_, cls_);
       if (c != nullptr) delete_count(c);
     }
@@ -336,7 +336,7 @@ class buffer {
 
   T* data_ = nullptr;
   int cls_ = 0;
-  mutable std::atomic<count_t*> owners_{nullptr};  // null: one owner, never shared
+  mutable atomic_word<count_t*> owners_{nullptr};  // null: one owner, never shared
 };
 
 }  // namespace spmd::host

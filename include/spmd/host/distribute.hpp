@@ -269,7 +269,7 @@ inline bool holds_identity(const layout_spec& spec, index_t r) {
 inline std::vector<index_t> generated_twins(const layout_spec& spec, const shape_vec& global,
                                             held_range held) {
   std::vector<local_box> boxes;
-  std::vector<bool> id;
+  std::vector<char> id;  // not vector<bool>: its bit iterators are a class of their own to compile
   std::vector<index_t> twins(static_cast<std::size_t>(spec.mesh_size()), -1);
   boxes.reserve(twins.size());
   id.reserve(twins.size());

@@ -16,12 +16,12 @@
 // rethrown by parallel_for once every task has ended.
 #pragma once
 
-#include <atomic>
 #include <cstdlib>
 #include <exception>
 #include <stdexcept>
 #include <string>
 
+#include "spmd/core/atomic.hpp"
 #include "spmd/core/config.hpp"
 #include "spmd/host/sync.hpp"  // POSIX threads: <thread> and <mutex> cost 0.34 s per unit
 
@@ -36,11 +36,11 @@ class thread_pool {
     return *pool;
   }
 
-  int threads() const { return threads_.load(std::memory_order_relaxed); }
+  int threads() const { return threads_.load(order::relaxed); }
 
   void set_threads(int n) {
     lock job(job_mutex_);  // not while a job runs
-    threads_.store(n, std::memory_order_relaxed);
+    threads_.store(n, order::relaxed);
     lock l(mutex_);
     while (workers_ < n - 1) start_worker();
   }
@@ -57,8 +57,8 @@ class thread_pool {
       call_ = [](void* fp, index_t i) { (*static_cast<F*>(fp))(i); };
       fn_ = &f;
       n_ = n;
-      next_.store(0, std::memory_order_relaxed);
-      done_.store(0, std::memory_order_relaxed);
+      next_.store(0, order::relaxed);
+      done_.store(0, order::relaxed);
       error_ = nullptr;
       active_ = t - 1;  // workers 0 .. t-2 join this job
       ++generation_;
@@ -67,7 +67,7 @@ class thread_pool {
     drain();
     {
       lock l(mutex_);
-      finished_.wait(l, [&] { return done_.load(std::memory_order_acquire) == n_ && busy_ == 0; });
+      finished_.wait(l, [&] { return done_.load(order::acquire) == n_ && busy_ == 0; });
     }
     fn_ = nullptr;
     if (error_) std::rethrow_exception(error_);
@@ -84,7 +84,7 @@ class thread_pool {
                                     " is not a thread count from 1 to 1024");
       n = static_cast<int>(v);
     }
-    threads_.store(n < 1 ? 1 : n, std::memory_order_relaxed);
+    threads_.store(n < 1 ? 1 : n, order::relaxed);
     while (workers_ < threads() - 1) start_worker();
   }
 
@@ -110,7 +110,7 @@ class thread_pool {
     const bool was = inside_task();
     inside_task() = true;
     for (;;) {
-      const index_t i = next_.fetch_add(1, std::memory_order_relaxed);
+      const index_t i = next_.fetch_add(1, order::relaxed);
       if (i >= n_) break;
       try {
         call_(fn_, i);
@@ -118,7 +118,7 @@ class thread_pool {
         lock l(mutex_);
         if (!error_) error_ = std::current_exception();
       }
-      if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == n_) {
+      if (done_.fetch_add(1, order::acq_rel) + 1 == n_) {
         lock l(mutex_);
         finished_.notify_all();
       }
@@ -145,7 +145,7 @@ class thread_pool {
     }
   }
 
-  std::atomic<int> threads_{1};
+  atomic_word<int> threads_{1};
   mutex job_mutex_;  // one job at a time
   mutex mutex_;      // the fields below
   condition wake_, finished_;
@@ -156,7 +156,7 @@ class thread_pool {
   void (*call_)(void*, index_t) = nullptr;
   void* fn_ = nullptr;
   index_t n_ = 0;
-  std::atomic<index_t> next_{0}, done_{0};
+  atomic_word<index_t> next_{0}, done_{0};
   std::exception_ptr error_;
 };
 

@@ -18,10 +18,11 @@
 // gets which is up to the scheduler (use a generator per thread for reproducible results).
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+
+#include "spmd/core/atomic.hpp"
 
 namespace spmd {
 
@@ -82,7 +83,7 @@ class generator {
   }
 
   std::uint64_t seed_;
-  std::atomic<std::uint64_t> offset_;
+  atomic_word<std::uint64_t> offset_;
 };
 
 /// This process's default generator (seeded with generator::default_seed until manual_seed).

@@ -11,7 +11,6 @@
 #pragma once
 
 #include <algorithm>
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -23,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "spmd/core/atomic.hpp"
 #include "spmd/runtime/dtensor.hpp"
 #include "spmd/runtime/ops/elementwise.hpp"
 
@@ -64,8 +64,8 @@ namespace autograd_detail {
 /// Every node reachable from root, each after all of its consumers (reverse post-order of
 /// a depth-first walk over the input edges; iterative, so deep graphs do not overflow).
 inline std::vector<node_base*> backward_order(node_base* root) {
-  static std::atomic<std::uint64_t> walks{0};  // unique over threads: marks never collide
-  const std::uint64_t walk = ++walks;
+  static atomic_word<std::uint64_t> walks{0};  // unique over threads: marks never collide
+  const std::uint64_t walk = walks.fetch_add(1) + 1;
   std::vector<node_base*> post;
   root->visited = walk;
   std::vector<std::pair<node_base*, std::size_t>> stack{{root, 0}};

@@ -4,15 +4,18 @@
 // Every redistribute, operator and plan step asks `observe::active()` once: one load of a
 // word and one branch that is always taken the same way when nothing watches, so an
 // unwatched program pays that and nothing else (bench/op_overhead counts the instructions).
-// The word is set from the environment before main runs (SPMD_LOG, SPMD_TRACE) and by the
-// API (spmd::log::enable, spmd::timeline::session).
+// The word is set from the environment when it is first asked (SPMD_LOG, SPMD_TRACE) and by
+// the API (spmd::log::enable, spmd::timeline::session). Nothing runs before main: a unit
+// that includes spmd but runs no operator gets no code from here (bench/RESULTS.md,
+// "Compile time").
 #pragma once
 
-#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <string_view>
+
+#include "spmd/core/atomic.hpp"
 
 namespace spmd::observe {
 
@@ -59,16 +62,45 @@ inline unsigned from_environment() {
   return bits;
 }
 
-/// The switch word. Initialised from the environment during static initialisation (a
-/// redistribute run by another static initialiser before this one sees 0: not watched).
-inline std::atomic<unsigned> word{from_environment()};
+/// Not a watched thing: the word's state before the environment is read.
+inline constexpr unsigned unread = 1u << 31;
+
+/// The switch word. It starts as `unread` (a constant, so no code runs before main in
+/// a unit that includes this, and a static initialiser's redistribute reads the
+/// environment too); the first question reads SPMD_LOG and SPMD_TRACE (read_environment).
+inline atomic_word<unsigned> word{unread};
+
+/// Replaces `unread` with the environment's bits, once; returns the word. Out of line and
+/// cold: the one-load-one-branch path of active() never reaches it after the first call.
+[[gnu::cold, gnu::noinline]] inline unsigned read_environment() {
+  static const unsigned bits = from_environment();  // once, whichever thread asks first
+  unsigned expected = unread;
+  word.compare_exchange_strong(expected, bits, order::relaxed);  // fails: already settled
+  return word.load(order::relaxed);
+}
+
+/// The word with the environment read.
+inline unsigned settled() {
+  const unsigned w = word.load(order::relaxed);
+  return (w & unread) ? read_environment() : w;
+}
 
 }  // namespace detail
 
-/// The one branch every call pays.
-inline bool active() { return detail::word.load(std::memory_order_relaxed) != 0; }
-inline bool watching(unsigned bits) { return (detail::word.load(std::memory_order_relaxed) & bits) != 0; }
-inline void turn_on(unsigned bits) { detail::word.fetch_or(bits, std::memory_order_relaxed); }
-inline void turn_off(unsigned bits) { detail::word.fetch_and(~bits, std::memory_order_relaxed); }
+/// The one branch every call pays: the word is 0 when nothing watches, and stays 0.
+inline bool active() {
+  const unsigned w = detail::word.load(order::relaxed);
+  if (w == 0) [[likely]] return false;
+  return (w & detail::unread) ? detail::read_environment() != 0 : true;
+}
+inline bool watching(unsigned bits) { return (detail::settled() & bits) != 0; }
+inline void turn_on(unsigned bits) {
+  detail::settled();
+  detail::word.fetch_or(bits, order::relaxed);
+}
+inline void turn_off(unsigned bits) {
+  detail::settled();
+  detail::word.fetch_and(~bits, order::relaxed);
+}
 
 }  // namespace spmd::observe

@@ -56,6 +56,13 @@ inline hooks_t& hooks() {
   return h;
 }
 
+struct recorder;
+inline void write(recorder& r);
+
+/// What is recorded. Made when first used; SPMD_TRACE=FILE (read then) names the file that
+/// its destructor writes at exit, or, under MPI, that finish() writes while the processes can
+/// still talk (mpi::environment calls it). Made lazily, not by a static object, so that a
+/// unit including spmd gets no code that runs before main (switch.hpp says why).
 struct recorder {
   host::mutex m;
   std::string events;          // comma-joined JSON objects
@@ -64,6 +71,18 @@ struct recorder {
   std::string file;            // where stop() writes
   bool from_environment = false;
   bool written = false;
+
+  recorder() {
+    if (const char* f = std::getenv("SPMD_TRACE"); f && *f) {
+      file = f;
+      from_environment = true;
+    }
+  }
+  ~recorder() {
+    if (from_environment) write(*this);
+  }
+  recorder(const recorder&) = delete;
+  recorder& operator=(const recorder&) = delete;
 };
 inline recorder& rec() {
   static recorder r;
@@ -88,9 +107,8 @@ inline void add(const char* cat, const std::string& name, index_t lo, index_t co
   }
 }
 
-/// Writes the file (rank 0 under MPI, after gathering every rank's events) and clears.
-inline void write() {
-  recorder& r = rec();
+/// Writes r's file (rank 0 under MPI, after gathering every rank's events) and clears.
+inline void write(recorder& r) {
   std::string events, meta;
   std::string file;
   {
@@ -115,18 +133,7 @@ inline void write() {
   if ((out && std::fclose(out) != 0) || !ok) std::fprintf(stderr, "spmd: SPMD_TRACE: cannot write %s\n", file.c_str());
 }
 
-/// SPMD_TRACE=FILE: recording from the start, written at exit (or, under MPI, when the
-/// environment ends: mpi::environment calls finish()).
-struct environment_trace {
-  environment_trace() {
-    if (const char* f = std::getenv("SPMD_TRACE"); f && *f) {
-      rec().file = f;
-      rec().from_environment = true;
-    }
-  }
-  ~environment_trace() { write(); }
-};
-inline environment_trace environment_trace_instance;
+inline void write() { write(rec()); }
 
 }  // namespace detail
 
@@ -175,7 +182,7 @@ class span {
   span() = default;
   span(const char* cat, std::string name, index_t lo, index_t count, std::string args)
       : cat_(cat), name_(std::move(name)), args_(std::move(args)), lo_(lo), count_(count),
-        begin_(host::monotonic_us()) {}
+        begin_((detail::rec(), host::monotonic_us())) {}  // the recorder (its epoch) first
   ~span() {
     if (cat_) detail::add(cat_, name_, lo_, count_, begin_, host::monotonic_us(), args_);
   }
