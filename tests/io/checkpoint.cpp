@@ -5,6 +5,8 @@
 // the problem, and a save killed half-way leaving the previous checkpoint whole.
 #include <catch2/catch.hpp>
 
+#include <nlohmann/json.hpp>  // the reference reader of the headers spmd writes
+
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -207,6 +209,7 @@ TEST_CASE("the file is safetensors: header, order, padding, little-endian data",
   CHECK(j["__metadata__"]["format"] == "pt");
   CHECK(j["w1"]["dtype"] == "F32");
   CHECK(j["w1"]["shape"] == nlohmann::json::array({6, 5}));
+  CHECK(bytes.substr(8, 60) == R"({"__metadata__":{"format":"pt"},"b1":{"dtype":"F32","shape":)");  // compact, in order
   CHECK(j["b2"]["dtype"] == "BF16");
   CHECK(j["table"]["dtype"] == "I64");
   // Name order, contiguous: b1, b2, table, w1, w2.
@@ -219,6 +222,32 @@ TEST_CASE("the file is safetensors: header, order, padding, little-endian data",
   std::memcpy(&first, bytes.data() + w2_at + 8, 8);  // w2[0][1] (x86: little-endian)
   CHECK(first == m.w2.data[1]);
   std::remove(path.c_str());
+}
+
+TEST_CASE("tensor names and metadata with escapes and UTF-8, written and read back", "[io][checkpoint]") {
+  const std::vector<std::string> names = {"caf\xc3\xa9.\xe2\x82\xac", "q\"b\\s/", "tab\tnl\n", "ctl\x01"};
+  std::vector<io::tensor_entry> entries;
+  for (const std::string& n : names) entries.push_back({n, io::dtype::f32, {2}, 0, 0});
+  const io::safetensors_layout l(entries, {{"k\"\xc3\xa9", "v\n"}});
+  const std::string h = l.header_bytes().substr(8);
+  const auto j = nlohmann::json::parse(h);  // the reference reader
+  CHECK(j["__metadata__"]["k\"\xc3\xa9"] == "v\n");
+  for (const std::string& n : names) CHECK(j.contains(n));
+  CHECK(h.find("\\u0001") != std::string::npos);
+  const std::string path = temp_path("names.safetensors");
+  {
+    io::atomic_file out = io::atomic_file::create(path, l.file_bytes());  // data: zeros
+    out.write(l.header_bytes().data(), l.header_bytes().size(), 0);
+    out.commit();
+  }
+  const io::safetensors_file f(path);
+  for (const std::string& n : names) CHECK(f.at(n).shape == std::vector<index_t>{2});
+  CHECK(f.metadata().at("k\"\xc3\xa9") == "v\n");
+  std::remove(path.c_str());
+  CHECK_THROWS_WITH(io::safetensors_layout({{"bad\xff", io::dtype::f32, {1}, 0, 0}}),
+                    Contains("a tensor name 'bad\xff' is not valid UTF-8"));
+  CHECK_THROWS_WITH(io::safetensors_layout({{"w", io::dtype::f32, {1}, 0, 0}}, {{"k", "\xc3"}}),
+                    Contains("a metadata value"));
 }
 
 TEST_CASE("bad files: an error naming the tensor and the problem", "[io][checkpoint]") {
@@ -270,6 +299,15 @@ TEST_CASE("bad files: an error naming the tensor and the problem", "[io][checkpo
   CHECK_THROWS_WITH(load_w1(), Contains("tensor 'w1': corrupt header entry"));
   with_header(R"({"w1": {"dtype": "F32", "shape": [6, 5], "data_offsets": [0, 120]}})");
   CHECK(same_bits(load_w1().full_tensor(), std::vector<float>(30, 0.0f)));  // and a good one loads
+  with_header(R"({"w1": {"dtype": "F32", "shape": [6, 5], "data_offsets": [0, 120]},)"
+              R"( "w1": {"dtype": "F32", "shape": [5, 6], "data_offsets": [0, 120]}})");
+  CHECK_THROWS_WITH(load_w1(), Contains("corrupt header: tensor 'w1' is listed twice"));
+  with_header(R"({"w1": {"dtype": "F32", "shape": [6, 5], "data_offsets": [0, 120]}})" + std::string(6, '\0'));
+  CHECK(same_bits(load_w1().full_tensor(), std::vector<float>(30, 0.0f)));  // NUL padding is read past
+  with_header(R"({"w1": {"dtype": "F32", "shape": [6, 5], "data_offsets": [0, 1.2e2]}})");
+  CHECK_THROWS_WITH(load_w1(), Contains("tensor 'w1': data_offsets [0,1.2e2] are not sizes"));
+  with_header(R"({"w1": {"dtype": "F32", "shape": [6, 5], "data_offsets": [0, 120]})");
+  CHECK_THROWS_WITH(load_w1(), Contains("corrupt header (not JSON): syntax error at byte"));
   std::remove(good.c_str());
   std::remove(bad.c_str());
 }

@@ -37,11 +37,10 @@
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "spmd/host/element.hpp"
 #include "spmd/core/box_runs.hpp"
 #include "spmd/core/layout_spec.hpp"
+#include "spmd/io/json.hpp"  // not nlohmann/json: 2.5 s of every including unit
 
 namespace spmd::io {
 
@@ -111,49 +110,52 @@ inline dtype parse_dtype(const std::string& s, const std::string& where) {
   throw checkpoint_error(where + ": dtype '" + s + "' is not one spmd reads (F32, F64, BF16, F16, I32, I64)");
 }
 
-/// The entries of a header, checked against a data section of `data_bytes` bytes.
+/// The entries of a header, checked against a data section of `data_bytes` bytes, in name
+/// order. A name given twice is refused (which one was meant is not ours to guess).
 inline std::vector<tensor_entry> parse_header(const char* text, std::size_t n, index_t data_bytes,
                                               const std::string& file,
                                               std::map<std::string, std::string>* metadata = nullptr) {
-  nlohmann::json j;
+  json::value j;
   try {
-    j = nlohmann::json::parse(text, text + n);
-  } catch (const nlohmann::json::exception& e) {
+    j = json::parse(std::string_view(text, n));
+  } catch (const json::error& e) {
     throw checkpoint_error(file + ": corrupt header (not JSON): " + e.what());
   }
   if (!j.is_object()) throw checkpoint_error(file + ": corrupt header: not a JSON object");
   std::vector<tensor_entry> out;
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    if (it.key() == "__metadata__") {
+  for (const json::member& m : j.members) {
+    if (m.key == "__metadata__") {
       // The format's metadata is a string-to-string map; anything else is not ours to read.
-      if (metadata && it.value().is_object())
-        for (auto m = it.value().begin(); m != it.value().end(); ++m)
-          if (m.value().is_string()) (*metadata)[m.key()] = m.value().get<std::string>();
+      if (metadata && m.val.is_object())
+        for (const json::member& k : m.val.members)
+          if (k.val.is_string()) (*metadata)[k.key] = k.val.text;
       continue;
     }
-    const std::string where = file + ": tensor '" + it.key() + "'";
-    const nlohmann::json& v = it.value();
-    if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") || !v.contains("data_offsets") ||
-        !v["dtype"].is_string() || !v["shape"].is_array() || !v["data_offsets"].is_array() ||
-        v["data_offsets"].size() != 2)
+    const std::string where = file + ": tensor '" + m.key + "'";
+    const json::value& v = m.val;
+    const json::value* dtype_v = v.find("dtype");
+    const json::value* shape_v = v.find("shape");
+    const json::value* offsets_v = v.find("data_offsets");
+    if (!v.is_object() || !dtype_v || !shape_v || !offsets_v || !dtype_v->is_string() || !shape_v->is_array() ||
+        !offsets_v->is_array() || offsets_v->items.size() != 2)
       throw checkpoint_error(where + ": corrupt header entry (needs dtype, shape and two data_offsets): " +
-                             v.dump());
+                             json::dump(v));
     tensor_entry e;
-    e.name = it.key();
-    e.type = parse_dtype(v["dtype"].get<std::string>(), where);
+    e.name = m.key;
+    e.type = parse_dtype(dtype_v->text, where);
     index_t elems = 1;
-    for (const auto& d : v["shape"]) {
-      if (!d.is_number_unsigned() || d.get<std::uint64_t>() > (std::uint64_t{1} << 62))
-        throw checkpoint_error(where + ": shape " + v["shape"].dump() + " is not a list of sizes >= 0");
-      e.shape.push_back(static_cast<index_t>(d.get<std::uint64_t>()));
+    for (const json::value& d : shape_v->items) {
+      if (!d.is_size() || d.as_size() > (std::uint64_t{1} << 62))
+        throw checkpoint_error(where + ": shape " + json::dump(*shape_v) + " is not a list of sizes >= 0");
+      e.shape.push_back(static_cast<index_t>(d.as_size()));
       if (e.shape.back() != 0 && elems > (index_t{1} << 62) / e.shape.back())
-        throw checkpoint_error(where + ": shape " + v["shape"].dump() + " is too large");
+        throw checkpoint_error(where + ": shape " + json::dump(*shape_v) + " is too large");
       elems *= e.shape.back();
     }
-    for (const auto& o : v["data_offsets"])
-      if (!o.is_number_unsigned())
-        throw checkpoint_error(where + ": data_offsets " + v["data_offsets"].dump() + " are not sizes");
-    const auto b = v["data_offsets"][0].get<std::uint64_t>(), en = v["data_offsets"][1].get<std::uint64_t>();
+    for (const json::value& o : offsets_v->items)
+      if (!o.is_size())
+        throw checkpoint_error(where + ": data_offsets " + json::dump(*offsets_v) + " are not sizes");
+    const std::uint64_t b = offsets_v->items[0].as_size(), en = offsets_v->items[1].as_size();
     if (b > en || en > static_cast<std::uint64_t>(data_bytes))
       throw checkpoint_error(where + ": data_offsets [" + std::to_string(b) + ", " + std::to_string(en) +
                              ") lie outside the file's " + std::to_string(data_bytes) +
@@ -166,6 +168,10 @@ inline std::vector<tensor_entry> parse_header(const char* text, std::size_t n, i
                              std::to_string(e.end - e.begin));
     out.push_back(std::move(e));
   }
+  std::sort(out.begin(), out.end(), [](const tensor_entry& a, const tensor_entry& b) { return a.name < b.name; });
+  for (std::size_t i = 1; i < out.size(); ++i)
+    if (out[i].name == out[i - 1].name)
+      throw checkpoint_error(file + ": corrupt header: tensor '" + out[i].name + "' is listed twice");
   return out;
 }
 
@@ -286,8 +292,27 @@ class safetensors_layout {
   explicit safetensors_layout(std::vector<tensor_entry> tensors,
                               const std::map<std::string, std::string>& metadata = {}) {
     std::sort(tensors.begin(), tensors.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
-    nlohmann::ordered_json j;
-    if (!metadata.empty()) j["__metadata__"] = metadata;
+    // The JSON, compact, as the Python package's reader takes it: the metadata first, then
+    // the tensors in name order.
+    const auto utf8 = [](const std::string& s, const char* what) {
+      if (!json::valid_utf8(s))
+        throw checkpoint_error(std::string("spmd::io: ") + what + " '" + s + "' is not valid UTF-8");
+    };
+    header_ = "{";
+    if (!metadata.empty()) {
+      header_ += "\"__metadata__\":{";
+      bool first = true;
+      for (const auto& [k, v] : metadata) {
+        utf8(k, "a metadata key");
+        utf8(v, "a metadata value");
+        if (!first) header_ += ',';
+        first = false;
+        json::put_string(header_, k);
+        header_ += ':';
+        json::put_string(header_, v);
+      }
+      header_ += '}';
+    }
     index_t at = 0;
     for (std::size_t i = 0; i < tensors.size(); ++i) {
       tensor_entry& e = tensors[i];
@@ -295,13 +320,20 @@ class safetensors_layout {
         throw checkpoint_error("spmd::io: a tensor cannot be named '" + e.name + "'");
       if (i > 0 && tensors[i - 1].name == e.name)
         throw checkpoint_error("spmd::io: two tensors are named '" + e.name + "'");
+      utf8(e.name, "a tensor name");
       e.begin = at;
       e.end = at + e.elements() * dtype_bytes(e.type);
       at = e.end;
-      j[e.name] = {{"dtype", dtype_name(e.type)}, {"shape", e.shape}, {"data_offsets", {e.begin, e.end}}};
+      if (header_.size() > 1) header_ += ',';
+      json::put_string(header_, e.name);
+      header_ += ":{\"dtype\":";
+      json::put_string(header_, dtype_name(e.type));
+      header_ += ",\"shape\":[";
+      for (std::size_t d = 0; d < e.shape.size(); ++d) header_ += (d ? "," : "") + std::to_string(e.shape[d]);
+      header_ += "],\"data_offsets\":[" + std::to_string(e.begin) + "," + std::to_string(e.end) + "]}";
       by_name_[e.name] = i;
     }
-    header_ = j.dump();
+    header_ += '}';
     while ((header_.size() + 8) % 8 != 0) header_ += ' ';
     const std::uint64_t n = header_.size();
     std::string len(8, '\0');
