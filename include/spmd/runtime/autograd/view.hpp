@@ -143,7 +143,8 @@ template <int Dim, class X0, class... X>
 auto cat(const X0& x0, const X&... x) {
   auto y = runtime::cat<Dim>(value_of(x0), value_of(x)...);
   using Y = decltype(y);
-  [[maybe_unused]] constexpr int d = Dim < 0 ? Dim + static_cast<int>(Y::rank) : Dim;  // used in the lambda only
+  // used only inside the backward lambda, which g++ 12's -Wunused-but-set-variable misses
+  [[maybe_unused]] constexpr int d = Dim < 0 ? Dim + static_cast<int>(Y::rank) : Dim;
   return autograd_detail::make_result(
       std::move(y), "cat",
       [ins = std::make_tuple(autograd_detail::keep(x0), autograd_detail::keep(x)...)](const auto& g) {
