@@ -19,7 +19,7 @@ set -u
 bins="tests/cuda/cuda_backend tests/cuda/cuda_layout_kernel tests/cuda/cuda_step_kernel tests/backends/backends_cuda
   tests/backends/backends_nccl tests/nccl/nccl_backend tests/training/training_train_cuda
   examples/spmd-demo examples/spmd-grad-demo tools/spmd-plan bench/redistribute_cuda
-  bench/redistribute_nccl bench/step_kernels"
+  bench/redistribute_nccl bench/step_kernels bench/fill_cuda"
 if [ "${1:-}" = --bundle ]; then
   set -e
   rm -rf .gpu /tmp/gpu-bins && mkdir -p .gpu/debs /tmp/gpu-bins
@@ -110,6 +110,7 @@ step redistribute_cuda 150 build/bench/redistribute_cuda --torch "$LOGS/torch.tx
 step redistribute_nccl 60 build/bench/redistribute_nccl
 step redistribute_cuda_quick 60 build/bench/redistribute_cuda --quick
 step step_kernels 90 sh -c 'build/bench/step_kernels 256 && build/bench/step_kernels 1024'
+step fill_cuda 60 build/bench/fill_cuda
 
 # --- compute-sanitizer over the suite and the training test -------------------------------------
 # (racecheck over the whole CUDA suite takes more than 200 s on an H200: the smaller programs.

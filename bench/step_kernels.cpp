@@ -1,7 +1,8 @@
 // bench/step_kernels — the widened step kernel's choices, measured on the same tables, kernel
 // time only (buffers allocated once), against the floor of bytes each step must move: the
-// table as the backend finishes it (16-byte units; a copy step in 32 or 64 bytes per item;
-// ops of one size found by division), without the deeper units, without the direct look-up.
+// table as the backend finishes it (16-byte units; a transposing step by shared-memory tiles,
+// another copy step in 32 or 64 bytes per item; ops of one size found by division), without
+// the deeper units, without the direct look-up, and S(0)->S(1) without the tiles (deepened).
 // (Earlier versions of this benchmark also built variants of the kernel body here: the logs
 // in bench/results/step_kernels_h200_28*.txt and bench/RESULTS.md say what they measured.)
 //
@@ -67,9 +68,10 @@ struct tested {
   const char* name;
   spmd::placement from, to;
   double read_x, write_x;
-  int table;  // 0: finished; 1: widened only (16 bytes per item); 2: finished, ops searched
+  int table;  // 0: finished; 1: widened only (16 bytes per item); 2: finished, ops searched;
+              // 3: finished without tiles (a transposing step deepened instead)
 };
-const char* const table_names[] = {"", " 16B/item", " searched"};
+const char* const table_names[] = {"", " 16B/item", " searched", " no tiles"};
 
 }  // namespace
 
@@ -102,6 +104,7 @@ int main(int argc, char** argv) {
       {"S(0)->S(1)", spmd::make_shard(0), spmd::make_shard(1), 1, 1, 0},
       {"S(0)->S(1)", spmd::make_shard(0), spmd::make_shard(1), 1, 1, 1},
       {"S(0)->S(1)", spmd::make_shard(0), spmd::make_shard(1), 1, 1, 2},
+      {"S(0)->S(1)", spmd::make_shard(0), spmd::make_shard(1), 1, 1, 3},
       {"P->R", P, spmd::make_replicate(), 8, 8, 0},
       {"P->R", P, spmd::make_replicate(), 8, 8, 2},
       {"P->S(0)", P, spmd::make_shard(0), 8, 1, 0},
@@ -118,7 +121,7 @@ int main(int argc, char** argv) {
     const spmd::plan_step& step = p.value.steps[0];
     const spmd::step_schedule s = spmd::build_schedule(step, global);
     cu::step_table t = cu::build_step_table(step, s, global);
-    const bool wide = c.table == 1 ? cu::widen(t, 4) : cu::finish(t, 4);
+    const bool wide = c.table == 1 ? cu::widen(t, 4) : cu::finish(t, 4, c.table != 3);
     if (c.table == 2) t.uniform = 0;
     if (!wide) {
       std::printf("  %s: does not widen, left out\n", c.name);
@@ -148,7 +151,8 @@ int main(int argc, char** argv) {
     }
     const double floor_us = (c.read_x + c.write_x) * static_cast<double>(mib) * (1 << 20) / bw * 1e6;
     const double us = 1e3 * ms_per([&] { cu::kernels::step_wide<float>(v, ptrs, nullptr); });
-    const std::string name = std::string(c.name) + table_names[c.table] + " (" + std::to_string(t.units * 16) + "B)";
+    const std::string name = std::string(c.name) + table_names[c.table] +
+                             (t.tile_blocks > 0 ? std::string(" (tiles)") : " (" + std::to_string(t.units * 16) + "B)");
     std::printf("  %-36s %10.1f %10.1f %7.3f\n", name.c_str(), us, floor_us, floor_us / us);
     cu::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
     for (void* q : owned) cudaFree(q);

@@ -46,6 +46,8 @@ namespace spmd::cuda::kernels {
 #define SPMD_EVERY(T)                                                                        \
   SPMD_UNARY_ALL(T) SPMD_BINARY_ALL(T) SPMD_REDUCE(T)                                        \
   template void copy<T>(const job_batch<out_in<T>, index_geom>&, cudaStream_t);              \
+  template void generate<T>(const job_batch<block_job<T>, block_geom>&, fill_kind, T, T, cudaStream_t); \
+  template void split_partial<T>(const job_batch<block_job<T>>&, reduce_op, index_t, cudaStream_t); \
   template void gemm<T>(T*, const T*, const T*, index_t, index_t, index_t, bool, bool, index_t, cudaStream_t); \
   template void gemm_ranks<T>(const gemm_ranks_args<T>&, index_t, index_t, index_t, index_t, bool, bool, index_t, \
                               cudaStream_t);

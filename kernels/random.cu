@@ -5,8 +5,8 @@
 namespace spmd::cuda::kernels {
 
 #define SPMD_RANDOM(T)                                                                        \
-  template void random_fill<T>(T*, const random_box&, const random::draw&, bool, T, cudaStream_t); \
-  template void random_dropout<T>(T*, const T*, const random_box&, const random::draw&, cudaStream_t);
+  template void random_fill<T>(const job_batch<block_job<T>, block_geom>&, const random::draw&, T, cudaStream_t); \
+  template void random_dropout<T>(const job_batch<block_io_job<T>, block_geom>&, const random::draw&, cudaStream_t);
 SPMD_RANDOM(float)
 SPMD_RANDOM(double)
 SPMD_RANDOM(::spmd::bfloat16)

@@ -2,7 +2,9 @@
 // error without a GPU (checked on every machine), and, on a GPU, work on a stream the user
 // passes, a redistribute captured in a CUDA graph and replayed, local_map with a function
 // that launches its own kernel, a bad embedding index reported by name, and CUDA errors as
-// exceptions naming the call, and one kernel launch per operator for all ranks. Without a GPU the GPU checks are skipped with a message (77).
+// exceptions naming the call, one kernel launch per operator for all ranks, and the factories
+// and distribute_device_tensor made on the device. Without a GPU the GPU checks are skipped
+// with a message (77).
 #include <cuda_runtime_api.h>
 
 #include <cmath>
@@ -173,6 +175,52 @@ void one_launch_per_operator(const char* what, std::size_t elems) {
   one("cat<1>", [&] { return rt::cat<1>(x, x); }, [&] { return rt::cat<1>(xS, xS); });
 }
 
+/// Every rank's local of a (device) dtensor and of a simulated one have the same bits.
+template <class A, class B>
+bool same_locals(const A& a, const B& b) {
+  for (spmd::index_t r = 0; r < A::layout_type::mesh_type::size; ++r) {
+    const auto x = a.to_local(r), y = b.to_local(r);
+    if (!(x.shape == y.shape) || !same(x.data, y.data)) return false;
+  }
+  return true;
+}
+
+/// The factories make the locals on the device in one launch, and distribute_device_tensor
+/// slices device memory (one step launch, one more for a Partial split): the simulation's bits
+/// in both, the input aligned or not.
+template <class T, class LX>
+void on_device(const char* what) {
+  const spmd::index_t count = spmd::host::shape_elems(LX{}.extents().to_vec());
+  std::vector<T> g(static_cast<std::size_t>(count) + 1);
+  for (std::size_t i = 0; i < g.size(); ++i) g[i] = static_cast<T>(static_cast<float>((i * 37) % 101) * 0.25f - 12.f);
+  void* mem = nullptr;
+  spmd::cuda::check(cudaMalloc(&mem, g.size() * sizeof(T)), "cudaMalloc");
+  T* const dev = static_cast<T*>(mem);
+  spmd::cuda::check(cudaMemcpy(dev, g.data(), g.size() * sizeof(T), cudaMemcpyHostToDevice), "cudaMemcpy");
+  const std::vector<T> exact(g.begin(), g.end() - 1), shifted(g.begin() + 1, g.end());
+  long n = launches_of([&] {
+    check(same_locals(spmd::cuda::full<T, LX>(T(3)), spmd::sim::full<T, LX>(T(3))), std::string(what) + ": full");
+  });
+  check(n == 1, std::string(what) + ": full is one launch (took " + std::to_string(n) + ")");
+  n = launches_of([&] {
+    check(same_locals(spmd::cuda::arange<T, LX>(), spmd::sim::arange<T, LX>()), std::string(what) + ": arange");
+  });
+  check(n == 1, std::string(what) + ": arange is one launch (took " + std::to_string(n) + ")");
+  check(same_locals(spmd::cuda::distribute_device_tensor<LX>(dev, count), spmd::sim::distribute_tensor<LX>(exact)),
+        std::string(what) + ": distribute_device_tensor");
+  check(same_locals(spmd::cuda::distribute_device_tensor<LX>(dev + 1, count),
+                    spmd::sim::distribute_tensor<LX>(shifted)),
+        std::string(what) + ": distribute_device_tensor from an unaligned pointer");
+  try {
+    (void)spmd::cuda::distribute_device_tensor<LX>(dev, count - 1);
+    check(false, std::string(what) + ": a wrong element count throws");
+  } catch (const std::invalid_argument& e) {
+    check(std::string(e.what()).find("needs") != std::string::npos, std::string("the count is named: ") + e.what());
+  }
+  spmd::cuda::synchronize();
+  spmd::cuda::check(cudaFree(dev), "cudaFree");
+}
+
 }  // namespace
 
 int main() {
@@ -189,6 +237,13 @@ int main() {
       "even shards", 64 * 48);
   one_launch_per_operator<spmd::layout<M, spmd::placements<spmd::shard<0>, spmd::shard<1>>, spmd::extents<63, 47>>>(
       "uneven shards", 63 * 47);
+  on_device<float, spmd::layout<M, spmd::placements<spmd::shard<0>, spmd::shard<1>>, spmd::extents<63, 47>>>(
+      "f32 uneven S(0) S(1)");
+  on_device<float, L>("f32 S(0) P(sum)");
+  on_device<spmd::bfloat16, spmd::layout<M, spmd::placements<spmd::replicate, spmd::shard<1>>, spmd::extents<16, 64>>>(
+      "bf16 R S(1)");
+  on_device<std::int32_t, spmd::layout<M, spmd::placements<spmd::partial<spmd::reduce_op::max>, spmd::shard<0>>,
+                                       spmd::extents<9, 5>>>("i32 P(max) S(0)");
   std::printf("cuda backend: %d checks, %d failed\n", checks, failures);
   return failures == 0 ? 0 : 1;
 }

@@ -1,14 +1,17 @@
 // tests/cuda/run_table.hpp — a step table run as the CUDA backend runs it, on the host: through
 // the per-thread bodies over an emulated grid (last block and thread first, fewer threads
 // than items), element by element or, for a widened table, in units of 16 bytes (or of 32
-// and 64 for a deepened copy step).
+// and 64 for a deepened copy step, or by tiles for a tiled one: each block's loads, then its
+// stores, as the kernel's barrier orders them).
 #pragma once
 
+#include <cstring>
 #include <vector>
 
 #include "spmd/backends/cuda/grid_emulation.hpp"
 #include "spmd/backends/cuda/step_body.hpp"
 #include "spmd/backends/cuda/step_table.hpp"
+#include "spmd/backends/cuda/tile_body.hpp"
 
 namespace spmd_test {
 
@@ -23,6 +26,18 @@ void run_on_grid(const spmd::cuda::step_table& t, bool wide, const T* const* in,
     for (std::size_t r = 0; r < wi.size(); ++r) {
       wi[r] = reinterpret_cast<const spmd::cuda::wide16*>(in[r]);
       wo[r] = reinterpret_cast<spmd::cuda::wide16*>(out[r]);
+    }
+    if (t.tile_blocks > 0) {  // the tile kernel: each block loads its tile, then stores it
+      std::vector<spmd::cuda::wide16> smem(static_cast<std::size_t>(spmd::cuda::tile_units));
+      const spmd::index_t threads = 5;
+      for (spmd::index_t b = t.tile_blocks - 1; b >= 0; --b) {
+        std::memset(static_cast<void*>(smem.data()), 0x6b, smem.size() * sizeof(smem[0]));  // stale
+        const spmd::cuda::tile_place tp = spmd::cuda::tile_of(v, b);
+        for (spmd::index_t th = threads - 1; th >= 0; --th) spmd::cuda::tile_load(tp, th, threads, wi.data(), smem.data());
+        for (spmd::index_t th = threads - 1; th >= 0; --th)
+          spmd::cuda::tile_store(v, tp, th, threads, smem.data(), wo.data());
+      }
+      return;
     }
     spmd::cuda::emulate_grid(3, 5, [&](spmd::index_t b, spmd::index_t th, spmd::index_t nb, spmd::index_t nt) {
       switch (t.units) {  // as kernels::step_wide picks its kernel

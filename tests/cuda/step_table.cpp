@@ -78,6 +78,10 @@ long& deepened_steps() {  // copy steps in units of 32 or 64 bytes
   static long n = 0;
   return n;
 }
+long& tiled_steps() {  // transposing copy steps run by tiles
+  static long n = 0;
+  return n;
+}
 long& uniform_steps() {  // ops found without a search
   static long n = 0;
   return n;
@@ -144,6 +148,17 @@ long check_step(const spmd::plan_step& step, const shape_vec& global,
       for (index_t i = 0; i < s.ranks[static_cast<std::size_t>(r)].elems; ++i) outs[static_cast<std::size_t>(r)][i] = T(7);
   spmd_test::run_on_grid<T>(done, wide, ins.data(), outs.data(), n);
   compare(wide ? "the widened table" : "the finished table");
+  if (done.tile_blocks > 0) {  // tiled: the same step deepened instead must agree too
+    ++tiled_steps();
+    spmd::cuda::step_table deep = table;
+    spmd::cuda::finish(deep, sizeof(T), false);
+    if (deep.units > 1) ++deepened_steps();
+    for (index_t r = 0; r < n; ++r)
+      if (s.ranks[static_cast<std::size_t>(r)].how != spmd::disposition::keep)
+        for (index_t i = 0; i < s.ranks[static_cast<std::size_t>(r)].elems; ++i) outs[static_cast<std::size_t>(r)][i] = T(7);
+    spmd_test::run_on_grid<T>(deep, true, ins.data(), outs.data(), n);
+    compare("the table finished without tiles");
+  }
   return bad;
 }
 
@@ -196,7 +211,7 @@ TEST_CASE("steps widened to 16-byte units give the simulation's bits", "[cuda][e
   // all_to_alls, chunks and reductions widen, and many copy steps deepen.
   // (The inputs' buffers come from local_set's allocator, aligned to 64 bytes.)
   long steps = 0;
-  widened_steps() = widened_reductions() = deepened_steps() = uniform_steps() = 0;
+  widened_steps() = widened_reductions() = deepened_steps() = uniform_steps() = tiled_steps() = 0;
   const std::vector<shape_vec> shapes = {vec({16, 32}), vec({8, 64}), vec({32, 8})};
   for (const auto& m : {vec<spmd::mesh_shape_vec>({4}), vec<spmd::mesh_shape_vec>({2, 2}),
                         vec<spmd::mesh_shape_vec>({2, 2, 2})}) {
@@ -209,8 +224,10 @@ TEST_CASE("steps widened to 16-byte units give the simulation's bits", "[cuda][e
     sweep<std::int32_t>(m, reduce_op::sum, {vec({8, 64})}, steps);
   }
   INFO(widened_steps() << " of " << steps << " steps widened, " << widened_reductions() << " of them reducing, "
-                       << deepened_steps() << " deepened; " << uniform_steps() << " with ops of one size");
+                       << deepened_steps() << " deepened, " << tiled_steps() << " tiled; " << uniform_steps()
+                       << " with ops of one size");
   CHECK(widened_steps() > 500);
+  CHECK(tiled_steps() > 50);
   CHECK(widened_reductions() > 200);
   CHECK(deepened_steps() > 100);
   CHECK(uniform_steps() > 500);
@@ -232,7 +249,8 @@ TEST_CASE("an S(0)->S(1) step moves 32-byte runs as one item each, and a wrong t
   const spmd::plan_step& step = p.value.steps[0];
   const spmd::step_schedule s = spmd::build_schedule(step, global);
   spmd::cuda::step_table t = spmd::cuda::build_step_table(step, s, global);
-  REQUIRE(spmd::cuda::finish(t, 4));
+  const spmd::cuda::step_table built = t;
+  REQUIRE(spmd::cuda::finish(t, 4, false));  // deepened (the tiles: the next case)
   CHECK(t.units == 4);
   CHECK(t.ops.size() == 16);
   CHECK(t.uniform == 2);
@@ -271,6 +289,60 @@ TEST_CASE("an S(0)->S(1) step moves 32-byte runs as one item each, and a wrong t
   spmd::cuda::step_table searched = t;
   searched.uniform = 0;
   CHECK_FALSE(differs(searched));
+  // Finished as the backend does, the step runs by tiles: one group per source, rows of 16
+  // units (the 4 pieces of 4), one tile each; the ops of a source in turn.
+  spmd::cuda::step_table tiled = built;
+  REQUIRE(spmd::cuda::finish(tiled, 4));
+  REQUIRE(tiled.tiles.size() == 4);
+  CHECK(tiled.tile_blocks == 4);
+  CHECK(tiled.units == 1);
+  for (const auto& g : tiled.tiles) {
+    CHECK(g.width == 16);
+    CHECK(g.rows == 2);
+    CHECK(g.pitch % 8 == 4 % 8);  // rows padded so a piece's units fall in distinct banks
+    CHECK(g.op_end - g.op_begin == 4);
+    for (index_t q = g.op_begin; q < g.op_end; ++q) CHECK(tiled.ops[static_cast<std::size_t>(q)].src == g.src);
+  }
+  CHECK_FALSE(differs(tiled));
+  // Mutations: a piece's column one unit off, rows packed tighter than loaded, a tile short
+  // of its group's rows.
+  spmd::cuda::step_table t1 = tiled;
+  t1.ops[1].geo.soff += 1;
+  CHECK(differs(t1));
+  spmd::cuda::step_table t2 = tiled;
+  t2.tiles[2].pitch = t2.tiles[2].width - 1;
+  CHECK(differs(t2));
+  spmd::cuda::step_table t3 = tiled;
+  t3.tiles[0].tile_rows = 1;
+  CHECK(differs(t3));
+}
+
+TEST_CASE("transposing steps run by tiles give the simulation's bits, several tiles per source", "[cuda][emulation]") {
+  // 512 x 64 floats: 128 rows per source on mesh 4, 51 rows a tile at a pitch of 20 units:
+  // three tiles a source, the last one short; and the same on 2 x 2 and with bf16's 8-unit rows.
+  long steps = 0;
+  tiled_steps() = 0;
+  placement_vec s0{}, s1{};
+  s0.push_back(spmd::make_shard(0));
+  s1.push_back(spmd::make_shard(1));
+  const shape_vec global = vec({512, 64});
+  const auto sa = spmd::make_spec(vec<spmd::mesh_shape_vec>({4}), s0, 2);
+  const auto sb = spmd::make_spec(vec<spmd::mesh_shape_vec>({4}), s1, 2);
+  const auto p = spmd::make_plan(sa.spec, sb.spec, 1e6);
+  REQUIRE(p.error == spmd::plan_error::none);
+  const spmd::step_schedule sch = spmd::build_schedule(p.value.steps[0], global);
+  spmd::cuda::step_table t = spmd::cuda::build_step_table(p.value.steps[0], sch, global);
+  REQUIRE(spmd::cuda::finish(t, 4));
+  REQUIRE(t.tiles.size() == 4);
+  CHECK(t.tiles[0].tile_rows == 51);
+  CHECK(t.tile_blocks == 12);
+  const std::vector<float> data = values<float>(512 * 64);
+  std::string why;
+  CHECK(check_step<float>(p.value.steps[0], global, spmd::host::distribute<float>(data, sa.spec, global), why) == 0);
+  INFO(why);
+  sweep<float>(vec<spmd::mesh_shape_vec>({2, 2}), reduce_op::sum, {vec({128, 64})}, steps);
+  sweep<spmd::bfloat16>(vec<spmd::mesh_shape_vec>({4}), reduce_op::sum, {vec({96, 64})}, steps);
+  CHECK(tiled_steps() >= 4);
 }
 
 TEST_CASE("widen refuses what 16-byte units cannot express", "[cuda][emulation]") {

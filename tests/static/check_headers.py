@@ -43,7 +43,7 @@ if cuda_flags is None:
     # A header that includes another CUDA one needs the toolkit as well: skip the whole folder
     # but the host-only parts (tables, bodies, geometry), which must compile anywhere.
     host_only = ("step_table.hpp", "step_body.hpp", "grid_emulation.hpp", "op_bodies.hpp",
-                 "collectives_table.hpp", "ops/geometry.hpp")
+                 "collectives_table.hpp", "ops/geometry.hpp", "block_body.hpp", "block_jobs.hpp")
     skipped = [h for h in headers if h.startswith("spmd/backends/cuda/") and not h.endswith(host_only)]
     headers = [h for h in headers if h not in skipped]
     print(f"SKIP: {len(skipped)} CUDA backend headers (no CUDA toolkit to give cuda_runtime_api.h)")

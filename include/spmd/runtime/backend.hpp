@@ -27,6 +27,10 @@
 //   template <class T> static void copy_elements(storage<T>& dst, j, dst_at, const storage<T>& src,
 //                                                i, src_at, n);   // one run, device to device
 //                                                                  // (runtime/coalesce.hpp)
+//   template <class T> static storage<T> generate(spec, global, held, T value, bool index);
+//                                                            // the factories' locals made in
+//                                                            // its memory (optional: else
+//                                                            // host::generate + from_host)
 //   template <class T> static void fill_random(storage<T>&, spec, global, const random::draw&);
 //   template <class T> static void dropout(storage<T>& out, const storage<T>& in, spec, global,
 //                                          const random::draw&);   // runtime/random.hpp

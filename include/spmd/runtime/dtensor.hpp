@@ -339,6 +339,15 @@ storage_t<B, T> to_storage(local_set<T>&& host) {
   else return B::from_host(std::move(host));
 }
 
+/// Whether backend B makes the factories' locals itself, in its own memory, rather than from
+/// host locals: B::generate<T>(spec, global, held, value, index) gives the held ranks' blocks
+/// of a tensor whose elements are `value`, or (index) their global row-major index, with
+/// host::generate's rule on Partial placements (backends/cuda/device_factories.hpp).
+template <class B, class T>
+concept generates_locals = requires(const layout_spec& s, const shape_vec& g, held_range h, T v) {
+  { B::template generate<T>(s, g, h, v, true) } -> std::same_as<storage_t<B, T>>;
+};
+
 template <class B>
 struct factories {
   template <class Layout>
@@ -394,7 +403,12 @@ struct factories {
   /// Every element `value`.
   template <element T, class Layout>
   static dtensor<T, Layout, B> full(T value, const Layout& layout = Layout{}) {
-    return dtensor<T, Layout, B>(detail::internal_t{}, layout,
+    if constexpr (generates_locals<B, T>)
+      return dtensor<T, Layout, B>(
+          detail::internal_t{}, layout,
+          B::template generate<T>(Layout::spec(), layout.extents().to_vec(), held<Layout>(), value, false));
+    else
+      return dtensor<T, Layout, B>(detail::internal_t{}, layout,
                                  to_storage<B>(generate<T>(Layout::spec(), layout.extents().to_vec(),
                                                            detail::constant_value<T>{value},
                                                            held<Layout>())));
@@ -402,7 +416,12 @@ struct factories {
   /// Element = its global row-major index (0, 1, 2, ... over the global tensor), sharded.
   template <element T, class Layout>
   static dtensor<T, Layout, B> arange(const Layout& layout = Layout{}) {
-    return dtensor<T, Layout, B>(detail::internal_t{}, layout,
+    if constexpr (generates_locals<B, T>)
+      return dtensor<T, Layout, B>(
+          detail::internal_t{}, layout,
+          B::template generate<T>(Layout::spec(), layout.extents().to_vec(), held<Layout>(), T(0), true));
+    else
+      return dtensor<T, Layout, B>(detail::internal_t{}, layout,
                                  to_storage<B>(generate<T>(Layout::spec(), layout.extents().to_vec(),
                                                            detail::index_value<T>{},
                                                            held<Layout>())));

@@ -13,6 +13,8 @@
 
 #include <map>
 #include <span>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "spmd/backends/cuda/backend.hpp"
@@ -40,17 +42,28 @@ dtensor<T, Layout> from_local(const std::map<index_t, host_tensor<T>>& by_rank,
 }
 
 /// Shard a global row-major tensor that is already in device memory (`n` elements at
-/// `device_data`): it is read back once and distributed as from the host.
+/// `device_data`, on the current device): sliced on the device by one step launch, then, on a
+/// Partial layout, split by one more (device_factories.hpp); nothing goes through the host.
+/// Meshes of more than max_launch_ranks ranks take the host path (read back once).
 template <class Layout, element T>
 dtensor<T, Layout> distribute_device_tensor(const T* device_data, index_t n, const Layout& layout = Layout{}) {
-  require_device("spmd::cuda::distribute_device_tensor");
-  std::vector<T> host(static_cast<std::size_t>(n));
-  if (n > 0)
-    check(cudaMemcpyAsync(host.data(), device_data, host.size() * sizeof(T), cudaMemcpyDeviceToHost,
-                          current_stream()),
-          "cudaMemcpyAsync (device to host)");
-  synchronize();
-  return distribute_tensor<Layout>(host, layout);
+  constexpr const char* who = "spmd::cuda::distribute_device_tensor";
+  require_device(who);
+  using M = typename Layout::mesh_type;
+  if constexpr (M::size <= max_launch_ranks) {
+    return dtensor<T, Layout>(runtime::detail::internal_t{}, layout,
+                              distribute_on_device<T>(device_data, n, Layout::spec(), layout.extents().to_vec(),
+                                                      backend::held<M>(), who));
+  } else {
+    if (n < 0) throw std::invalid_argument(std::string(who) + ": n is " + std::to_string(n));
+    std::vector<T> host(static_cast<std::size_t>(n));
+    if (n > 0)
+      check(cudaMemcpyAsync(host.data(), device_data, host.size() * sizeof(T), cudaMemcpyDeviceToHost,
+                            current_stream()),
+            "cudaMemcpyAsync (device to host)");
+    synchronize();
+    return distribute_tensor<Layout>(host, layout);
+  }
 }
 
 }  // namespace spmd::cuda

@@ -3,8 +3,9 @@
 // `spmd::cuda::backend` holds every mesh index (like the simulation) in device memory
 // (device_set), runs a plan's steps as one launch each (execute.hpp, tables cached per plan
 // type, device and shape), and the operators through their device kernels (ops/, one launch
-// or one cuBLAS call for all ranks). Factories and distribute_tensor build the locals on the
-// host and copy them up; to_local and full_tensor copy back and wait for the stream.
+// or one cuBLAS call for all ranks). The factories make the locals on the device
+// (device_factories.hpp); distribute_tensor builds them on the host from host data and copies
+// them up; to_local and full_tensor copy back and wait for the stream.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -16,6 +17,7 @@
 #include <utility>
 
 #include "spmd/backends/cuda/device.hpp"
+#include "spmd/backends/cuda/device_factories.hpp"
 #include "spmd/backends/cuda/device_set.hpp"
 #include "spmd/backends/cuda/execute.hpp"
 #include "spmd/backends/cuda/launch.hpp"
@@ -75,22 +77,6 @@ const device_plan& cached_device_plan(const shape_vec& global, index_t elem_byte
   return *last;
 }
 
-/// Where mesh index r's block sits in the global tensor, for the random kernels.
-inline kernels::random_box random_box_of(const layout_spec& spec, const shape_vec& global, index_t r) {
-  const local_box b = box_at(spec, global, unravel(spec.mesh, r));
-  kernels::random_box k;
-  k.rank = global.size();
-  k.count = shape_elems(b.shape);
-  index_t stride = 1;
-  for (int d = k.rank - 1; d >= 0; --d) {
-    k.shape[d] = b.shape[d];
-    k.gstride[d] = stride;
-    k.base += b.offset[d] * stride;
-    stride *= global[d];
-  }
-  return k;
-}
-
 }  // namespace detail
 
 struct backend {
@@ -114,6 +100,15 @@ struct backend {
       return run_device_plan<T>(detail::cached_device_plan<Holder>(global, sizeof(T), "spmd::cuda::redistribute"),
                                 std::forward<In>(in));
     }
+  }
+
+  /// The factories' locals (full, zeros, ones: every element `value`; arange: `index`)
+  /// made on the device in one launch, host::generate's values (device_factories.hpp).
+  template <class T>
+  static device_set<T> generate(const layout_spec& spec, const shape_vec& global, held_range held, T value,
+                                bool index) {
+    return generate_on_device<T>(spec, global, held, index ? fill_kind::index : fill_kind::constant, value,
+                                 index ? "spmd::cuda::arange" : "spmd::cuda::full");
   }
 
   /// Every local, copied to the host (waits for the stream).
@@ -177,22 +172,34 @@ struct backend {
   }
 
   /// The held locals of a random draw (runtime/random.hpp): each rank's block by global
-  /// index, or the identity on a Partial group's other members.
+  /// index, or the identity on a Partial group's other members; one launch.
   template <class T>
   static void fill_random(device_set<T>& out, const layout_spec& spec, const shape_vec& global,
                           const random::draw& d) {
-    const T ident = host::identity<T>(host::detail::partial_of(spec).op);
-    for (const index_t r : out.held())
-      kernels::random_fill<T>(out.data(r), detail::random_box_of(spec, global, r), d,
-                              host::holds_identity(spec, r), ident, current_stream());
+    const T identity = host::identity<T>(host::detail::partial_of(spec).op);
+    const std::vector<block_place> places = block_places(spec, global);
+    auto jobs = make_job_launcher<block_job<T>, block_geom>([&](const job_batch<block_job<T>, block_geom>& b) {
+      kernels::random_fill<T>(b, d, identity, current_stream());
+    });
+    for (const index_t r : out.held()) {
+      const block_place& p = places[static_cast<std::size_t>(r)];
+      jobs.add({out.data(r), p.base, p.part, p.identity}, p.geom, p.elems);
+    }
+    jobs.finish();
   }
-  /// out = dropout of in, rank by rank (out shaped as in).
+  /// out = dropout of in (out shaped as in); one launch.
   template <class T>
   static void dropout(device_set<T>& out, const device_set<T>& in, const layout_spec& spec,
                       const shape_vec& global, const random::draw& d) {
-    for (const index_t r : out.held())
-      kernels::random_dropout<T>(out.data(r), in.data(r), detail::random_box_of(spec, global, r), d,
-                                 current_stream());
+    const std::vector<block_place> places = block_places(spec, global);
+    auto jobs = make_job_launcher<block_io_job<T>, block_geom>([&](const job_batch<block_io_job<T>, block_geom>& b) {
+      kernels::random_dropout<T>(b, d, current_stream());
+    });
+    for (const index_t r : out.held()) {
+      const block_place& p = places[static_cast<std::size_t>(r)];
+      jobs.add({out.data(r), in.data(r), p.base}, p.geom, p.elems);
+    }
+    jobs.finish();
   }
 
   template <class Op, class U, class Offsets, class... T>

@@ -7,6 +7,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "spmd/backends/cuda/block_body.hpp"
 #include "spmd/backends/cuda/job_batch.hpp"
 #include "spmd/backends/cuda/op_bodies.hpp"
 #include "spmd/backends/cuda/step_table.hpp"
@@ -156,6 +157,15 @@ void embedding(const job_batch<embedding_ptrs<T, I>, embedding_geom>& jobs, inde
 template <class U, class I>
 void one_hot(const job_batch<one_hot_ptrs<U, I>>& jobs, index_t classes, cudaStream_t stream);
 
+/// Every job's block made as host::generate makes it (block_body.hpp: generate_item): the
+/// factories' full and arange on the device.
+template <class T>
+void generate(const job_batch<block_job<T>, block_geom>& jobs, fill_kind k, T value, T identity, cudaStream_t stream);
+/// Every job's block split for its Partial group of n members, in place (split_item): the
+/// last launch of distribute_device_tensor on a Partial layout.
+template <class T>
+void split_partial(const job_batch<block_job<T>>& jobs, reduce_op op, index_t n, cudaStream_t stream);
+
 /// One rank's block (a launch of one job): for a kernel of a user's own, as in local_map.
 template <binary_fn F, bool ScalarLeft, class T>
 void scalar(T* out, const T* in, T c, index_t n, cudaStream_t stream) {
@@ -186,26 +196,16 @@ template <class T>
 void gemm_ranks(const gemm_ranks_args<T>& p, index_t ranks, index_t m, index_t n, index_t k, bool a_transposed,
                 bool b_transposed, index_t batch, cudaStream_t stream);
 
-// ---- random operators (runtime/random.hpp): one rank's block by global index ----
+// ---- random operators (runtime/random.hpp): every rank's block by global index, one launch ----
 
-/// Where a rank's block sits in the global tensor: element e of the block (row-major over
-/// `shape`) is global element base + sum of idx[d] * gstride[d].
-struct random_box {
-  int rank = 0;
-  index_t count = 0;
-  index_t shape[max_tensor_dims]{};
-  index_t gstride[max_tensor_dims]{};
-  index_t base = 0;
-};
-
-/// out = the block of a uniform, normal or bernoulli draw (random::draw_at, the host's own
-/// function), or `identity` everywhere when `identity_rank` (Partial placements).
+/// Every job's block of a uniform, normal or bernoulli draw (random::draw_at, the host's own
+/// function), or `identity` on a job marked identity (Partial placements).
 template <class T>
-void random_fill(T* out, const random_box& box, const random::draw& d, bool identity_rank, T identity,
+void random_fill(const job_batch<block_job<T>, block_geom>& jobs, const random::draw& d, T identity,
                  cudaStream_t stream);
-/// out = random::dropout_at of in over the block.
+/// Every job's out = random::dropout_at of its in over the block.
 template <class T>
-void random_dropout(T* out, const T* in, const random_box& box, const random::draw& d, cudaStream_t stream);
+void random_dropout(const job_batch<block_io_job<T>, block_geom>& jobs, const random::draw& d, cudaStream_t stream);
 
 }  // namespace kernels
 }  // namespace spmd::cuda

@@ -21,6 +21,7 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "spmd/core/config.hpp"
@@ -39,6 +40,20 @@ struct dev_op {
   index_t begin = 0;             // the first work item of this op
 };
 
+/// The ops of a transposing copy step that read one source, as the tile kernel runs them
+/// (tile()): rows of `width` units read whole into shared memory, each op's piece of the rows
+/// written out whole.
+struct tile_group {
+  index_t src = 0;                  // mesh index read
+  index_t op_begin = 0, op_end = 0;  // its ops in the table (sorted by source)
+  index_t rows = 0;                 // rows every op has (its outer dims, flattened)
+  index_t width = 0;                // units per source row: the ops' runs side by side
+  index_t pitch = 0;                // units per row in shared memory (width, padded)
+  index_t lo = 0;                   // source offset of row 0's first unit
+  index_t tile_rows = 0;            // rows per tile (one block of the launch)
+  index_t tile_begin = 0;           // its first tile
+};
+
 /// A step as the device reads it (pointers into device or host memory, as the caller built it).
 struct step_view {
   reduce_op op = reduce_op::sum;
@@ -50,6 +65,9 @@ struct step_view {
   const index_t* fanout = nullptr;   // at a replicate op's dst: a count, then that many ranks
   index_t uniform = 0;               // items of every op, where all ops have as many (else 0)
   int units = 1;                     // a widened copy step's 16-byte units per item (deepen)
+  const tile_group* tiles = nullptr;  // a tiled step's groups (tile), by first tile
+  index_t n_tile_groups = 0;
+  index_t tile_blocks = 0;           // tiles in all: the tile kernel's blocks (0: not tiled)
 };
 
 /// The host-side table of one step (vectors; copy them to the device to launch).
@@ -62,15 +80,18 @@ struct step_table {
   std::vector<index_t> fanout;
   index_t uniform = 0;
   int units = 1;
+  std::vector<tile_group> tiles;
+  index_t tile_blocks = 0;
   step_view view() const {
     return {op,    group_size,   members.data(), ops.data(), static_cast<index_t>(ops.size()),
-            items, fanout.data(), uniform,       units};
+            items, fanout.data(), uniform,       units,      tiles.data(),
+            static_cast<index_t>(tiles.size()), tile_blocks};
   }
 };
 
 /// The byte offsets of a table's arrays in one block (each 256-byte aligned), for upload.
 struct table_layout {
-  std::size_t members = 0, ops = 0, fanout = 0, bytes = 0;
+  std::size_t members = 0, ops = 0, fanout = 0, tiles = 0, bytes = 0;
 };
 inline table_layout layout_of(const step_table& t) {
   auto up = [](std::size_t n) { return (n + 255) / 256 * 256; };
@@ -78,7 +99,8 @@ inline table_layout layout_of(const step_table& t) {
   l.members = 0;
   l.ops = up(t.members.size() * sizeof(index_t));
   l.fanout = l.ops + up(t.ops.size() * sizeof(dev_op));
-  l.bytes = l.fanout + up(t.fanout.size() * sizeof(index_t));
+  l.tiles = l.fanout + up(t.fanout.size() * sizeof(index_t));
+  l.bytes = l.tiles + up(t.tiles.size() * sizeof(tile_group));
   return l;
 }
 /// Copies the table's arrays into `dst` (layout_of(t).bytes bytes).
@@ -87,6 +109,7 @@ inline void pack(const step_table& t, unsigned char* dst) {
   if (!t.members.empty()) std::memcpy(dst + l.members, t.members.data(), t.members.size() * sizeof(index_t));
   if (!t.ops.empty()) std::memcpy(dst + l.ops, t.ops.data(), t.ops.size() * sizeof(dev_op));
   if (!t.fanout.empty()) std::memcpy(dst + l.fanout, t.fanout.data(), t.fanout.size() * sizeof(index_t));
+  if (!t.tiles.empty()) std::memcpy(dst + l.tiles, t.tiles.data(), t.tiles.size() * sizeof(tile_group));
 }
 /// The table's view with its arrays at `base` (where pack put them, on the device).
 inline step_view view_at(const step_table& t, const unsigned char* base) {
@@ -95,6 +118,7 @@ inline step_view view_at(const step_table& t, const unsigned char* base) {
   v.members = reinterpret_cast<const index_t*>(base + l.members);
   v.ops = reinterpret_cast<const dev_op*>(base + l.ops);
   v.fanout = reinterpret_cast<const index_t*>(base + l.fanout);
+  v.tiles = reinterpret_cast<const tile_group*>(base + l.tiles);
   return v;
 }
 
@@ -310,6 +334,91 @@ inline bool deepen(step_table& t) {
   return false;
 }
 
+/// Shared memory of the tile kernel, in 16-byte units (16 KiB a block).
+inline constexpr index_t tile_units = 1024;
+
+namespace detail {
+/// The rows of op g flattened: its outer dims row-major over both buffers, the source's rows
+/// `width` apart and the destination's `run` apart (its piece contiguous); their count, or -1.
+inline index_t flat_rows(const run_geom& g, index_t width) {
+  index_t rows = 1, s = width, d = g.run;
+  for (int k = g.nd - 1; k >= 0; --k) {
+    if (g.sstr[k] != s || g.dstr[k] != d) return -1;
+    s *= g.ext[k];
+    d *= g.ext[k];
+    rows *= g.ext[k];
+  }
+  return rows;
+}
+}  // namespace detail
+
+/// Rewrites a widened copy step whose pieces are short runs (under 128 bytes) cut from the
+/// rows of each source — a transposing step: S(i)->S(j), an all_to_all — for the tile kernel
+/// (tile_body.hpp): each block reads whole rows of one source into shared memory, contiguous
+/// in the source, then writes each op's piece of them, contiguous in its destination, so both
+/// the reads and the writes are whole lines where the step-per-item kernel read 32-byte runs
+/// 256 bytes apart. Applies where, for every source, its ops are copies of contiguous runs
+/// whose rows are `width` apart in the source and `run` apart in the destination, side by
+/// side they cover [0, width) once, and a row fits the tile; then sorts the ops by source,
+/// sets t.tiles and t.tile_blocks and returns true. Otherwise leaves t and returns false.
+inline bool tile(step_table& t) {
+  if (t.ops.empty() || !t.fanout.empty() || t.units != 1) return false;
+  std::vector<dev_op> ops = t.ops;
+  std::stable_sort(ops.begin(), ops.end(), [](const dev_op& a, const dev_op& b) { return a.src < b.src; });
+  std::vector<tile_group> groups;
+  index_t blocks = 0;
+  for (std::size_t i = 0; i < ops.size();) {
+    std::size_t j = i;
+    while (j < ops.size() && ops[j].src == ops[i].src) ++j;
+    tile_group g;
+    g.src = ops[i].src;
+    g.op_begin = static_cast<index_t>(i);
+    g.op_end = static_cast<index_t>(j);
+    g.lo = ops[i].geo.soff;
+    for (std::size_t k = i; k < j; ++k) {
+      const run_geom& o = ops[k].geo;
+      if (ops[k].code != op_code::copy || !o.contiguous() || o.run >= 8) return false;
+      g.width += o.run;
+      if (o.soff < g.lo) g.lo = o.soff;
+    }
+    // Rows `width` apart: the source row stride of the ops with outer dims (one row if none).
+    for (std::size_t k = i; k < j; ++k) {
+      const run_geom& o = ops[k].geo;
+      const index_t rows = detail::flat_rows(o, g.width);
+      if (rows < 0 || (k > i && rows != g.rows)) return false;
+      g.rows = rows;
+    }
+    // The pieces side by side cover [lo, lo + width) once.
+    std::vector<std::pair<index_t, index_t>> cols;
+    for (std::size_t k = i; k < j; ++k) cols.push_back({ops[k].geo.soff - g.lo, ops[k].geo.run});
+    std::sort(cols.begin(), cols.end());
+    index_t at = 0;
+    for (const auto& [c, n] : cols) {
+      if (c != at) return false;
+      at += n;
+    }
+    // Rows padded so that a warp's reads of one op's pieces fall in distinct banks (16-byte
+    // units, 8 to a 128-byte bank cycle: pitch = run mod 8).
+    const index_t run = ops[i].geo.run;
+    g.pitch = g.width + ((run - g.width) % 8 + 8) % 8;
+    if (g.pitch > tile_units) return false;
+    g.tile_rows = tile_units / g.pitch;
+    g.tile_begin = blocks;
+    blocks += (g.rows + g.tile_rows - 1) / g.tile_rows;
+    groups.push_back(g);
+    i = j;
+  }
+  t.ops = std::move(ops);
+  t.items = 0;
+  for (dev_op& o : t.ops) {
+    o.begin = t.items;
+    t.items += o.geo.count();
+  }
+  t.tiles = std::move(groups);
+  t.tile_blocks = blocks;
+  return true;
+}
+
 /// Sets t.uniform where every op has the same number of items (a work item's op is then
 /// item / uniform, not a binary search over the ops' first items).
 inline void mark_uniform(step_table& t) {
@@ -321,11 +430,12 @@ inline void mark_uniform(step_table& t) {
   t.uniform = n;
 }
 
-/// A built table as the kernels run it: in 16-byte units where it can be (then true), a copy
-/// step in units of 2 or 4 of them where it can be, ops of equal size found without a search.
-inline bool finish(step_table& t, index_t elem_bytes) {
+/// A built table as the kernels run it: in 16-byte units where it can be (then true); then a
+/// transposing copy step in tiles (with `tiles`), another copy step in units of 2 or 4 of
+/// them where it can be; ops of equal size found without a search.
+inline bool finish(step_table& t, index_t elem_bytes, bool tiles = true) {
   const bool wide = widen(t, elem_bytes);
-  if (wide) deepen(t);
+  if (wide && !(tiles && tile(t))) deepen(t);
   mark_uniform(t);
   return wide;
 }

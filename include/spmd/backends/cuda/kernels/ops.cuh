@@ -5,6 +5,7 @@
 
 #include <cuda_runtime.h>
 
+#include "spmd/backends/cuda/block_body.hpp"
 #include "spmd/backends/cuda/error.hpp"
 #include "spmd/backends/cuda/kernels/step.cuh"
 #include "spmd/backends/cuda/launch.hpp"
@@ -133,6 +134,23 @@ void one_hot(const job_batch<one_hot_ptrs<U, I>>& jobs, index_t classes, cudaStr
         one_hot_item<U, I>(p.out, p.idx, classes, i, p.bad);
       },
       stream, "one_hot kernel launch");
+}
+
+template <class T>
+void generate(const job_batch<block_job<T>, block_geom>& jobs, fill_kind k, T value, T identity, cudaStream_t stream) {
+  detail::for_each_job(
+      jobs,
+      [=] __device__(const block_job<T>& j, const block_geom& g, index_t e) {
+        generate_item<T>(j, g, e, k, value, identity);
+      },
+      stream, "generate kernel launch");
+}
+
+template <class T>
+void split_partial(const job_batch<block_job<T>>& jobs, reduce_op op, index_t n, cudaStream_t stream) {
+  detail::for_each_job(
+      jobs, [=] __device__(const block_job<T>& j, const no_geom&, index_t e) { split_item<T>(j, e, op, n); },
+      stream, "Partial split kernel launch");
 }
 
 }  // namespace spmd::cuda::kernels

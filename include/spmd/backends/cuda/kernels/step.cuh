@@ -14,6 +14,7 @@
 #include "spmd/backends/cuda/error.hpp"
 #include "spmd/backends/cuda/launch.hpp"
 #include "spmd/backends/cuda/step_body.hpp"
+#include "spmd/backends/cuda/tile_body.hpp"
 #include "spmd/host/element.hpp"
 
 namespace spmd::cuda::kernels {
@@ -38,6 +39,17 @@ template <int K>
 __global__ void __launch_bounds__(step_threads)
     step_copy_kernel(const step_view t, const __grid_constant__ rank_ptrs<wide16> p) {
   copy_units_thread<K>(t, blockIdx.x, threadIdx.x, gridDim.x, blockDim.x, p.in, p.out);
+}
+
+/// A tiled step (step_table.hpp: tile): one block per tile, its rows read whole into shared
+/// memory, then each op's piece written whole (tile_body.hpp).
+__global__ void __launch_bounds__(step_threads)
+    step_tile_kernel(const step_view t, const __grid_constant__ rank_ptrs<wide16> p) {
+  __shared__ wide16 smem[tile_units];
+  const tile_place tp = tile_of(t, blockIdx.x);
+  tile_load(tp, threadIdx.x, blockDim.x, p.in, smem);
+  __syncthreads();
+  tile_store(t, tp, threadIdx.x, blockDim.x, smem, p.out);
 }
 
 /// Blocks for one item per thread (a widened step: bench/step_kernels measured this grid
@@ -73,6 +85,12 @@ void step(const step_view& table, const rank_ptrs<T>& ptrs, cudaStream_t stream)
 template <class T>
 void step_wide(const step_view& table, const rank_ptrs<wide16>& ptrs, cudaStream_t stream) {
   if (table.items == 0) return;
+  if (table.tile_blocks > 0) {
+    const auto tiles = static_cast<unsigned>(table.tile_blocks < 0x7fffffff ? table.tile_blocks : 0x7fffffff);
+    detail::step_tile_kernel<<<tiles, detail::step_threads, 0, stream>>>(table, ptrs);
+    check(cudaGetLastError(), "the step kernel's launch (tiles)");
+    return;
+  }
   const unsigned blocks = detail::blocks_per_item(table.items);
   switch (table.units) {
     case 4: detail::step_copy_kernel<4><<<blocks, detail::step_threads, 0, stream>>>(table, ptrs); break;

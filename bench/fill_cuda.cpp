@@ -1,0 +1,140 @@
+// bench/fill_cuda — tensors made in device memory (issue 28, point 4) against the floor of
+// the bytes they must move, measured in the same run: the factories (full, arange), the random
+// draws (rand, randn, bernoulli_, dropout) and distribute_device_tensor, on 8 ranks, f32.
+//
+//   meson compile -C build fill_cuda && build/bench/fill_cuda [MiB]   (default 256)
+//
+// The global tensor has MiB of f32 in rows of 1024; layouts on mesh 8: S(0) (every block
+// written once: the global tensor's bytes), R (8 copies), and, for distribute_device_tensor,
+// S(1) (a transposing cut: runs of 128 elements).
+// Floor: bytes that must move (a fill writes its blocks; dropout and distribute read their
+// input once and write every block) over the device-to-device copy rate measured first
+// (cudaMemcpyAsync of 1 GiB, read + write bytes per second).
+// Time: CUDA events around a loop after two warm-up calls, the median of 5 rounds; each call
+// includes its stream-ordered allocation, as a user's call does.
+// Last line:
+//   RESULT cuda_uniform_ratio=<rand f32 S(0), floor / time> cuda_fill_ratio=<worst of full,
+//   arange> cuda_distribute_ratio=<worst of distribute_device_tensor's layouts>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "spmd/backends/cuda/cuda.hpp"
+
+namespace {
+
+using spmd::index_t;
+namespace cu = spmd::cuda;
+
+struct event_timer {
+  cudaEvent_t a{}, b{};
+  event_timer() {
+    cu::check(cudaEventCreate(&a), "cudaEventCreate");
+    cu::check(cudaEventCreate(&b), "cudaEventCreate");
+  }
+  ~event_timer() {
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+  }
+  /// Median over 5 rounds of the mean microseconds of f, iterations sized to ~20 ms a round.
+  template <class F>
+  double us(F&& f) {
+    f();
+    f();
+    cu::synchronize();
+    int iters = 1;
+    std::vector<double> rounds;
+    for (int r = 0; r < 5; ++r) {
+      for (;;) {
+        cu::check(cudaEventRecord(a, cu::current_stream()), "cudaEventRecord");
+        for (int i = 0; i < iters; ++i) f();
+        cu::check(cudaEventRecord(b, cu::current_stream()), "cudaEventRecord");
+        cu::check(cudaEventSynchronize(b), "cudaEventSynchronize");
+        float ms = 0;
+        cu::check(cudaEventElapsedTime(&ms, a, b), "cudaEventElapsedTime");
+        if (ms < 20.f && iters < (1 << 20)) {
+          iters *= 2;
+          continue;
+        }
+        rounds.push_back(1000.0 * ms / iters);
+        break;
+      }
+    }
+    std::sort(rounds.begin(), rounds.end());
+    return rounds[rounds.size() / 2];
+  }
+};
+
+double copy_bandwidth() {
+  const index_t n = index_t{1} << 30;
+  cu::device_buffer<unsigned char> x(n), y(n);
+  event_timer t;
+  const double us = t.us([&] {
+    cu::check(cudaMemcpyAsync(y.data(), x.data(), static_cast<std::size_t>(n), cudaMemcpyDeviceToDevice,
+                              cu::current_stream()),
+              "cudaMemcpyAsync");
+  });
+  return 2.0 * static_cast<double>(n) / (us * 1e-6);
+}
+
+using M8 = spmd::mesh<8>;
+constexpr index_t cols = 1024;
+template <class P>
+using L = spmd::layout<M8, P, spmd::extents<spmd::dyn, spmd::dyn>>;
+using S0 = spmd::placements<spmd::shard<0>>;
+using S1 = spmd::placements<spmd::shard<1>>;
+using R = spmd::placements<spmd::replicate>;
+
+double line(const char* name, const char* layout, double bytes_moved, double us, double bw) {
+  const double floor_us = bytes_moved / bw * 1e6;
+  const double ratio = floor_us / us;
+  std::printf("%-26s %-5s %12.1f %12.1f %8.3f\n", name, layout, us, floor_us, ratio);
+  return ratio;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (!cu::available()) {
+    std::printf("SKIP fill_cuda: no CUDA device\n");
+    return 77;
+  }
+  const index_t mib = argc > 1 ? std::atol(argv[1]) : 256;
+  const index_t rows = mib * (index_t{1} << 20) / static_cast<index_t>(sizeof(float)) / cols;
+  const double g = static_cast<double>(rows * cols) * sizeof(float);
+  const double bw = copy_bandwidth();
+  std::printf("# device copy: %.0f GB/s; global tensor %lld MiB (%lld x %lld f32), mesh 8\n", bw / 1e9,
+              static_cast<long long>(mib), static_cast<long long>(rows), static_cast<long long>(cols));
+  std::printf("%-26s %-5s %12s %12s %8s\n", "case", "to", "time (us)", "floor (us)", "ratio");
+  event_timer t;
+  spmd::generator gen(1234);
+  const L<S0> s0{spmd::extents<spmd::dyn, spmd::dyn>{rows, cols}};
+  const L<R> r{spmd::extents<spmd::dyn, spmd::dyn>{rows, cols}};
+  const L<S1> s1{spmd::extents<spmd::dyn, spmd::dyn>{rows, cols}};
+
+  double fill = 1e9;
+  fill = std::min(fill, line("full", "S(0)", g, t.us([&] { (void)cu::full<float>(1.5f, s0); }), bw));
+  fill = std::min(fill, line("arange", "S(0)", g, t.us([&] { (void)cu::arange<float>(s0); }), bw));
+  line("full", "R", 8 * g, t.us([&] { (void)cu::full<float>(1.5f, r); }), bw);
+  const double uniform = line("rand (uniform)", "S(0)", g, t.us([&] { (void)cu::rand<float>(gen, s0); }), bw);
+  line("randn (normal)", "S(0)", g, t.us([&] { (void)cu::randn<float>(gen, s0); }), bw);
+  auto x = cu::full<float>(2.0f, s0);
+  line("bernoulli_", "S(0)", g, t.us([&] { spmd::runtime::bernoulli_(x, 0.3, gen); }), bw);
+  line("dropout", "S(0)", 2 * g, t.us([&] { (void)spmd::runtime::dropout(x, 0.1, gen); }), bw);
+
+  cu::device_buffer<float> global(rows * cols);
+  cu::check(cudaMemsetAsync(global.data(), 0, static_cast<std::size_t>(g), cu::current_stream()), "cudaMemsetAsync");
+  double dist = 1e9;
+  dist = std::min(dist, line("distribute_device_tensor", "S(0)", 2 * g,
+                             t.us([&] { (void)cu::distribute_device_tensor<L<S0>>(global.data(), rows * cols, s0); }), bw));
+  dist = std::min(dist, line("distribute_device_tensor", "S(1)", 2 * g,
+                             t.us([&] { (void)cu::distribute_device_tensor<L<S1>>(global.data(), rows * cols, s1); }), bw));
+  dist = std::min(dist, line("distribute_device_tensor", "R", 9 * g,
+                             t.us([&] { (void)cu::distribute_device_tensor<L<R>>(global.data(), rows * cols, r); }), bw));
+  std::printf("RESULT cuda_uniform_ratio=%.3f cuda_fill_ratio=%.3f cuda_distribute_ratio=%.3f\n", uniform, fill, dist);
+  return 0;
+}

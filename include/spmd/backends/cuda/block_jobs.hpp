@@ -1,0 +1,74 @@
+// spmd/backends/cuda/block_jobs.hpp — what the device factories and distribute_device_tensor
+// launch, built on the host from a layout and a global shape (no CUDA runtime here, so the
+// CPU tests build the same jobs and tables and run them over an emulated grid):
+//
+//   block_places(spec, global)        each rank's block: its shape, where it starts in the
+//                                     global tensor, its Partial group position, whether a
+//                                     factory leaves it the identity (block_body.hpp's jobs)
+//   distribute_table(spec, global, held)  one step table that slices a global tensor in device
+//                                     memory (input 0) into every rank's block (output r):
+//                                     host::distribute's regions, replicas as one fan-out copy
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "spmd/backends/cuda/block_body.hpp"
+#include "spmd/backends/cuda/step_table.hpp"
+#include "spmd/core/mesh_groups.hpp"
+#include "spmd/host/distribute.hpp"
+
+namespace spmd::cuda {
+
+/// One rank's block of a global tensor under a layout.
+struct block_place {
+  shape_vec shape{};
+  index_t elems = 0;
+  block_geom geom{};
+  index_t base = 0;       // global row-major index of its first element
+  index_t part = 0;       // position in its Partial group
+  bool identity = false;  // host::holds_identity: a factory fills it with the identity
+};
+
+/// Every mesh index's block (@pre spec from make_spec, global of its tensor rank).
+inline std::vector<block_place> block_places(const layout_spec& spec, const shape_vec& global) {
+  const dim_mask partial = host::detail::partial_of(spec).mask;
+  std::vector<block_place> out;
+  out.reserve(static_cast<std::size_t>(spec.mesh_size()));
+  for (index_t r = 0; r < spec.mesh_size(); ++r) {
+    const local_box b = box_at(spec, global, unravel(spec.mesh, r));
+    block_place p;
+    p.shape = b.shape;
+    p.elems = host::shape_elems(b.shape);
+    p.geom.nd = global.size();
+    index_t stride = 1;
+    for (int d = global.size() - 1; d >= 0; --d) {
+      p.geom.shape[d] = b.shape[d];
+      p.geom.gstride[d] = stride;
+      p.base += b.offset[d] * stride;
+      stride *= global[d];
+    }
+    p.part = group_of(spec.mesh, partial, r).index;
+    p.identity = host::holds_identity(spec, r);
+    out.push_back(p);
+  }
+  return out;
+}
+
+/// The step that cuts a row-major global tensor (the launch's input 0) into every held rank's
+/// block (output r): host::distribute's copy regions, before its Partial split. Ranks that
+/// receive the same region share one fan-out op, so the global tensor is read once.
+inline step_table distribute_table(const layout_spec& spec, const shape_vec& global, host::held_range held) {
+  step_table t;
+  const std::vector<host::detail::rank_slice> slices = host::detail::slices(spec, global);
+  for (const index_t r : held.indices()) {
+    const run_geom& geo = slices[static_cast<std::size_t>(r)].geo;
+    if (geo.count() == 0) continue;
+    t.ops.push_back(dev_op{op_code::copy, 0, r, geo, t.items});
+    t.items += geo.count();
+  }
+  merge_fanout(t);
+  return t;
+}
+
+}  // namespace spmd::cuda
