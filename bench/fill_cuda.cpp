@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda_timing.hpp"
 #include "spmd/backends/cuda/cuda.hpp"
 
 namespace {
@@ -30,56 +31,8 @@ namespace {
 using spmd::index_t;
 namespace cu = spmd::cuda;
 
-struct event_timer {
-  cudaEvent_t a{}, b{};
-  event_timer() {
-    cu::check(cudaEventCreate(&a), "cudaEventCreate");
-    cu::check(cudaEventCreate(&b), "cudaEventCreate");
-  }
-  ~event_timer() {
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
-  }
-  /// Median over 5 rounds of the mean microseconds of f, iterations sized to ~20 ms a round.
-  template <class F>
-  double us(F&& f) {
-    f();
-    f();
-    cu::synchronize();
-    int iters = 1;
-    std::vector<double> rounds;
-    for (int r = 0; r < 5; ++r) {
-      for (;;) {
-        cu::check(cudaEventRecord(a, cu::current_stream()), "cudaEventRecord");
-        for (int i = 0; i < iters; ++i) f();
-        cu::check(cudaEventRecord(b, cu::current_stream()), "cudaEventRecord");
-        cu::check(cudaEventSynchronize(b), "cudaEventSynchronize");
-        float ms = 0;
-        cu::check(cudaEventElapsedTime(&ms, a, b), "cudaEventElapsedTime");
-        if (ms < 20.f && iters < (1 << 20)) {
-          iters *= 2;
-          continue;
-        }
-        rounds.push_back(1000.0 * ms / iters);
-        break;
-      }
-    }
-    std::sort(rounds.begin(), rounds.end());
-    return rounds[rounds.size() / 2];
-  }
-};
-
-double copy_bandwidth() {
-  const index_t n = index_t{1} << 30;
-  cu::device_buffer<unsigned char> x(n), y(n);
-  event_timer t;
-  const double us = t.us([&] {
-    cu::check(cudaMemcpyAsync(y.data(), x.data(), static_cast<std::size_t>(n), cudaMemcpyDeviceToDevice,
-                              cu::current_stream()),
-              "cudaMemcpyAsync");
-  });
-  return 2.0 * static_cast<double>(n) / (us * 1e-6);
-}
+using bench::copy_bandwidth;
+using bench::event_timer;
 
 using M8 = spmd::mesh<8>;
 constexpr index_t cols = 1024;

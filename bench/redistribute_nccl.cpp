@@ -28,6 +28,7 @@
 
 #include "spmd/backends/nccl/environment.hpp"
 #include "spmd/backends/nccl/nccl.hpp"
+#include "cuda_timing.hpp"
 
 namespace {
 
@@ -37,44 +38,17 @@ namespace nc = spmd::nccl;
 
 constexpr index_t cols = 64;
 
+/// The benchmarks' timer (cuda_timing.hpp) with the loop count agreed over MPI: every rank
+/// must take the same decision.
 struct event_timer {
-  cudaEvent_t a{}, b{};
-  event_timer() {
-    cu::check(cudaEventCreate(&a), "cudaEventCreate");
-    cu::check(cudaEventCreate(&b), "cudaEventCreate");
-  }
-  ~event_timer() {
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
-  }
+  bench::event_timer t;
   template <class F>
   double us(F&& f) {
-    f();
-    f();
-    cu::synchronize();
-    int iters = 1;
-    std::vector<double> rounds;
-    for (int r = 0; r < 5; ++r) {
-      for (;;) {
-        cu::check(cudaEventRecord(a, cu::current_stream()), "cudaEventRecord");
-        for (int i = 0; i < iters; ++i) f();
-        cu::check(cudaEventRecord(b, cu::current_stream()), "cudaEventRecord");
-        cu::check(cudaEventSynchronize(b), "cudaEventSynchronize");
-        float ms = 0;
-        cu::check(cudaEventElapsedTime(&ms, a, b), "cudaEventElapsedTime");
-        // Every rank must take the same decision: under MPI, agree on the loop count.
-        int grow = ms < 20.f && iters < (1 << 20);
-        if (nc::size() > 1) MPI_Allreduce(MPI_IN_PLACE, &grow, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-        if (grow) {
-          iters *= 2;
-          continue;
-        }
-        rounds.push_back(1000.0 * ms / iters);
-        break;
-      }
-    }
-    std::sort(rounds.begin(), rounds.end());
-    return rounds[rounds.size() / 2];
+    return t.us(f, [](bool grow) {
+      int g = grow;
+      if (nc::size() > 1) MPI_Allreduce(MPI_IN_PLACE, &g, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+      return g != 0;
+    });
   }
 };
 

@@ -38,25 +38,6 @@ V vec(std::initializer_list<index_t> xs) {
   return v;
 }
 
-/// Every layout of a mesh of `mesh_dims` dims over Replicate, Shard(0), Shard(1), Shard(2) and
-/// Partial(op).
-std::vector<placement_vec> layouts(int mesh_dims, reduce_op op) {
-  const std::vector<placement> one = {spmd::make_replicate(), spmd::make_shard(0), spmd::make_shard(1),
-                                      spmd::make_shard(2), spmd::make_partial(op)};
-  std::vector<placement_vec> out{placement_vec{}};
-  for (int m = 0; m < mesh_dims; ++m) {
-    std::vector<placement_vec> next;
-    for (const placement_vec& v : out)
-      for (const placement& p : one) {
-        placement_vec w = v;
-        w.push_back(p);
-        next.push_back(w);
-      }
-    out = next;
-  }
-  return out;
-}
-
 /// Global values with signed zeros, a NaN, values too large to scale and small integers.
 template <class T>
 std::vector<T> values(index_t n) {
@@ -73,16 +54,6 @@ std::vector<T> values(index_t n) {
   }
   return g;
 }
-
-/// 16-byte aligned storage for n elements, poisoned (the device pool's buffers are aligned).
-template <class T>
-struct aligned_vec {
-  std::vector<cu::wide16> raw;
-  explicit aligned_vec(std::size_t n = 0) : raw((n * sizeof(T) + 15) / 16 + 2) {
-    std::memset(static_cast<void*>(raw.data()), 0x5a, raw.size() * sizeof(cu::wide16));
-  }
-  T* data() { return reinterpret_cast<T*>(raw.data()); }
-};
 
 /// A launch over job batch b, as kernels/ops.cuh's jobs_kernel runs it: each thread finds its
 /// item's job and runs body(job, geometry, item within the job).
@@ -117,9 +88,9 @@ long check_generate(const spmd::layout_spec& spec, const shape_vec& global, spmd
                     T value, counts& c, std::string& why) {
   const auto part = spmd::host::detail::partial_of(spec);
   const std::vector<cu::block_place> places = cu::block_places(spec, global);
-  std::vector<aligned_vec<T>> got(places.size());
+  std::vector<spmd_test::aligned_vec<T>> got(places.size());
   for (const index_t r : held.indices())
-    got[static_cast<std::size_t>(r)] = aligned_vec<T>(static_cast<std::size_t>(places[static_cast<std::size_t>(r)].elems));
+    got[static_cast<std::size_t>(r)] = spmd_test::aligned_vec<T>(static_cast<std::size_t>(places[static_cast<std::size_t>(r)].elems));
   const T identity = spmd::host::identity<T>(part.op);
   const cu::fill_kind kind = index ? cu::fill_kind::index : cu::fill_kind::constant;
   auto jobs = cu::make_job_launcher<cu::block_job<T>, cu::block_geom>([&](const auto& b) {
@@ -160,9 +131,9 @@ long check_distribute(const spmd::layout_spec& spec, const shape_vec& global, sp
   const std::vector<cu::block_place> places = cu::block_places(spec, global);
   const spmd::host::local_set<T> want = spmd::host::distribute<T>(data, spec, global, held);
   const index_t n = spec.mesh_size();
-  aligned_vec<T> in_aligned(data.size() + 1);
+  spmd_test::aligned_vec<T> in_aligned(data.size() + 1);
   std::memcpy(static_cast<void*>(in_aligned.data()), data.data(), data.size() * sizeof(T));
-  aligned_vec<T> in_shifted(data.size() + 1);  // one element past a 16-byte boundary
+  spmd_test::aligned_vec<T> in_shifted(data.size() + 1);  // one element past a 16-byte boundary
   std::memcpy(static_cast<void*>(in_shifted.data() + 1), data.data(), data.size() * sizeof(T));
   long bad = 0;
   for (int variant = 0; variant < 3; ++variant) {
@@ -178,11 +149,11 @@ long check_distribute(const spmd::layout_spec& spec, const shape_vec& global, sp
       cu::mark_uniform(t);
       ++c.unaligned;
     }
-    std::vector<aligned_vec<T>> got(places.size());
+    std::vector<spmd_test::aligned_vec<T>> got(places.size());
     std::vector<const T*> ins(static_cast<std::size_t>(n), src);
     std::vector<T*> outs(static_cast<std::size_t>(n), nullptr);
     for (const index_t r : held.indices()) {
-      got[static_cast<std::size_t>(r)] = aligned_vec<T>(static_cast<std::size_t>(places[static_cast<std::size_t>(r)].elems));
+      got[static_cast<std::size_t>(r)] = spmd_test::aligned_vec<T>(static_cast<std::size_t>(places[static_cast<std::size_t>(r)].elems));
       outs[static_cast<std::size_t>(r)] = got[static_cast<std::size_t>(r)].data();
     }
     spmd_test::run_on_grid<T>(t, wide, ins.data(), outs.data(), n);
@@ -226,7 +197,7 @@ long check_random(const spmd::layout_spec& spec, const shape_vec& global, spmd::
                              {rnd::distribution::normal, 9, 4, 0.5, 2.0, 0},
                              {rnd::distribution::bernoulli, 3, 8, 0.3, 0, 1288490188u}};
   for (const rnd::draw& d : draws) {
-    std::vector<aligned_vec<T>> got(places.size());
+    std::vector<spmd_test::aligned_vec<T>> got(places.size());
     auto jobs = cu::make_job_launcher<cu::block_job<T>, cu::block_geom>([&](const auto& b) {
       run_jobs(b, [&](const cu::block_job<T>& j, const cu::block_geom& g, index_t e) {
         cu::random_item<T>(j, g, e, d, identity);
@@ -234,7 +205,7 @@ long check_random(const spmd::layout_spec& spec, const shape_vec& global, spmd::
     });
     for (const index_t r : held.indices()) {  // as the backend's fill_random adds them
       const cu::block_place& p = places[static_cast<std::size_t>(r)];
-      got[static_cast<std::size_t>(r)] = aligned_vec<T>(static_cast<std::size_t>(p.elems));
+      got[static_cast<std::size_t>(r)] = spmd_test::aligned_vec<T>(static_cast<std::size_t>(p.elems));
       jobs.add({got[static_cast<std::size_t>(r)].data(), p.base, p.part, p.identity}, p.geom, p.elems);
     }
     jobs.finish();
@@ -250,13 +221,13 @@ long check_random(const spmd::layout_spec& spec, const shape_vec& global, spmd::
   // Dropout of each rank's block of the global values.
   const rnd::draw d{rnd::distribution::dropout, 5, 16, 0.25, 0, 1073741824u};
   const spmd::host::local_set<T> x = spmd::host::distribute<T>(values<T>(spmd::host::shape_elems(global)), spec, global, held);
-  std::vector<aligned_vec<T>> got(places.size());
+  std::vector<spmd_test::aligned_vec<T>> got(places.size());
   auto jobs = cu::make_job_launcher<cu::block_io_job<T>, cu::block_geom>([&](const auto& b) {
     run_jobs(b, [&](const cu::block_io_job<T>& j, const cu::block_geom& g, index_t e) { cu::dropout_item<T>(j, g, e, d); });
   });
   for (const index_t r : held.indices()) {
     const cu::block_place& p = places[static_cast<std::size_t>(r)];
-    got[static_cast<std::size_t>(r)] = aligned_vec<T>(static_cast<std::size_t>(p.elems));
+    got[static_cast<std::size_t>(r)] = spmd_test::aligned_vec<T>(static_cast<std::size_t>(p.elems));
     jobs.add({got[static_cast<std::size_t>(r)].data(), x.data(r), p.base}, p.geom, p.elems);
   }
   jobs.finish();
@@ -278,7 +249,7 @@ void sweep(const spmd::mesh_shape_vec& mesh, const std::vector<shape_vec>& shape
   constexpr bool integral = std::is_integral_v<T>;
   for (reduce_op op : {reduce_op::sum, reduce_op::avg, reduce_op::max, reduce_op::min, reduce_op::product}) {
     if (!op_allowed(op, integral)) continue;
-    for (const placement_vec& pv : layouts(mesh.size(), op))
+    for (const placement_vec& pv : spmd_test::layouts(mesh.size(), op, 3))
       for (const shape_vec& global : shapes) {
         const auto s = spmd::make_spec(mesh, pv, global.size());
         if (!s.ok()) continue;

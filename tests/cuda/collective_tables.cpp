@@ -40,17 +40,6 @@ spmd::sim::local_tensor<T, M> per_rank(index_t (*rows)(index_t), index_t cols) {
 
 /// Runs a collective's table on x's shards over the emulated grid; true when every rank's
 /// output equals `want`'s bit for bit.
-/// 16-byte aligned storage for n elements, poisoned (the device pool's buffers are 256-byte
-/// aligned; a widened table relies on it).
-template <class T>
-struct aligned_vec {
-  std::vector<spmd::cuda::wide16> raw;
-  explicit aligned_vec(std::size_t n = 0) : raw((n * sizeof(T) + 15) / 16 + 1) {
-    for (std::size_t i = 0; i < n; ++i) data()[i] = T(99);
-  }
-  T* data() { return reinterpret_cast<T*>(raw.data()); }
-};
-
 long& finished_widened() {
   static long n = 0;
   return n;
@@ -69,11 +58,11 @@ bool run_matches(const spmd::cuda::coll_detail::table& tb, const spmd::sim::loca
   const bool wide = spmd::cuda::finish(done, sizeof(T));
   finished_widened() += wide ? 1 : 0;
   for (const spmd::cuda::step_table* t : std::initializer_list<const spmd::cuda::step_table*>{&tb.t, &done}) {
-    std::vector<aligned_vec<T>> outs(M::size);
+    std::vector<spmd_test::aligned_vec<T>> outs(M::size);
     std::vector<T*> op(M::size);
     for (index_t i = 0; i < M::size; ++i) {
       const auto k = static_cast<std::size_t>(i);
-      outs[k] = aligned_vec<T>(static_cast<std::size_t>(spmd::host::shape_elems(tb.out[k])));
+      outs[k] = spmd_test::aligned_vec<T>(static_cast<std::size_t>(spmd::host::shape_elems(tb.out[k])));
       op[k] = outs[k].data();
     }
     spmd_test::run_on_grid<T>(*t, t == &done && wide, ip.data(), op.data(), M::size);

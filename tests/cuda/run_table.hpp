@@ -15,6 +15,36 @@
 
 namespace spmd_test {
 
+/// 16-byte aligned storage for n elements, each `poison` (the device pool's buffers are
+/// 256-byte aligned; a widened table relies on it), with a unit to spare.
+template <class T>
+struct aligned_vec {
+  std::vector<spmd::cuda::wide16> raw;
+  explicit aligned_vec(std::size_t n = 0, T poison = T(99)) : raw((n * sizeof(T) + 15) / 16 + 2) {
+    for (std::size_t i = 0; i < n; ++i) data()[i] = poison;
+  }
+  T* data() { return reinterpret_cast<T*>(raw.data()); }
+};
+
+/// Every placement list of a mesh of `mesh_dims` dims over Replicate, Shard(0) .. Shard(k - 1)
+/// for k = `shard_dims`, and Partial(op).
+inline std::vector<spmd::placement_vec> layouts(int mesh_dims, spmd::reduce_op op, int shard_dims = 2) {
+  std::vector<spmd::placement> one = {spmd::make_replicate(), spmd::make_partial(op)};
+  for (int d = 0; d < shard_dims; ++d) one.push_back(spmd::make_shard(d));
+  std::vector<spmd::placement_vec> out{spmd::placement_vec{}};
+  for (int m = 0; m < mesh_dims; ++m) {
+    std::vector<spmd::placement_vec> next;
+    for (const spmd::placement_vec& v : out)
+      for (const spmd::placement& p : one) {
+        spmd::placement_vec w = v;
+        w.push_back(p);
+        next.push_back(w);
+      }
+    out = next;
+  }
+  return out;
+}
+
 /// Runs `t` on in[r] / out[r] (r < n); `wide` when t was widened (finish returned true):
 /// every buffer then 16-byte aligned, as the device pool's are.
 template <class T>

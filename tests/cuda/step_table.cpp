@@ -33,23 +33,6 @@ V vec(std::initializer_list<index_t> xs) {
   return v;
 }
 
-std::vector<placement_vec> layouts(int mesh_dims, reduce_op op) {
-  const std::vector<placement> one = {spmd::make_replicate(), spmd::make_shard(0),
-                                      spmd::make_shard(1), spmd::make_partial(op)};
-  std::vector<placement_vec> out{placement_vec{}};
-  for (int m = 0; m < mesh_dims; ++m) {
-    std::vector<placement_vec> next;
-    for (const placement_vec& v : out)
-      for (const placement& p : one) {
-        placement_vec w = v;
-        w.push_back(p);
-        next.push_back(w);
-      }
-    out = next;
-  }
-  return out;
-}
-
 template <class T>
 std::vector<T> values(index_t n) {
   std::vector<T> g(static_cast<std::size_t>(n));
@@ -87,17 +70,6 @@ long& uniform_steps() {  // ops found without a search
   return n;
 }
 
-/// 16-byte aligned storage for n elements (the device pool's buffers are 256-byte aligned;
-/// a widened step relies on it).
-template <class T>
-struct aligned_vec {
-  std::vector<spmd::cuda::wide16> raw;
-  explicit aligned_vec(std::size_t n = 0, T v = T()) : raw((n * sizeof(T) + 15) / 16 + 1) {
-    for (std::size_t i = 0; i < n; ++i) data()[i] = v;
-  }
-  T* data() { return reinterpret_cast<T*>(raw.data()); }
-};
-
 /// One step on `in` by the emulated grid; false (with a message) where a rank differs.
 template <class T>
 long check_step(const spmd::plan_step& step, const shape_vec& global,
@@ -105,7 +77,7 @@ long check_step(const spmd::plan_step& step, const shape_vec& global,
   const spmd::step_schedule s = spmd::build_schedule(step, global);
   const spmd::cuda::step_table table = spmd::cuda::build_step_table(step, s, global);
   const index_t n = in.ranks();
-  std::vector<aligned_vec<T>> fresh(static_cast<std::size_t>(n));
+  std::vector<spmd_test::aligned_vec<T>> fresh(static_cast<std::size_t>(n));
   std::vector<const T*> ins(static_cast<std::size_t>(n));
   std::vector<T*> outs(static_cast<std::size_t>(n));
   for (index_t r = 0; r < n; ++r) {
@@ -113,7 +85,7 @@ long check_step(const spmd::plan_step& step, const shape_vec& global,
     if (s.ranks[static_cast<std::size_t>(r)].how == spmd::disposition::keep) {
       outs[static_cast<std::size_t>(r)] = const_cast<T*>(in.data(r));
     } else {
-      fresh[static_cast<std::size_t>(r)] = aligned_vec<T>(static_cast<std::size_t>(s.ranks[static_cast<std::size_t>(r)].elems), T(7));
+      fresh[static_cast<std::size_t>(r)] = spmd_test::aligned_vec<T>(static_cast<std::size_t>(s.ranks[static_cast<std::size_t>(r)].elems), T(7));
       outs[static_cast<std::size_t>(r)] = fresh[static_cast<std::size_t>(r)].data();
     }
   }
@@ -165,7 +137,7 @@ long check_step(const spmd::plan_step& step, const shape_vec& global,
 template <class T>
 void sweep(const spmd::mesh_shape_vec& mesh, reduce_op op, const std::vector<shape_vec>& shapes,
            long& steps) {
-  const auto ls = layouts(mesh.size(), op);
+  const auto ls = spmd_test::layouts(mesh.size(), op);
   for (const shape_vec& global : shapes) {
     const std::vector<T> data = values<T>(spmd::host::shape_elems(global));
     for (const placement_vec& a : ls)
@@ -259,11 +231,11 @@ TEST_CASE("an S(0)->S(1) step moves 32-byte runs as one item each, and a wrong t
   const spmd::host::local_set<float> in = spmd::host::distribute<float>(data, sa.spec, global);
   const spmd::host::local_set<float> want = spmd::sim::execute(step, global, in);
   auto differs = [&](const spmd::cuda::step_table& m) {
-    std::vector<aligned_vec<float>> out(4);
+    std::vector<spmd_test::aligned_vec<float>> out(4);
     std::vector<const float*> ip(4);
     std::vector<float*> op(4);
     for (index_t r = 0; r < 4; ++r) {
-      out[static_cast<std::size_t>(r)] = aligned_vec<float>(static_cast<std::size_t>(want.size(r)), 7.f);
+      out[static_cast<std::size_t>(r)] = spmd_test::aligned_vec<float>(static_cast<std::size_t>(want.size(r)), 7.f);
       ip[static_cast<std::size_t>(r)] = in.data(r);
       op[static_cast<std::size_t>(r)] = out[static_cast<std::size_t>(r)].data();
     }
@@ -397,7 +369,7 @@ TEST_CASE("a region copied in 16-byte units moves the same elements", "[cuda][em
   REQUIRE(spmd::cuda::widenable(g, 4));
   const spmd::run_geom w = spmd::cuda::widened(g, 4);
   CHECK(w.count() * 4 == g.count());
-  aligned_vec<float> src(3 * 5 * 64 + 16), a(3 * 5 * 8 + 4, -1.f), b(3 * 5 * 8 + 4, -1.f);
+  spmd_test::aligned_vec<float> src(3 * 5 * 64 + 16), a(3 * 5 * 8 + 4, -1.f), b(3 * 5 * 8 + 4, -1.f);
   for (index_t i = 0; i < 3 * 5 * 64 + 16; ++i) src.data()[i] = static_cast<float>(i);
   for (index_t e = 0; e < g.count(); ++e) {
     index_t s = 0, d = 0;
