@@ -42,10 +42,12 @@ __global__ void __launch_bounds__(step_threads)
 }
 
 /// A tiled step (step_table.hpp: tile): one block per tile, its rows read whole into shared
-/// memory, then each op's piece written whole (tile_body.hpp).
+/// memory, then each op's piece written whole (tile_body.hpp). (A template, as every kernel
+/// of these headers: several kernel files include them.)
+template <index_t Units>
 __global__ void __launch_bounds__(step_threads)
     step_tile_kernel(const step_view t, const __grid_constant__ rank_ptrs<wide16> p) {
-  __shared__ wide16 smem[tile_units];
+  __shared__ wide16 smem[Units];
   const tile_place tp = tile_of(t, blockIdx.x);
   tile_load(tp, threadIdx.x, blockDim.x, p.in, smem);
   __syncthreads();
@@ -87,7 +89,7 @@ void step_wide(const step_view& table, const rank_ptrs<wide16>& ptrs, cudaStream
   if (table.items == 0) return;
   if (table.tile_blocks > 0) {
     const auto tiles = static_cast<unsigned>(table.tile_blocks < 0x7fffffff ? table.tile_blocks : 0x7fffffff);
-    detail::step_tile_kernel<<<tiles, detail::step_threads, 0, stream>>>(table, ptrs);
+    detail::step_tile_kernel<tile_units><<<tiles, detail::step_threads, 0, stream>>>(table, ptrs);
     check(cudaGetLastError(), "the step kernel's launch (tiles)");
     return;
   }
