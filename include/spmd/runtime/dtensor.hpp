@@ -408,10 +408,10 @@ struct factories {
           detail::internal_t{}, layout,
           B::template generate<T>(Layout::spec(), layout.extents().to_vec(), held<Layout>(), value, false));
     else
-      return dtensor<T, Layout, B>(detail::internal_t{}, layout,
-                                 to_storage<B>(generate<T>(Layout::spec(), layout.extents().to_vec(),
-                                                           detail::constant_value<T>{value},
-                                                           held<Layout>())));
+      return dtensor<T, Layout, B>(
+          detail::internal_t{}, layout,
+          to_storage<B>(generate<T>(Layout::spec(), layout.extents().to_vec(), detail::constant_value<T>{value},
+                                    held<Layout>())));
   }
   /// Element = its global row-major index (0, 1, 2, ... over the global tensor), sharded.
   template <element T, class Layout>
@@ -421,10 +421,10 @@ struct factories {
           detail::internal_t{}, layout,
           B::template generate<T>(Layout::spec(), layout.extents().to_vec(), held<Layout>(), T(0), true));
     else
-      return dtensor<T, Layout, B>(detail::internal_t{}, layout,
-                                 to_storage<B>(generate<T>(Layout::spec(), layout.extents().to_vec(),
-                                                           detail::index_value<T>{},
-                                                           held<Layout>())));
+      return dtensor<T, Layout, B>(
+          detail::internal_t{}, layout,
+          to_storage<B>(generate<T>(Layout::spec(), layout.extents().to_vec(), detail::index_value<T>{},
+                                    held<Layout>())));
   }
 };
 
