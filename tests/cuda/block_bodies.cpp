@@ -31,12 +31,7 @@ using spmd::placement_vec;
 using spmd::reduce_op;
 using spmd::shape_vec;
 
-template <class V = shape_vec>
-V vec(std::initializer_list<index_t> xs) {
-  V v{};
-  for (index_t x : xs) v.push_back(x);
-  return v;
-}
+using spmd_test::vec;
 
 /// Global values with signed zeros, a NaN, values too large to scale and small integers.
 template <class T>

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstring>
+#include <initializer_list>
 #include <vector>
 
 #include "spmd/backends/cuda/grid_emulation.hpp"
@@ -14,6 +15,14 @@
 #include "spmd/backends/cuda/tile_body.hpp"
 
 namespace spmd_test {
+
+/// A shape (or mesh shape, V) from a list.
+template <class V = spmd::shape_vec>
+V vec(std::initializer_list<spmd::index_t> xs) {
+  V v{};
+  for (spmd::index_t x : xs) v.push_back(x);
+  return v;
+}
 
 /// 16-byte aligned storage for n elements, each `poison` (the device pool's buffers are
 /// 256-byte aligned; a widened table relies on it), with a unit to spare.

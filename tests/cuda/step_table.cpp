@@ -26,12 +26,7 @@ using spmd::placement_vec;
 using spmd::reduce_op;
 using spmd::shape_vec;
 
-template <class V = shape_vec>
-V vec(std::initializer_list<index_t> xs) {
-  V v{};
-  for (index_t x : xs) v.push_back(x);
-  return v;
-}
+using spmd_test::vec;
 
 template <class T>
 std::vector<T> values(index_t n) {

@@ -13,8 +13,6 @@
 
 #include <map>
 #include <span>
-#include <stdexcept>
-#include <string>
 #include <vector>
 
 #include "spmd/backends/cuda/backend.hpp"
@@ -55,7 +53,7 @@ dtensor<T, Layout> distribute_device_tensor(const T* device_data, index_t n, con
                               distribute_on_device<T>(device_data, n, Layout::spec(), layout.extents().to_vec(),
                                                       backend::held<M>(), who));
   } else {
-    if (n < 0) throw std::invalid_argument(std::string(who) + ": n is " + std::to_string(n));
+    check_global_count(n, layout.extents().to_vec(), who);
     std::vector<T> host(static_cast<std::size_t>(n));
     if (n > 0)
       check(cudaMemcpyAsync(host.data(), device_data, host.size() * sizeof(T), cudaMemcpyDeviceToHost,

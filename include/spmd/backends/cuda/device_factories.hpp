@@ -63,6 +63,15 @@ device_set<T> adopt_blocks(std::vector<device_buffer<T>>& bufs, const std::vecto
 
 }  // namespace detail
 
+/// Throws std::invalid_argument, naming both counts, unless n is the element count of `global`.
+inline void check_global_count(index_t n, const shape_vec& global, const char* who) {
+  const index_t total = shape_elems(global);
+  if (n != total)
+    throw std::invalid_argument(std::string(who) + ": the global data has " + std::to_string(n) +
+                                " elements, the shape " + host::detail::shape_text(global) + " needs " +
+                                std::to_string(total));
+}
+
 /// The held ranks' blocks of a tensor whose every element is `value` (kind constant) or its
 /// global row-major index (kind index), with the factories' rule on Partial placements
 /// (host::generate): one launch.
@@ -94,11 +103,7 @@ template <class T>
 device_set<T> distribute_on_device(const T* data, index_t n, const layout_spec& spec, const shape_vec& global,
                                    held_range held, const char* who) {
   require_device(who);
-  const index_t total = shape_elems(global);
-  if (n != total)
-    throw std::invalid_argument(std::string(who) + ": the global data has " + std::to_string(n) +
-                                " elements, the shape " + host::detail::shape_text(global) + " needs " +
-                                std::to_string(total));
+  check_global_count(n, global, who);
   const host::detail::partial_info part = host::detail::partial_of(spec);
   if (part.mask != 0) host::check_reduce_op<T>(part.op, who);
   const std::vector<block_place> places = block_places(spec, global);
