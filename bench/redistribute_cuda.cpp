@@ -58,6 +58,21 @@ struct row {
   double size = 0, us = 0, graph_us = 0, floor_us = 0;
 };
 
+/// Microseconds per replay of a CUDA graph holding what f puts on the current stream.
+template <class F>
+double graph_us(event_timer& t, F&& f) {
+  cudaGraph_t graph{};
+  cudaGraphExec_t exec{};
+  cu::check(cudaStreamBeginCapture(cu::current_stream(), cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+  f();
+  cu::check(cudaStreamEndCapture(cu::current_stream(), &graph), "cudaStreamEndCapture");
+  cu::check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+  const double us = t.us([&] { cu::check(cudaGraphLaunch(exec, cu::current_stream()), "cudaGraphLaunch"); });
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  return us;
+}
+
 /// Reads bench/localtensor_cuda.py's lines "<mesh> <case> <size bytes> <us>".
 std::map<std::string, double> torch_times(const std::string& file) {
   std::map<std::string, double> m;
@@ -84,15 +99,7 @@ row run_case(const char* mesh, const char* name, index_t bytes, double read_x, d
   r.us = t.us([&] { (void)cu::redistribute<Dst>(x); });
   r.floor_us = (read_x + write_x) * static_cast<double>(bytes) / bw * 1e6;
   // The same redistribute from a CUDA graph (its allocations and frees captured with it).
-  cudaGraph_t graph{};
-  cudaGraphExec_t exec{};
-  cu::check(cudaStreamBeginCapture(cu::current_stream(), cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
-  { (void)cu::redistribute<Dst>(x); }
-  cu::check(cudaStreamEndCapture(cu::current_stream(), &graph), "cudaStreamEndCapture");
-  cu::check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
-  r.graph_us = t.us([&] { cu::check(cudaGraphLaunch(exec, cu::current_stream()), "cudaGraphLaunch"); });
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
+  r.graph_us = graph_us(t, [&] { (void)cu::redistribute<Dst>(x); });
   return r;
 }
 
@@ -142,6 +149,15 @@ int main(int argc, char** argv) {
     std::printf("# launch floor: empty kernel %.2f us; with the step kernel's 2 KiB of parameters %.2f us, "
                 "with 6 KiB %.2f us, 16 KiB %.2f us; cudaMallocAsync + cudaFreeAsync of 32 KiB %.2f us\n",
                 launch_us, launch_params_us, p6_us, p16_us, alloc_us);
+    // The same floor for a graph replay: a graph of one empty kernel, and one that also holds
+    // an allocation and a free node as a captured redistribute does.
+    const double graph_empty_us = graph_us(t, [&] { bench::launch_empty(s); });
+    const double graph_alloc_us = graph_us(t, [&] {
+      cu::device_block b(8 * 4096);
+      bench::launch_empty(s);
+    });
+    std::printf("# graph floor: one empty kernel %.2f us; with an allocation and a free node %.2f us\n",
+                graph_empty_us, graph_alloc_us);
   }
   const std::map<std::string, double> torch = torch_file.empty() ? std::map<std::string, double>{} : torch_times(torch_file);
 

@@ -7,6 +7,8 @@
 // in bench/results/step_kernels_h200_28*.txt and bench/RESULTS.md say what they measured.)
 //
 //   meson compile -C build step_kernels && build/bench/step_kernels [MiB]   (default 256)
+//   build/bench/step_kernels --kib K   the same tables at K KiB, where launches, not bytes, cost:
+//       each kernel's latency as 20 launches replayed from one CUDA graph, less 20 empty ones
 //
 // Cases on mesh 8, f32, a global tensor of MiB with 64 columns (bench/redistribute_cuda's):
 // S(0)->R, S(0)->S(1), P->R, P->S(0).
@@ -24,6 +26,7 @@
 #include "spmd/backends/cuda/launch.hpp"
 #include "spmd/backends/cuda/step_table.hpp"
 #include "spmd/plan.hpp"
+#include "launch_floor.hpp"
 
 namespace {
 
@@ -58,6 +61,25 @@ double ms_per(F&& f) {
   return best;
 }
 
+/// Microseconds per launch of f, 20 launches captured in one CUDA graph and replayed (ms_per
+/// over the replays): a small kernel's latency plus the graph's gap between two nodes.
+template <class F>
+double graph_us_per(F&& f) {
+  cudaStream_t s{};
+  cu::check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+  cudaGraph_t g{};
+  cudaGraphExec_t e{};
+  cu::check(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+  for (int i = 0; i < 20; ++i) f(s);
+  cu::check(cudaStreamEndCapture(s, &g), "cudaStreamEndCapture");
+  cu::check(cudaGraphInstantiate(&e, g, 0), "cudaGraphInstantiate");
+  const double ms = ms_per([&] { cu::check(cudaGraphLaunch(e, nullptr), "cudaGraphLaunch"); });
+  cudaGraphExecDestroy(e);
+  cudaGraphDestroy(g);
+  cudaStreamDestroy(s);
+  return ms * 1e3 / 20;
+}
+
 spmd::placement_vec one(const spmd::placement& p) {
   spmd::placement_vec v{};
   v.push_back(p);
@@ -76,7 +98,12 @@ const char* const table_names[] = {"", " 16B/item", " searched", " no tiles"};
 }  // namespace
 
 int main(int argc, char** argv) {
-  const index_t mib = argc > 1 ? std::atoll(argv[1]) : 256;
+  const bool small = argc > 2 && std::string(argv[1]) == "--kib";
+  const index_t kib = small ? std::atoll(argv[2]) : (argc > 1 ? std::atoll(argv[1]) : 256) * 1024;
+  if (kib <= 0) {
+    std::fprintf(stderr, "usage: step_kernels [MiB] | --kib K\n");
+    return 2;
+  }
   int sms = 0, dev = 0;
   cu::check(cudaGetDevice(&dev), "cudaGetDevice");
   cu::check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "cudaDeviceGetAttribute");
@@ -89,12 +116,14 @@ int main(int argc, char** argv) {
   const double bw = 2.0 * static_cast<double>(big) / (copy_ms * 1e-3);
   cudaFree(x);
   cudaFree(y);
-  std::printf("# %s, %d SMs, device-to-device copy %.1f GB/s; global %lld MiB f32, 64 columns, mesh 8\n", prop.name,
-              sms, bw / 1e9, static_cast<long long>(mib));
+  std::printf("# %s, %d SMs, device-to-device copy %.1f GB/s; global %lld KiB f32, 64 columns, mesh 8\n", prop.name,
+              sms, bw / 1e9, static_cast<long long>(kib));
+  const double empty_us = small ? graph_us_per([](cudaStream_t st) { bench::launch_empty(st); }) : 0;
+  if (small) std::printf("# an empty kernel in the graph: %.2f us per node\n", empty_us);
 
   spmd::mesh_shape_vec mesh{};
   mesh.push_back(8);
-  const index_t cols = 64, rows = mib * (index_t{1} << 20) / 4 / cols;
+  const index_t cols = 64, rows = kib * 1024 / 4 / cols;
   spmd::shape_vec global{};
   global.push_back(rows);
   global.push_back(cols);
@@ -110,7 +139,8 @@ int main(int argc, char** argv) {
       {"P->S(0)", P, spmd::make_shard(0), 8, 1, 0},
       {"P->S(0)", P, spmd::make_shard(0), 8, 1, 2},
   };
-  std::printf("# %-36s %10s %10s %7s\n", "case (table, bytes per item)", "time(us)", "floor(us)", "ratio");
+  if (small) std::printf("# %-36s %10s %10s %10s\n", "case (table, bytes per item)", "node(us)", "kernel(us)", "blocks");
+  else std::printf("# %-36s %10s %10s %7s\n", "case (table, bytes per item)", "time(us)", "floor(us)", "ratio");
   for (const tested& c : cases) {
     const auto a = spmd::make_spec(mesh, one(c.from), 2), b = spmd::make_spec(mesh, one(c.to), 2);
     const auto p = spmd::make_plan(a.spec, b.spec, 1e9);
@@ -149,11 +179,17 @@ int main(int argc, char** argv) {
         ptrs.out[r] = static_cast<cu::wide16*>(out);
       }
     }
-    const double floor_us = (c.read_x + c.write_x) * static_cast<double>(mib) * (1 << 20) / bw * 1e6;
-    const double us = 1e3 * ms_per([&] { cu::kernels::step_wide<float>(v, ptrs, nullptr); });
+    const double floor_us = (c.read_x + c.write_x) * static_cast<double>(kib) * 1024 / bw * 1e6;
     const std::string name = std::string(c.name) + table_names[c.table] +
                              (t.tile_blocks > 0 ? std::string(" (tiles)") : " (" + std::to_string(t.units * 16) + "B)");
-    std::printf("  %-36s %10.1f %10.1f %7.3f\n", name.c_str(), us, floor_us, floor_us / us);
+    if (small) {
+      const double node = graph_us_per([&](cudaStream_t st) { cu::kernels::step_wide<float>(v, ptrs, st); });
+      const long long blocks = t.tile_blocks > 0 ? t.tile_blocks : (t.items + 255) / 256;
+      std::printf("  %-36s %10.2f %10.2f %10lld\n", name.c_str(), node, node - empty_us, blocks);
+    } else {
+      const double us = 1e3 * ms_per([&] { cu::kernels::step_wide<float>(v, ptrs, nullptr); });
+      std::printf("  %-36s %10.1f %10.1f %7.3f\n", name.c_str(), us, floor_us, floor_us / us);
+    }
     cu::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
     for (void* q : owned) cudaFree(q);
     cudaFree(tab);

@@ -60,6 +60,10 @@ long& tiled_steps() {  // transposing copy steps run by tiles
   static long n = 0;
   return n;
 }
+long& tiled_uneven_steps() {  // ... with pieces of unequal runs in a group (a search by column)
+  static long n = 0;
+  return n;
+}
 long& uniform_steps() {  // ops found without a search
   static long n = 0;
   return n;
@@ -117,6 +121,11 @@ long check_step(const spmd::plan_step& step, const shape_vec& global,
   compare(wide ? "the widened table" : "the finished table");
   if (done.tile_blocks > 0) {  // tiled: the same step deepened instead must agree too
     ++tiled_steps();
+    for (const auto& g : done.tiles)
+      if (g.run == 0) {
+        ++tiled_uneven_steps();
+        break;
+      }
     spmd::cuda::step_table deep = table;
     spmd::cuda::finish(deep, sizeof(T), false);
     if (deep.units > 1) ++deepened_steps();
@@ -178,7 +187,7 @@ TEST_CASE("steps widened to 16-byte units give the simulation's bits", "[cuda][e
   // all_to_alls, chunks and reductions widen, and many copy steps deepen.
   // (The inputs' buffers come from local_set's allocator, aligned to 64 bytes.)
   long steps = 0;
-  widened_steps() = widened_reductions() = deepened_steps() = uniform_steps() = tiled_steps() = 0;
+  widened_steps() = widened_reductions() = deepened_steps() = uniform_steps() = tiled_steps() = tiled_uneven_steps() = 0;
   const std::vector<shape_vec> shapes = {vec({16, 32}), vec({8, 64}), vec({32, 8})};
   for (const auto& m : {vec<spmd::mesh_shape_vec>({4}), vec<spmd::mesh_shape_vec>({2, 2}),
                         vec<spmd::mesh_shape_vec>({2, 2, 2})}) {
@@ -191,10 +200,12 @@ TEST_CASE("steps widened to 16-byte units give the simulation's bits", "[cuda][e
     sweep<std::int32_t>(m, reduce_op::sum, {vec({8, 64})}, steps);
   }
   INFO(widened_steps() << " of " << steps << " steps widened, " << widened_reductions() << " of them reducing, "
-                       << deepened_steps() << " deepened, " << tiled_steps() << " tiled; " << uniform_steps()
+                       << deepened_steps() << " deepened, " << tiled_steps() << " tiled (" << tiled_uneven_steps()
+                       << " with unequal runs); " << uniform_steps()
                        << " with ops of one size");
   CHECK(widened_steps() > 500);
   CHECK(tiled_steps() > 50);
+  CHECK(tiled_uneven_steps() > 0);
   CHECK(widened_reductions() > 200);
   CHECK(deepened_steps() > 100);
   CHECK(uniform_steps() > 500);
@@ -257,7 +268,7 @@ TEST_CASE("an S(0)->S(1) step moves 32-byte runs as one item each, and a wrong t
   searched.uniform = 0;
   CHECK_FALSE(differs(searched));
   // Finished as the backend does, the step runs by tiles: one group per source, rows of 16
-  // units (the 4 pieces of 4), one tile each; the ops of a source in turn.
+  // units (the 4 pieces of 4), one tile each; a source's ops sorted by column.
   spmd::cuda::step_table tiled = built;
   REQUIRE(spmd::cuda::finish(tiled, 4));
   REQUIRE(tiled.tiles.size() == 4);
@@ -268,13 +279,18 @@ TEST_CASE("an S(0)->S(1) step moves 32-byte runs as one item each, and a wrong t
     CHECK(g.rows == 2);
     CHECK(g.pitch % 8 == 4 % 8);  // rows padded so a piece's units fall in distinct banks
     CHECK(g.op_end - g.op_begin == 4);
-    for (index_t q = g.op_begin; q < g.op_end; ++q) CHECK(tiled.ops[static_cast<std::size_t>(q)].src == g.src);
+    CHECK(g.run == 4);
+    for (index_t q = g.op_begin; q < g.op_end; ++q) {
+      CHECK(tiled.ops[static_cast<std::size_t>(q)].src == g.src);
+      CHECK(tiled.ops[static_cast<std::size_t>(q)].geo.soff - g.lo == 4 * (q - g.op_begin));
+    }
   }
   CHECK_FALSE(differs(tiled));
-  // Mutations: a piece's column one unit off, rows packed tighter than loaded, a tile short
-  // of its group's rows.
+  // Mutations: a piece written to its neighbour's rank, rows packed tighter than loaded, a
+  // tile short of its group's rows. (A piece's column moved would break the sort by column
+  // that the store's look-up relies on, and write out of bounds rather than wrong bits.)
   spmd::cuda::step_table t1 = tiled;
-  t1.ops[1].geo.soff += 1;
+  t1.ops[1].dst = t1.ops[2].dst;
   CHECK(differs(t1));
   spmd::cuda::step_table t2 = tiled;
   t2.tiles[2].pitch = t2.tiles[2].width - 1;
@@ -310,6 +326,11 @@ TEST_CASE("transposing steps run by tiles give the simulation's bits, several ti
   sweep<float>(vec<spmd::mesh_shape_vec>({2, 2}), reduce_op::sum, {vec({128, 64})}, steps);
   sweep<spmd::bfloat16>(vec<spmd::mesh_shape_vec>({4}), reduce_op::sum, {vec({96, 64})}, steps);
   CHECK(tiled_steps() >= 4);
+  // Uneven pieces: 10 doubles a row on mesh 3 are pieces of 4, 4 and 2 (2, 2 and 1 units), so
+  // a tile's store finds a unit's op by a search over the columns.
+  tiled_uneven_steps() = 0;
+  sweep<double>(vec<spmd::mesh_shape_vec>({3}), reduce_op::sum, {vec({24, 10}), vec({600, 10})}, steps);
+  CHECK(tiled_uneven_steps() >= 2);
 }
 
 TEST_CASE("widen refuses what 16-byte units cannot express", "[cuda][emulation]") {

@@ -50,6 +50,7 @@ struct tile_group {
   index_t width = 0;                // units per source row: the ops' runs side by side
   index_t pitch = 0;                // units per row in shared memory (width, padded)
   index_t lo = 0;                   // source offset of row 0's first unit
+  index_t run = 0;                  // every op's run where they are equal, else 0
   index_t tile_rows = 0;            // rows per tile (one block of the launch)
   index_t tile_begin = 0;           // its first tile
 };
@@ -364,7 +365,10 @@ inline index_t flat_rows(const run_geom& g, index_t width) {
 inline bool tile(step_table& t) {
   if (t.ops.empty() || !t.fanout.empty() || t.units != 1) return false;
   std::vector<dev_op> ops = t.ops;
-  std::stable_sort(ops.begin(), ops.end(), [](const dev_op& a, const dev_op& b) { return a.src < b.src; });
+  // By source, then by column: a tile's store finds a unit's op by its column (tile_body.hpp).
+  std::stable_sort(ops.begin(), ops.end(), [](const dev_op& a, const dev_op& b) {
+    return a.src != b.src ? a.src < b.src : a.geo.soff < b.geo.soff;
+  });
   std::vector<tile_group> groups;
   index_t blocks = 0;
   for (std::size_t i = 0; i < ops.size();) {
@@ -400,6 +404,9 @@ inline bool tile(step_table& t) {
     // Rows padded so that a warp's reads of one op's pieces fall in distinct banks (16-byte
     // units, 8 to a 128-byte bank cycle: pitch = run mod 8).
     const index_t run = ops[i].geo.run;
+    g.run = run;
+    for (std::size_t k = i; k < j; ++k)
+      if (ops[k].geo.run != run) g.run = 0;
     g.pitch = g.width + ((run - g.width) % 8 + 8) % 8;
     if (g.pitch > tile_units) return false;
     g.tile_rows = tile_units / g.pitch;

@@ -48,18 +48,32 @@ SPMD_HD inline void tile_load(const tile_place& p, index_t thread, index_t threa
 }
 
 /// Phase 2: each op's piece of the tile's rows (its run at its column), written contiguous:
-/// its destination holds its rows `run` apart.
+/// its destination holds its rows `run` apart. The tile's units are one range over every op
+/// (op q's piece is units [rows * col_q, rows * (col_q + run_q)), the ops sorted by column),
+/// so every thread has a unit to store whatever the runs: a loop over the ops in turn left
+/// most threads idle where a piece is short, and chained each op's table read behind the last.
 SPMD_HD inline void tile_store(const step_view& t, const tile_place& p, index_t thread, index_t threads,
                                const wide16* smem, wide16* const* out) {
-  for (index_t q = p.g->op_begin; q < p.g->op_end; ++q) {
-    const dev_op& o = t.ops[q];
-    const index_t run = o.geo.run, col = o.geo.soff - p.g->lo, n = p.rows * run;
-    wide16* d = out[o.dst] + o.geo.doff + p.row0 * run;
-    for (index_t u = thread; u < n; u += threads) {
-      index_t i = 0, k = 0;
-      divmod(u, run, i, k);
-      d[u] = smem[i * p.g->pitch + col + k];
+  const tile_group& g = *p.g;
+  const index_t rows = p.rows, n = rows * g.width;
+  for (index_t u = thread; u < n; u += threads) {
+    index_t c = 0, unused = 0;
+    divmod(u, rows, c, unused);  // the column whose band of `rows` units holds u
+    index_t lo = g.op_begin, hi = g.op_end - 1;
+    if (g.run > 0) {
+      lo = g.op_begin + c / g.run;
+    } else {
+      while (lo < hi) {  // the last op starting at or before column c
+        const index_t mid = (lo + hi + 1) / 2;
+        if (t.ops[mid].geo.soff - g.lo <= c) lo = mid;
+        else hi = mid - 1;
+      }
     }
+    const dev_op& o = t.ops[lo];
+    const index_t run = o.geo.run, col = o.geo.soff - g.lo, v = u - rows * col;
+    index_t i = 0, k = 0;
+    divmod(v, run, i, k);
+    out[o.dst][o.geo.doff + p.row0 * run + v] = smem[i * g.pitch + col + k];
   }
 }
 
