@@ -83,32 +83,36 @@ long check_generate(const spmd::layout_spec& spec, const shape_vec& global, spmd
                     T value, counts& c, std::string& why) {
   const auto part = spmd::host::detail::partial_of(spec);
   const std::vector<cu::block_place> places = cu::block_places(spec, global);
-  std::vector<spmd_test::aligned_vec<T>> got(places.size());
-  for (const index_t r : held.indices())
-    got[static_cast<std::size_t>(r)] = spmd_test::aligned_vec<T>(static_cast<std::size_t>(places[static_cast<std::size_t>(r)].elems));
   const T identity = spmd::host::identity<T>(part.op);
   const cu::fill_kind kind = index ? cu::fill_kind::index : cu::fill_kind::constant;
-  auto jobs = cu::make_job_launcher<cu::block_job<T>, cu::block_geom>([&](const auto& b) {
-    ++c.launches;
-    run_jobs(b, [&](const cu::block_job<T>& j, const cu::block_geom& g, index_t e) {
-      cu::generate_item<T>(j, g, e, kind, value, identity);
-    });
-  });
-  for (const index_t r : held.indices()) {  // as generate_on_device adds them
-    const cu::block_place& p = places[static_cast<std::size_t>(r)];
-    jobs.add({got[static_cast<std::size_t>(r)].data(), p.base, p.part, p.identity}, p.geom, p.elems);
-  }
-  jobs.finish();
   const spmd::host::local_set<T> want =
       index ? spmd::host::generate<T>(spec, global, spmd::runtime::detail::index_value<T>{}, held)
             : spmd::host::generate<T>(spec, global, spmd::runtime::detail::constant_value<T>{value}, held);
   long bad = 0;
-  for (const index_t r : held.indices()) {
-    const index_t k = want.size(r);
-    if (k != places[static_cast<std::size_t>(r)].elems || !(want.shape(r) == places[static_cast<std::size_t>(r)].shape) ||
-        (k > 0 && std::memcmp(got[static_cast<std::size_t>(r)].data(), want.data(r), static_cast<std::size_t>(k) * sizeof(T)) != 0)) {
-      ++bad;
-      why = std::string(index ? "arange" : "full") + " differs at mesh index " + std::to_string(r);
+  for (const int shift : {0, 1}) {  // blocks 16-byte aligned (whole items stored at once), and not
+    std::vector<spmd_test::aligned_vec<T>> got(places.size());
+    for (const index_t r : held.indices())
+      got[static_cast<std::size_t>(r)] = spmd_test::aligned_vec<T>(static_cast<std::size_t>(places[static_cast<std::size_t>(r)].elems) + 2);
+    auto out = [&](index_t r) { return got[static_cast<std::size_t>(r)].data() + shift; };
+    auto jobs = cu::make_job_launcher<cu::block_job<T>, cu::block_geom>([&](const auto& b) {
+      ++c.launches;
+      run_jobs(b, [&](const cu::block_job<T>& j, const cu::block_geom& g, index_t e) {
+        cu::generate_item<T>(j, g, e, kind, value, identity);
+      });
+    });
+    cu::add_blocks(jobs, places, held.indices(), [&](index_t r, const cu::block_place& p) {  // as generate_on_device
+      return cu::block_job<T>{out(r), p.elems, p.base, p.part, p.identity};
+    });
+    jobs.finish();
+    for (const index_t r : held.indices()) {
+      const index_t k = want.size(r);
+      if (k != places[static_cast<std::size_t>(r)].elems || !(want.shape(r) == places[static_cast<std::size_t>(r)].shape) ||
+          (k > 0 && std::memcmp(out(r), want.data(r), static_cast<std::size_t>(k) * sizeof(T)) != 0) ||
+          !spmd_test::untouched(out(r) + k)) {
+        ++bad;
+        why = std::string(index ? "arange" : "full") + " differs at mesh index " + std::to_string(r) +
+              (shift ? " (unaligned)" : "");
+      }
     }
   }
   ++c.cases;
@@ -159,10 +163,9 @@ long check_distribute(const spmd::layout_spec& spec, const shape_vec& global, sp
           cu::split_item<T>(j, e, part.op, group);
         });
       });
-      for (const index_t r : held.indices()) {
-        const cu::block_place& p = places[static_cast<std::size_t>(r)];
-        jobs.add({outs[static_cast<std::size_t>(r)], p.base, p.part, false}, cu::no_geom{}, p.elems);
-      }
+      cu::add_blocks(jobs, places, held.indices(), [&](index_t r, const cu::block_place& p) {
+        return cu::block_job<T>{outs[static_cast<std::size_t>(r)], p.elems, p.base, p.part, false};
+      });
       jobs.finish();
     }
     for (const index_t r : held.indices()) {
@@ -191,23 +194,27 @@ long check_random(const spmd::layout_spec& spec, const shape_vec& global, spmd::
   const rnd::draw draws[] = {{rnd::distribution::uniform, 7, 12, -2.0, 3.0, 0},
                              {rnd::distribution::normal, 9, 4, 0.5, 2.0, 0},
                              {rnd::distribution::bernoulli, 3, 8, 0.3, 0, 1288490188u}};
+  // Blocks 16-byte aligned in every other case, one element past in the rest.
+  const int shift = static_cast<int>(c.random % 2);
+  auto out = [&](std::vector<spmd_test::aligned_vec<T>>& got, index_t r) { return got[static_cast<std::size_t>(r)].data() + shift; };
   for (const rnd::draw& d : draws) {
     std::vector<spmd_test::aligned_vec<T>> got(places.size());
+    for (const index_t r : held.indices())
+      got[static_cast<std::size_t>(r)] = spmd_test::aligned_vec<T>(static_cast<std::size_t>(places[static_cast<std::size_t>(r)].elems) + 2);
     auto jobs = cu::make_job_launcher<cu::block_job<T>, cu::block_geom>([&](const auto& b) {
       run_jobs(b, [&](const cu::block_job<T>& j, const cu::block_geom& g, index_t e) {
         cu::random_item<T>(j, g, e, d, identity);
       });
     });
-    for (const index_t r : held.indices()) {  // as the backend's fill_random adds them
-      const cu::block_place& p = places[static_cast<std::size_t>(r)];
-      got[static_cast<std::size_t>(r)] = spmd_test::aligned_vec<T>(static_cast<std::size_t>(p.elems));
-      jobs.add({got[static_cast<std::size_t>(r)].data(), p.base, p.part, p.identity}, p.geom, p.elems);
-    }
+    cu::add_blocks(jobs, places, held.indices(), [&](index_t r, const cu::block_place& p) {  // as fill_random
+      return cu::block_job<T>{out(got, r), p.elems, p.base, p.part, p.identity};
+    });
     jobs.finish();
     const spmd::host::local_set<T> want = spmd::host::random_locals<T>(spec, global, d, held);
     for (const index_t r : held.indices()) {
       const index_t k = want.size(r);
-      if (k > 0 && std::memcmp(got[static_cast<std::size_t>(r)].data(), want.data(r), static_cast<std::size_t>(k) * sizeof(T)) != 0) {
+      if ((k > 0 && std::memcmp(out(got, r), want.data(r), static_cast<std::size_t>(k) * sizeof(T)) != 0) ||
+          !spmd_test::untouched(out(got, r) + k)) {
         ++bad;
         why = "random draw " + std::to_string(static_cast<int>(d.dist)) + " differs at mesh index " + std::to_string(r);
       }
@@ -217,20 +224,21 @@ long check_random(const spmd::layout_spec& spec, const shape_vec& global, spmd::
   const rnd::draw d{rnd::distribution::dropout, 5, 16, 0.25, 0, 1073741824u};
   const spmd::host::local_set<T> x = spmd::host::distribute<T>(values<T>(spmd::host::shape_elems(global)), spec, global, held);
   std::vector<spmd_test::aligned_vec<T>> got(places.size());
+  for (const index_t r : held.indices())
+    got[static_cast<std::size_t>(r)] = spmd_test::aligned_vec<T>(static_cast<std::size_t>(places[static_cast<std::size_t>(r)].elems) + 2);
   auto jobs = cu::make_job_launcher<cu::block_io_job<T>, cu::block_geom>([&](const auto& b) {
     run_jobs(b, [&](const cu::block_io_job<T>& j, const cu::block_geom& g, index_t e) { cu::dropout_item<T>(j, g, e, d); });
   });
-  for (const index_t r : held.indices()) {
-    const cu::block_place& p = places[static_cast<std::size_t>(r)];
-    got[static_cast<std::size_t>(r)] = spmd_test::aligned_vec<T>(static_cast<std::size_t>(p.elems));
-    jobs.add({got[static_cast<std::size_t>(r)].data(), x.data(r), p.base}, p.geom, p.elems);
-  }
+  cu::add_blocks(jobs, places, held.indices(), [&](index_t r, const cu::block_place& p) {  // as the backend's dropout
+    return cu::block_io_job<T>{out(got, r), x.data(r), p.elems, p.base};
+  });
   jobs.finish();
   for (const index_t r : held.indices()) {
     const index_t k = x.size(r);
     std::vector<T> want(static_cast<std::size_t>(k));
     spmd::host::dropout_block<T>(d, spmd::box_at(spec, global, spmd::unravel(spec.mesh, r)), global, x.data(r), want.data());
-    if (k > 0 && std::memcmp(got[static_cast<std::size_t>(r)].data(), want.data(), static_cast<std::size_t>(k) * sizeof(T)) != 0) {
+    if ((k > 0 && std::memcmp(out(got, r), want.data(), static_cast<std::size_t>(k) * sizeof(T)) != 0) ||
+        !spmd_test::untouched(out(got, r) + k)) {
       ++bad;
       why = "dropout differs at mesh index " + std::to_string(r);
     }
@@ -301,7 +309,7 @@ TEST_CASE("the device factories' jobs: one launch for 8 ranks, uneven blocks sha
   counts c;
   std::string why;
   CHECK(check_generate<float>(s.spec, vec({10, 7}), {0, 8}, true, 0.0f, c, why) == 0);
-  CHECK(c.launches == 1);
+  CHECK(c.launches == 2);  // one for each of check_generate's two runs (aligned blocks, and not)
 }
 
 TEST_CASE("a wrong Partial position, identity or table is caught", "[cuda][emulation]") {
@@ -355,10 +363,9 @@ TEST_CASE("a wrong Partial position, identity or table is caught", "[cuda][emula
       spmd::host::generate<float>(sum.spec, vec({3}), spmd::runtime::detail::constant_value<float>{5.0f});
   const float id = spmd::host::identity<float>(reduce_op::sum);  // -0: the sum's identity, bit for bit
   float x[3];
-  for (index_t e = 0; e < 3; ++e)
-    cu::generate_item<float>({x, p1[1].base, p1[1].part, false}, p1[1].geom, e, cu::fill_kind::constant, 5.0f, id);
+  REQUIRE(cu::block_items(3) == 1);
+  cu::generate_item<float>({x, 3, p1[1].base, p1[1].part, false}, p1[1].geom, 0, cu::fill_kind::constant, 5.0f, id);
   CHECK(std::memcmp(x, gen.data(1), sizeof x) != 0);
-  for (index_t e = 0; e < 3; ++e)
-    cu::generate_item<float>({x, p1[1].base, p1[1].part, true}, p1[1].geom, e, cu::fill_kind::constant, 5.0f, id);
+  cu::generate_item<float>({x, 3, p1[1].base, p1[1].part, true}, p1[1].geom, 0, cu::fill_kind::constant, 5.0f, id);
   CHECK(std::memcmp(x, gen.data(1), sizeof x) == 0);
 }

@@ -35,6 +35,13 @@ struct aligned_vec {
   T* data() { return reinterpret_cast<T*>(raw.data()); }
 };
 
+/// Whether *p still holds aligned_vec's poison: nothing was written past a block.
+template <class T>
+bool untouched(const T* p) {
+  const T poison = T(99);
+  return std::memcmp(p, &poison, sizeof(T)) == 0;
+}
+
 /// Every placement list of a mesh of `mesh_dims` dims over Replicate, Shard(0) .. Shard(k - 1)
 /// for k = `shard_dims`, and Partial(op).
 inline std::vector<spmd::placement_vec> layouts(int mesh_dims, spmd::reduce_op op, int shard_dims = 2) {

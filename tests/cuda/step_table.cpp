@@ -205,7 +205,6 @@ TEST_CASE("steps widened to 16-byte units give the simulation's bits", "[cuda][e
                        << " with ops of one size");
   CHECK(widened_steps() > 500);
   CHECK(tiled_steps() > 50);
-  CHECK(tiled_uneven_steps() > 0);
   CHECK(widened_reductions() > 200);
   CHECK(deepened_steps() > 100);
   CHECK(uniform_steps() > 500);

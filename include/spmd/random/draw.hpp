@@ -298,6 +298,31 @@ SPMD_HD inline T draw_in_block(const draw& d, const philox_block& w, int lane) {
   }
 }
 
+/// Every element of the block of words `w`, in lane order (elements_per_block of them):
+/// draw_in_block's value for each lane, with a normal pair's Box-Muller computed once for
+/// both of its lanes (the device's factories draw a whole block per thread).
+template <class T>
+SPMD_HD inline void draw_block(const draw& d, const philox_block& w, T* out) {
+  using C = detail::compute_t<T>;
+  if (d.dist == distribution::normal) {
+    if constexpr (std::is_same_v<C, double>) {
+      const detail::cos_sin<C> z = detail::box_muller<C>(detail::low_bits53(w[0], w[1]), detail::low_bits53(w[2], w[3]));
+      out[0] = detail::normal_value<T>(d, z.c);
+      out[1] = detail::normal_value<T>(d, z.s);
+    } else {
+      for (int p = 0; p < 4; p += 2) {
+        const detail::cos_sin<C> z =
+            detail::box_muller<C>(detail::low_bits(w[p], 24), detail::low_bits(w[p + 1], 24));
+        out[p] = detail::normal_value<T>(d, z.c);
+        out[p + 1] = detail::normal_value<T>(d, z.s);
+      }
+    }
+    return;
+  }
+  const int per = elements_per_block<T>(d.dist);
+  for (int lane = 0; lane < per; ++lane) out[lane] = draw_in_block<T>(d, w, lane);
+}
+
 /// The Philox block element i of the operator reads.
 template <class T>
 SPMD_HD inline philox_block block_of(const draw& d, std::uint64_t i) {
@@ -310,16 +335,20 @@ SPMD_HD inline T draw_at(const draw& d, std::uint64_t i) {
   return draw_in_block<T>(d, block_of<T>(d, i), static_cast<int>(i % static_cast<unsigned>(elements_per_block<T>(d.dist))));
 }
 
-/// Dropout of x, element i of the global tensor: x * (1 / (1 - p)) where kept, x * 0 where
+/// Dropout of x, element i of the global tensor (dropout_at), or lane `lane` of the block of
+/// words `w` that holds it (dropout_in_block): x * (1 / (1 - p)) where kept, x * 0 where
 /// dropped (so NaN stays NaN, as in PyTorch); p = 1 gives +0 everywhere (PyTorch's zeros).
 template <class T>
-SPMD_HD inline T dropout_at(const draw& d, std::uint64_t i, T x) {
+SPMD_HD inline T dropout_in_block(const draw& d, const philox_block& w, int lane, T x) {
   using C = detail::compute_t<T>;
   if (d.threshold >> 32) return T(0.0f);
-  const philox_block w = philox_stream_block(d.seed, d.offset / 4 + i / 4);
-  const bool keep = w[static_cast<int>(i % 4)] >= d.threshold;
+  const bool keep = w[lane] >= d.threshold;
   const C scale = detail::div(C(1), detail::sub(C(1), static_cast<C>(d.a)));
   return detail::to_element<T>(detail::mul(static_cast<C>(x), keep ? scale : C(0)));
+}
+template <class T>
+SPMD_HD inline T dropout_at(const draw& d, std::uint64_t i, T x) {
+  return dropout_in_block<T>(d, philox_stream_block(d.seed, d.offset / 4 + i / 4), static_cast<int>(i % 4), x);
 }
 
 }  // namespace spmd::random

@@ -181,10 +181,9 @@ struct backend {
     auto jobs = make_job_launcher<block_job<T>, block_geom>([&](const job_batch<block_job<T>, block_geom>& b) {
       kernels::random_fill<T>(b, d, identity, current_stream());
     });
-    for (const index_t r : out.held()) {
-      const block_place& p = places[static_cast<std::size_t>(r)];
-      jobs.add({out.data(r), p.base, p.part, p.identity}, p.geom, p.elems);
-    }
+    add_blocks(jobs, places, out.held(), [&](index_t r, const block_place& p) {
+      return block_job<T>{out.data(r), p.elems, p.base, p.part, p.identity};
+    });
     jobs.finish();
   }
   /// out = dropout of in (out shaped as in); one launch.
@@ -195,10 +194,9 @@ struct backend {
     auto jobs = make_job_launcher<block_io_job<T>, block_geom>([&](const job_batch<block_io_job<T>, block_geom>& b) {
       kernels::random_dropout<T>(b, d, current_stream());
     });
-    for (const index_t r : out.held()) {
-      const block_place& p = places[static_cast<std::size_t>(r)];
-      jobs.add({out.data(r), in.data(r), p.base}, p.geom, p.elems);
-    }
+    add_blocks(jobs, places, out.held(), [&](index_t r, const block_place& p) {
+      return block_io_job<T>{out.data(r), in.data(r), p.elems, p.base};
+    });
     jobs.finish();
   }
 

@@ -5,15 +5,19 @@
 //   block_places(spec, global)        each rank's block: its shape, where it starts in the
 //                                     global tensor, its Partial group position, whether a
 //                                     factory leaves it the identity (block_body.hpp's jobs)
+//   add_blocks(jobs, places, ranks, job)  each held rank's job, in work items of
+//                                     block_item_elems elements
 //   distribute_table(spec, global, held)  one step table that slices a global tensor in device
 //                                     memory (input 0) into every rank's block (output r):
 //                                     host::distribute's regions, replicas as one fan-out copy
 #pragma once
 
 #include <cstddef>
+#include <type_traits>
 #include <vector>
 
 #include "spmd/backends/cuda/block_body.hpp"
+#include "spmd/backends/cuda/job_batch.hpp"
 #include "spmd/backends/cuda/step_table.hpp"
 #include "spmd/core/mesh_groups.hpp"
 #include "spmd/host/distribute.hpp"
@@ -53,6 +57,19 @@ inline std::vector<block_place> block_places(const layout_spec& spec, const shap
     out.push_back(p);
   }
   return out;
+}
+
+/// Adds the block of every mesh index in `ranks` (the held ones) to `jobs` (a job_launcher of
+/// block jobs) as its block_items work items: job(r, place) gives the rank's job, the
+/// launcher's geometry type its geometry (no_geom for bodies that need none).
+template <class Launcher, class Ranks, class Job>
+void add_blocks(Launcher& jobs, const std::vector<block_place>& places, const Ranks& ranks, Job&& job) {
+  using G = typename Launcher::geom_type;
+  for (const index_t r : ranks) {
+    const block_place& p = places[static_cast<std::size_t>(r)];
+    if constexpr (std::is_same_v<G, no_geom>) jobs.add(job(r, p), no_geom{}, block_items(p.elems));
+    else jobs.add(job(r, p), p.geom, block_items(p.elems));
+  }
 }
 
 /// The step that cuts a row-major global tensor (the launch's input 0) into every held rank's

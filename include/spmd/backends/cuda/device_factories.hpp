@@ -87,10 +87,9 @@ device_set<T> generate_on_device(const layout_spec& spec, const shape_vec& globa
   const cudaStream_t stream = current_stream();
   auto jobs = make_job_launcher<block_job<T>, block_geom>(
       [&](const job_batch<block_job<T>, block_geom>& b) { kernels::generate<T>(b, kind, value, identity, stream); });
-  for (const index_t r : held.indices()) {
-    const block_place& p = places[static_cast<std::size_t>(r)];
-    jobs.add({bufs[static_cast<std::size_t>(r)].data(), p.base, p.part, p.identity}, p.geom, p.elems);
-  }
+  add_blocks(jobs, places, held.indices(), [&](index_t r, const block_place& p) {
+    return block_job<T>{bufs[static_cast<std::size_t>(r)].data(), p.elems, p.base, p.part, p.identity};
+  });
   jobs.finish();
   return detail::adopt_blocks(bufs, places, spec.mesh_size(), held);
 }
@@ -132,10 +131,9 @@ device_set<T> distribute_on_device(const T* data, index_t n, const layout_spec& 
   if (part.mask != 0 && group > 1) {
     auto jobs = make_job_launcher<block_job<T>, no_geom>(
         [&](const job_batch<block_job<T>>& b) { kernels::split_partial<T>(b, part.op, group, stream); });
-    for (const index_t r : held.indices()) {
-      const block_place& p = places[static_cast<std::size_t>(r)];
-      jobs.add({bufs[static_cast<std::size_t>(r)].data(), p.base, p.part, false}, no_geom{}, p.elems);
-    }
+    add_blocks(jobs, places, held.indices(), [&](index_t r, const block_place& p) {
+      return block_job<T>{bufs[static_cast<std::size_t>(r)].data(), p.elems, p.base, p.part, false};
+    });
     jobs.finish();
   }
   return detail::adopt_blocks(bufs, places, spec.mesh_size(), held);
