@@ -64,6 +64,10 @@ long& tiled_uneven_steps() {  // ... with pieces of unequal runs in a group (a s
   static long n = 0;
   return n;
 }
+long& tiled_searched_steps() {  // ... with groups of unequal tile counts (a search for the group)
+  static long n = 0;
+  return n;
+}
 long& uniform_steps() {  // ops found without a search
   static long n = 0;
   return n;
@@ -121,6 +125,7 @@ long check_step(const spmd::plan_step& step, const shape_vec& global,
   compare(wide ? "the widened table" : "the finished table");
   if (done.tile_blocks > 0) {  // tiled: the same step deepened instead must agree too
     ++tiled_steps();
+    if (done.tile_uniform == 0) ++tiled_searched_steps();
     for (const auto& g : done.tiles)
       if (g.run == 0) {
         ++tiled_uneven_steps();
@@ -272,6 +277,7 @@ TEST_CASE("an S(0)->S(1) step moves 32-byte runs as one item each, and a wrong t
   REQUIRE(spmd::cuda::finish(tiled, 4));
   REQUIRE(tiled.tiles.size() == 4);
   CHECK(tiled.tile_blocks == 4);
+  CHECK(tiled.tile_uniform == 1);
   CHECK(tiled.units == 1);
   for (const auto& g : tiled.tiles) {
     CHECK(g.width == 16);
@@ -297,6 +303,9 @@ TEST_CASE("an S(0)->S(1) step moves 32-byte runs as one item each, and a wrong t
   spmd::cuda::step_table t3 = tiled;
   t3.tiles[0].tile_rows = 1;
   CHECK(differs(t3));
+  spmd::cuda::step_table t4 = tiled;  // two tiles a group: blocks 1 and 3 find the wrong group
+  t4.tile_uniform = 2;
+  CHECK(differs(t4));
 }
 
 TEST_CASE("transposing steps run by tiles give the simulation's bits, several tiles per source", "[cuda][emulation]") {
@@ -318,6 +327,7 @@ TEST_CASE("transposing steps run by tiles give the simulation's bits, several ti
   REQUIRE(t.tiles.size() == 4);
   CHECK(t.tiles[0].tile_rows == 51);
   CHECK(t.tile_blocks == 12);
+  CHECK(t.tile_uniform == 3);
   const std::vector<float> data = values<float>(512 * 64);
   std::string why;
   CHECK(check_step<float>(p.value.steps[0], global, spmd::host::distribute<float>(data, sa.spec, global), why) == 0);
@@ -327,9 +337,12 @@ TEST_CASE("transposing steps run by tiles give the simulation's bits, several ti
   CHECK(tiled_steps() >= 4);
   // Uneven pieces: 10 doubles a row on mesh 3 are pieces of 4, 4 and 2 (2, 2 and 1 units), so
   // a tile's store finds a unit's op by a search over the columns.
-  tiled_uneven_steps() = 0;
-  sweep<double>(vec<spmd::mesh_shape_vec>({3}), reduce_op::sum, {vec({24, 10}), vec({600, 10})}, steps);
+  // 613 rows on mesh 3 are 205, 205 and 203 rows a source, 102 rows a tile: 3, 3 and 2 tiles,
+  // so a block finds its group by a search.
+  tiled_uneven_steps() = tiled_searched_steps() = 0;
+  sweep<double>(vec<spmd::mesh_shape_vec>({3}), reduce_op::sum, {vec({24, 10}), vec({613, 10})}, steps);
   CHECK(tiled_uneven_steps() >= 2);
+  CHECK(tiled_searched_steps() >= 1);
 }
 
 TEST_CASE("widen refuses what 16-byte units cannot express", "[cuda][emulation]") {

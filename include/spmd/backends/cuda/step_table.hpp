@@ -69,6 +69,7 @@ struct step_view {
   const tile_group* tiles = nullptr;  // a tiled step's groups (tile), by first tile
   index_t n_tile_groups = 0;
   index_t tile_blocks = 0;           // tiles in all: the tile kernel's blocks (0: not tiled)
+  index_t tile_uniform = 0;          // tiles of every group, where all have as many (else 0)
 };
 
 /// The host-side table of one step (vectors; copy them to the device to launch).
@@ -83,10 +84,11 @@ struct step_table {
   int units = 1;
   std::vector<tile_group> tiles;
   index_t tile_blocks = 0;
+  index_t tile_uniform = 0;
   step_view view() const {
     return {op,    group_size,   members.data(), ops.data(), static_cast<index_t>(ops.size()),
             items, fanout.data(), uniform,       units,      tiles.data(),
-            static_cast<index_t>(tiles.size()), tile_blocks};
+            static_cast<index_t>(tiles.size()), tile_blocks, tile_uniform};
   }
 };
 
@@ -421,6 +423,12 @@ inline bool tile(step_table& t) {
     o.begin = t.items;
     t.items += o.geo.count();
   }
+  // Groups of one tile count (every source's rows alike, as an even split gives): a block's
+  // group is then block / count, not a search (a chain of dependent table reads in a small step).
+  t.tile_uniform = groups[0].tile_begin + (groups[0].rows + groups[0].tile_rows - 1) / groups[0].tile_rows;
+  for (std::size_t k = 0; k < groups.size(); ++k)
+    if (groups[k].tile_begin != static_cast<index_t>(k) * t.tile_uniform) t.tile_uniform = 0;
+  if (t.tile_uniform > 0 && blocks != static_cast<index_t>(groups.size()) * t.tile_uniform) t.tile_uniform = 0;
   t.tiles = std::move(groups);
   t.tile_blocks = blocks;
   return true;

@@ -23,6 +23,11 @@ struct tile_place {
 /// Block `block`'s tile: the last group whose first tile is at or before it.
 SPMD_HD inline tile_place tile_of(const step_view& t, index_t block) {
   index_t lo = 0, hi = t.n_tile_groups - 1;
+  if (t.tile_uniform > 0) {  // every group has tile_uniform tiles: no search
+    index_t unused = 0;
+    divmod(block, t.tile_uniform, lo, unused);
+    hi = lo;
+  }
   while (lo < hi) {
     const index_t mid = (lo + hi + 1) / 2;
     if (t.tiles[mid].tile_begin <= block) lo = mid;
