@@ -2,7 +2,9 @@
 // time only (buffers allocated once), against the floor of bytes each step must move: the
 // table as the backend finishes it (16-byte units; a transposing step by shared-memory tiles,
 // another copy step in 32 or 64 bytes per item; ops of one size found by division), without
-// the deeper units, without the direct look-up, and S(0)->S(1) without the tiles (deepened).
+// the spread copies, without the direct look-up, and S(0)->S(1) without the tiles (spread
+// instead); the copy steps also spread over 2 and over 4 items a thread, and
+// distribute_device_tensor's S(0) slicing step each way.
 // (Earlier versions of this benchmark also built variants of the kernel body here: the logs
 // in bench/results/step_kernels_h200_28*.txt and bench/RESULTS.md say what they measured.)
 //
@@ -27,6 +29,7 @@
 #include "spmd/backends/cuda/step_table.hpp"
 #include "spmd/plan.hpp"
 #include "launch_floor.hpp"
+#include "spmd/backends/cuda/block_jobs.hpp"
 
 namespace {
 
@@ -91,9 +94,21 @@ struct tested {
   spmd::placement from, to;
   double read_x, write_x;
   int table;  // 0: finished; 1: widened only (16 bytes per item); 2: finished, ops searched;
-              // 3: finished without tiles (a transposing step deepened instead)
+              // 3: finished without tiles (a transposing step spread instead); 4, 5: widened,
+              // 2 or 4 items a thread (spread_copies' two counts)
 };
-const char* const table_names[] = {"", " 16B/item", " searched", " no tiles"};
+const char* const table_names[] = {"", " 16B/item", " searched", " no tiles", " spread 2", " spread 4"};
+
+/// The kernel a case's table runs with: the library's.
+void launch(int, const cu::step_view& v, const cu::rank_ptrs<cu::wide16>& p, cudaStream_t s) {
+  cu::kernels::step_wide<float>(v, p, s);
+}
+
+/// What a finished table's kernel moves per thread, for the case's name.
+std::string how(const cu::step_table& t) {
+  if (t.tile_blocks > 0) return " (tiles)";
+  return t.per_thread > 1 ? " (" + std::to_string(t.per_thread) + " x 16B)" : " (16B)";
+}
 
 }  // namespace
 
@@ -134,6 +149,8 @@ int main(int argc, char** argv) {
       {"S(0)->S(1)", spmd::make_shard(0), spmd::make_shard(1), 1, 1, 1},
       {"S(0)->S(1)", spmd::make_shard(0), spmd::make_shard(1), 1, 1, 2},
       {"S(0)->S(1)", spmd::make_shard(0), spmd::make_shard(1), 1, 1, 3},
+      {"S(0)->S(1)", spmd::make_shard(0), spmd::make_shard(1), 1, 1, 4},
+      {"S(0)->S(1)", spmd::make_shard(0), spmd::make_shard(1), 1, 1, 5},
       {"P->R", P, spmd::make_replicate(), 8, 8, 0},
       {"P->R", P, spmd::make_replicate(), 8, 8, 2},
       {"P->S(0)", P, spmd::make_shard(0), 8, 1, 0},
@@ -151,7 +168,11 @@ int main(int argc, char** argv) {
     const spmd::plan_step& step = p.value.steps[0];
     const spmd::step_schedule s = spmd::build_schedule(step, global);
     cu::step_table t = cu::build_step_table(step, s, global);
-    const bool wide = c.table == 1 ? cu::widen(t, 4) : cu::finish(t, 4, c.table != 3);
+    const bool wide = c.table == 1 || c.table >= 4 ? cu::widen(t, 4) : cu::finish(t, 4, c.table != 3);
+    if (c.table >= 4) {
+      cu::mark_uniform(t);
+      t.per_thread = c.table == 4 ? 2 : 4;
+    }
     if (c.table == 2) t.uniform = 0;
     if (!wide) {
       std::printf("  %s: does not widen, left out\n", c.name);
@@ -180,19 +201,58 @@ int main(int argc, char** argv) {
       }
     }
     const double floor_us = (c.read_x + c.write_x) * static_cast<double>(kib) * 1024 / bw * 1e6;
-    const std::string name = std::string(c.name) + table_names[c.table] +
-                             (t.tile_blocks > 0 ? std::string(" (tiles)") : " (" + std::to_string(t.units * 16) + "B)");
+    const std::string name = std::string(c.name) + table_names[c.table] + how(t);
     if (small) {
-      const double node = graph_us_per([&](cudaStream_t st) { cu::kernels::step_wide<float>(v, ptrs, st); });
+      const double node = graph_us_per([&](cudaStream_t st) { launch(c.table, v, ptrs, st); });
       const long long blocks = t.tile_blocks > 0 ? t.tile_blocks : (t.items + 255) / 256;
       std::printf("  %-36s %10.2f %10.2f %10lld\n", name.c_str(), node, node - empty_us, blocks);
     } else {
-      const double us = 1e3 * ms_per([&] { cu::kernels::step_wide<float>(v, ptrs, nullptr); });
+      const double us = 1e3 * ms_per([&] { launch(c.table, v, ptrs, nullptr); });
       std::printf("  %-36s %10.1f %10.1f %7.3f\n", name.c_str(), us, floor_us, floor_us / us);
     }
     cu::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
     for (void* q : owned) cudaFree(q);
     cudaFree(tab);
+  }
+  // distribute_device_tensor's slicing step for S(0) on mesh 8 (one contiguous block a rank):
+  // the finished table, and copy_k on the widened one. Floor: the global tensor read, the
+  // blocks written.
+  {
+    const auto a = spmd::make_spec(mesh, one(spmd::make_shard(0)), 2);
+    const std::size_t bytes = static_cast<std::size_t>(rows * cols) * 4;
+    void* in = device_alloc(bytes);
+    void* out = device_alloc(bytes);
+    cu::check(cudaMemset(in, 0, bytes), "cudaMemset");
+    for (int table : {0, 1, 4, 5}) {
+      cu::step_table t = cu::distribute_table(a.spec, global, {0, 8});
+      const bool wide = table == 0 ? cu::finish(t, 4) : cu::widen(t, 4);
+      cu::mark_uniform(t);
+      if (!wide) continue;
+      if (table >= 4) t.per_thread = table == 4 ? 2 : 4;
+      std::vector<unsigned char> staged(cu::layout_of(t).bytes);
+      cu::pack(t, staged.data());
+      void* tab = device_alloc(staged.size());
+      cu::check(cudaMemcpy(tab, staged.data(), staged.size(), cudaMemcpyHostToDevice), "cudaMemcpy");
+      const cu::step_view v = cu::view_at(t, static_cast<const unsigned char*>(tab));
+      cu::rank_ptrs<cu::wide16> ptrs{};
+      for (index_t r = 0; r < 8; ++r) {
+        ptrs.in[r] = static_cast<const cu::wide16*>(in);
+        ptrs.out[r] = static_cast<cu::wide16*>(out) + r * (static_cast<index_t>(bytes) / 16 / 8);
+      }
+      const std::string name = std::string("distribute S(0)") + table_names[table] + how(t);
+      if (small) {
+        const double node = graph_us_per([&](cudaStream_t st) { launch(table, v, ptrs, st); });
+        std::printf("  %-36s %10.2f %10.2f %10s\n", name.c_str(), node, node - empty_us, "-");
+      } else {
+        const double floor_us = 2.0 * static_cast<double>(bytes) / bw * 1e6;
+        const double us = 1e3 * ms_per([&] { launch(table, v, ptrs, nullptr); });
+        std::printf("  %-36s %10.1f %10.1f %7.3f\n", name.c_str(), us, floor_us, floor_us / us);
+      }
+      cu::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+      cudaFree(tab);
+    }
+    cudaFree(in);
+    cudaFree(out);
   }
   return 0;
 }

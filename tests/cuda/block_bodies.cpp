@@ -73,7 +73,7 @@ bool op_allowed(reduce_op op, bool integral) {
 }
 
 struct counts {
-  long random = 0, cases = 0, partial_splits = 0, fanout = 0, widened = 0, deepened = 0, unaligned = 0, launches = 0;
+  long random = 0, cases = 0, partial_splits = 0, fanout = 0, widened = 0, spread = 0, unaligned = 0, launches = 0;
 };
 
 /// The held ranks' blocks of generate_on_device's jobs, run on the grid, against
@@ -143,7 +143,7 @@ long check_distribute(const spmd::layout_spec& spec, const shape_vec& global, sp
     if (variant == 1) {  // as distribute_on_device finishes an aligned input's table
       wide = cu::finish(t, sizeof(T));
       if (wide) ++c.widened;
-      if (t.units > 1) ++c.deepened;
+      if (t.per_thread > 1) ++c.spread;
     } else if (variant == 2) {
       cu::mark_uniform(t);
       ++c.unaligned;
@@ -293,13 +293,13 @@ TEST_CASE("device factories and distribute_device_tensor give host::generate's a
   sweep<spmd::float16>(vec<spmd::mesh_shape_vec>({2, 2}), shapes, c);
   sweep<std::int64_t>(vec<spmd::mesh_shape_vec>({2, 2}), shapes, c);
   INFO(c.cases << " cases, " << c.random << " random, " << c.partial_splits << " split, " << c.fanout << " fan-out tables, " << c.widened
-               << " widened, " << c.deepened << " deepened, " << c.unaligned << " unaligned");
+               << " widened, " << c.spread << " spread, " << c.unaligned << " unaligned");
   CHECK(c.cases > 5000);
   CHECK(c.random > 500);
   CHECK(c.partial_splits > 500);
   CHECK(c.fanout > 200);
   CHECK(c.widened > 200);
-  CHECK(c.deepened > 20);
+  CHECK(c.spread > 20);
 }
 
 TEST_CASE("the device factories' jobs: one launch for 8 ranks, uneven blocks sharing geometries", "[cuda][emulation]") {

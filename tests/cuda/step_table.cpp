@@ -52,7 +52,7 @@ long& widened_reductions() {  // widened steps that reduce (16-byte lanes combin
   static long n = 0;
   return n;
 }
-long& deepened_steps() {  // copy steps in units of 32 or 64 bytes
+long& spread_steps() {  // copy steps spread over 2 or 4 items a thread
   static long n = 0;
   return n;
 }
@@ -105,8 +105,9 @@ long check_step(const spmd::plan_step& step, const shape_vec& global,
       }
     }
   };
-  // As built, element by element; then finished (16-byte units where it can, copies in 32 or
-  // 64 bytes, ops found directly) as the backend runs it, into freshly poisoned outputs.
+  // As built, element by element; then finished (16-byte units where it can, tiles, copies
+  // spread over items a thread, ops found directly) as the backend runs it, into freshly
+  // poisoned outputs.
   spmd_test::run_on_grid<T>(table, false, ins.data(), outs.data(), n);
   compare("the element-wise table");
   spmd::cuda::step_table done = table;
@@ -116,14 +117,23 @@ long check_step(const spmd::plan_step& step, const shape_vec& global,
     if (spmd_test::has_code(done, spmd::op_code::reduce) || spmd_test::has_code(done, spmd::op_code::reduce_bcast))
       ++widened_reductions();
   }
-  if (done.units > 1) ++deepened_steps();
+  if (done.per_thread > 1) ++spread_steps();
   if (done.uniform > 0) ++uniform_steps();
   for (index_t r = 0; r < n; ++r)
     if (s.ranks[static_cast<std::size_t>(r)].how != spmd::disposition::keep)
       for (index_t i = 0; i < s.ranks[static_cast<std::size_t>(r)].elems; ++i) outs[static_cast<std::size_t>(r)][i] = T(7);
   spmd_test::run_on_grid<T>(done, wide, ins.data(), outs.data(), n);
   compare(wide ? "the widened table" : "the finished table");
-  if (done.tile_blocks > 0) {  // tiled: the same step deepened instead must agree too
+  if (done.per_thread > 1) {  // spread: the other count of items a thread (a large step's) too
+    spmd::cuda::step_table other = done;
+    other.per_thread = spmd::cuda::spread_k_big + spmd::cuda::spread_k_small - done.per_thread;
+    for (index_t r = 0; r < n; ++r)
+      if (s.ranks[static_cast<std::size_t>(r)].how != spmd::disposition::keep)
+        for (index_t i = 0; i < s.ranks[static_cast<std::size_t>(r)].elems; ++i) outs[static_cast<std::size_t>(r)][i] = T(7);
+    spmd_test::run_on_grid<T>(other, true, ins.data(), outs.data(), n);
+    compare("the table spread the other way");
+  }
+  if (done.tile_blocks > 0) {  // tiled: the same step spread instead must agree too
     ++tiled_steps();
     if (done.tile_uniform == 0) ++tiled_searched_steps();
     for (const auto& g : done.tiles)
@@ -133,7 +143,7 @@ long check_step(const spmd::plan_step& step, const shape_vec& global,
       }
     spmd::cuda::step_table deep = table;
     spmd::cuda::finish(deep, sizeof(T), false);
-    if (deep.units > 1) ++deepened_steps();
+    if (deep.per_thread > 1) ++spread_steps();
     for (index_t r = 0; r < n; ++r)
       if (s.ranks[static_cast<std::size_t>(r)].how != spmd::disposition::keep)
         for (index_t i = 0; i < s.ranks[static_cast<std::size_t>(r)].elems; ++i) outs[static_cast<std::size_t>(r)][i] = T(7);
@@ -189,10 +199,10 @@ TEST_CASE("a step table run by the emulated grid gives the simulation's bits", "
 
 TEST_CASE("steps widened to 16-byte units give the simulation's bits", "[cuda][emulation][sweep]") {
   // Shapes whose rows are multiples of 16 bytes for every element type: most gathers,
-  // all_to_alls, chunks and reductions widen, and many copy steps deepen.
+  // all_to_alls, chunks and reductions widen, and many copy steps spread.
   // (The inputs' buffers come from local_set's allocator, aligned to 64 bytes.)
   long steps = 0;
-  widened_steps() = widened_reductions() = deepened_steps() = uniform_steps() = tiled_steps() = tiled_uneven_steps() = 0;
+  widened_steps() = widened_reductions() = spread_steps() = uniform_steps() = tiled_steps() = tiled_uneven_steps() = 0;
   const std::vector<shape_vec> shapes = {vec({16, 32}), vec({8, 64}), vec({32, 8})};
   for (const auto& m : {vec<spmd::mesh_shape_vec>({4}), vec<spmd::mesh_shape_vec>({2, 2}),
                         vec<spmd::mesh_shape_vec>({2, 2, 2})}) {
@@ -205,19 +215,19 @@ TEST_CASE("steps widened to 16-byte units give the simulation's bits", "[cuda][e
     sweep<std::int32_t>(m, reduce_op::sum, {vec({8, 64})}, steps);
   }
   INFO(widened_steps() << " of " << steps << " steps widened, " << widened_reductions() << " of them reducing, "
-                       << deepened_steps() << " deepened, " << tiled_steps() << " tiled (" << tiled_uneven_steps()
+                       << spread_steps() << " spread, " << tiled_steps() << " tiled (" << tiled_uneven_steps()
                        << " with unequal runs); " << uniform_steps()
                        << " with ops of one size");
   CHECK(widened_steps() > 500);
   CHECK(tiled_steps() > 50);
   CHECK(widened_reductions() > 200);
-  CHECK(deepened_steps() > 100);
+  CHECK(spread_steps() > 100);
   CHECK(uniform_steps() > 500);
 }
 
-TEST_CASE("an S(0)->S(1) step moves 32-byte runs as one item each, and a wrong table is caught", "[cuda][emulation]") {
+TEST_CASE("an S(0)->S(1) step spread over two items a thread, and a wrong table is caught", "[cuda][emulation]") {
   // mesh 4, 8 x 64 floats: each rank's 2 rows go in 4 runs of 16 floats (64 bytes) to the 4
-  // ranks: 16 ops of 2 items each once the step is widened and deepened to 4 units (64 bytes).
+  // ranks: 16 ops of 8 items (16 bytes) each once widened, 2 of them a thread (spread).
   placement_vec a{}, b{};
   a.push_back(spmd::make_shard(0));
   b.push_back(spmd::make_shard(1));
@@ -232,11 +242,11 @@ TEST_CASE("an S(0)->S(1) step moves 32-byte runs as one item each, and a wrong t
   const spmd::step_schedule s = spmd::build_schedule(step, global);
   spmd::cuda::step_table t = spmd::cuda::build_step_table(step, s, global);
   const spmd::cuda::step_table built = t;
-  REQUIRE(spmd::cuda::finish(t, 4, false));  // deepened (the tiles: the next case)
-  CHECK(t.units == 4);
+  REQUIRE(spmd::cuda::finish(t, 4, false));  // spread (the tiles: the next case)
+  CHECK(t.per_thread == 2);
   CHECK(t.ops.size() == 16);
-  CHECK(t.uniform == 2);
-  CHECK(t.items == 32);
+  CHECK(t.uniform == 8);
+  CHECK(t.items == 128);
   const std::vector<float> data = values<float>(512);
   const spmd::host::local_set<float> in = spmd::host::distribute<float>(data, sa.spec, global);
   const spmd::host::local_set<float> want = spmd::sim::execute(step, global, in);
@@ -256,14 +266,14 @@ TEST_CASE("an S(0)->S(1) step moves 32-byte runs as one item each, and a wrong t
     return false;
   };
   CHECK_FALSE(differs(t));
-  // Mutations the emulation must catch: the wrong op size for the direct look-up, units
-  // that do not match the geometry, a piece read one unit off.
+  // Mutations the emulation must catch: the wrong op size for the direct look-up, a piece
+  // read one unit off. Four items a thread move the same bits.
   spmd::cuda::step_table m1 = t;
-  m1.uniform = 4;
+  m1.uniform = 16;  // (larger than the ops' size: a smaller one would find ops past the last)
   CHECK(differs(m1));
   spmd::cuda::step_table m2 = t;
-  m2.units = 2;
-  CHECK(differs(m2));
+  m2.per_thread = 4;
+  CHECK_FALSE(differs(m2));
   spmd::cuda::step_table m3 = t;
   m3.ops[0].geo.soff += 1;
   CHECK(differs(m3));
@@ -278,7 +288,7 @@ TEST_CASE("an S(0)->S(1) step moves 32-byte runs as one item each, and a wrong t
   REQUIRE(tiled.tiles.size() == 4);
   CHECK(tiled.tile_blocks == 4);
   CHECK(tiled.tile_uniform == 1);
-  CHECK(tiled.units == 1);
+  CHECK(tiled.per_thread == 1);
   for (const auto& g : tiled.tiles) {
     CHECK(g.width == 16);
     CHECK(g.rows == 2);

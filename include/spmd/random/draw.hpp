@@ -265,6 +265,12 @@ SPMD_HD inline T normal_value(const draw& d, compute_t<T> z) {
 
 }  // namespace detail
 
+/// Word `lane` of a block, by constant indices (a device array indexed at run time would be
+/// copied to local memory).
+SPMD_HD inline std::uint32_t word_of(const philox_block& w, int lane) {
+  return lane == 0 ? w[0] : lane == 1 ? w[1] : lane == 2 ? w[2] : w[3];
+}
+
 /// Elements one Philox block fills: 4 / words_per_element.
 template <class T>
 SPMD_HD constexpr int elements_per_block(distribution d) {
@@ -275,7 +281,7 @@ SPMD_HD constexpr int elements_per_block(distribution d) {
 template <class T>
 SPMD_HD inline T draw_in_block(const draw& d, const philox_block& w, int lane) {
   using C = detail::compute_t<T>;
-  if (d.dist == distribution::bernoulli) return T(w[lane] < d.threshold ? 1.0f : 0.0f);
+  if (d.dist == distribution::bernoulli) return T(word_of(w, lane) < d.threshold ? 1.0f : 0.0f);
   if constexpr (std::is_same_v<C, double>) {
     const std::uint64_t a = detail::low_bits53(w[0], w[1]), b = detail::low_bits53(w[2], w[3]);
     if (d.dist == distribution::uniform) {
@@ -287,7 +293,7 @@ SPMD_HD inline T draw_in_block(const draw& d, const philox_block& w, int lane) {
   } else {
     if (d.dist == distribution::uniform) {
       constexpr int bits = detail::digits<T>;
-      const float x = detail::mul(static_cast<float>(detail::low_bits(w[lane], bits)),
+      const float x = detail::mul(static_cast<float>(detail::low_bits(word_of(w, lane), bits)),
                                   1.0f / static_cast<float>(std::uint32_t{1} << bits));
       return detail::uniform_value<T>(d, x);
     }
@@ -302,7 +308,7 @@ SPMD_HD inline T draw_in_block(const draw& d, const philox_block& w, int lane) {
 /// draw_in_block's value for each lane, with a normal pair's Box-Muller computed once for
 /// both of its lanes (the device's factories draw a whole block per thread).
 template <class T>
-SPMD_HD inline void draw_block(const draw& d, const philox_block& w, T* out) {
+SPMD_HD inline void draw_block(const draw& d, const philox_block& w, T (&out)[4]) {
   using C = detail::compute_t<T>;
   if (d.dist == distribution::normal) {
     if constexpr (std::is_same_v<C, double>) {
@@ -310,6 +316,7 @@ SPMD_HD inline void draw_block(const draw& d, const philox_block& w, T* out) {
       out[0] = detail::normal_value<T>(d, z.c);
       out[1] = detail::normal_value<T>(d, z.s);
     } else {
+      SPMD_UNROLL
       for (int p = 0; p < 4; p += 2) {
         const detail::cos_sin<C> z =
             detail::box_muller<C>(detail::low_bits(w[p], 24), detail::low_bits(w[p + 1], 24));
@@ -320,7 +327,9 @@ SPMD_HD inline void draw_block(const draw& d, const philox_block& w, T* out) {
     return;
   }
   const int per = elements_per_block<T>(d.dist);
-  for (int lane = 0; lane < per; ++lane) out[lane] = draw_in_block<T>(d, w, lane);
+  SPMD_UNROLL
+  for (int lane = 0; lane < 4; ++lane)
+    if (lane < per) out[lane] = draw_in_block<T>(d, w, lane);
 }
 
 /// The Philox block element i of the operator reads.
@@ -342,7 +351,7 @@ template <class T>
 SPMD_HD inline T dropout_in_block(const draw& d, const philox_block& w, int lane, T x) {
   using C = detail::compute_t<T>;
   if (d.threshold >> 32) return T(0.0f);
-  const bool keep = w[lane] >= d.threshold;
+  const bool keep = word_of(w, lane) >= d.threshold;
   const C scale = detail::div(C(1), detail::sub(C(1), static_cast<C>(d.a)));
   return detail::to_element<T>(detail::mul(static_cast<C>(x), keep ? scale : C(0)));
 }

@@ -88,7 +88,9 @@ SPMD_HD inline void global_indices(const block_geom& g, index_t base, index_t e0
   index_t col = 0;
   at[0] = global_index(g, base, e0, col);
   const index_t row = g.nd > 0 ? g.shape[g.nd - 1] : 1, step = g.nd > 0 ? g.gstride[g.nd - 1] : 0;
-  for (int k = 1; k < m; ++k) at[k] = col + k < row ? at[0] + k * step : global_index(g, base, e0 + k);
+  SPMD_UNROLL
+  for (int k = 1; k < block_item_elems; ++k)
+    if (k < m) at[k] = col + k < row ? at[0] + k * step : global_index(g, base, e0 + k);
 }
 
 /// Elements of item `item` of a block of n elements: where they start and how many (1 to 4).
@@ -107,6 +109,7 @@ SPMD_HD void store_item(T* out, int m, const T* v) {
     if (m == block_item_elems && at % 16 == 0) {
       wide16 w[bytes / 16];
       __builtin_memcpy(w, v, bytes);
+      SPMD_UNROLL
       for (std::size_t k = 0; k < bytes / 16; ++k) reinterpret_cast<wide16*>(out)[k] = w[k];
       return;
     }
@@ -118,7 +121,9 @@ SPMD_HD void store_item(T* out, int m, const T* v) {
       return;
     }
   }
-  for (int k = 0; k < m; ++k) out[k] = v[k];
+  SPMD_UNROLL
+  for (int k = 0; k < block_item_elems; ++k)
+    if (k < m) out[k] = v[k];
 }
 
 /// v[0 .. m) = in[0 .. m): store_item's mirror (a dropout's input, a block split in place).
@@ -129,6 +134,7 @@ SPMD_HD void load_item(const T* in, int m, T* v) {
   if constexpr (bytes == 16 || bytes == 32) {
     if (m == block_item_elems && at % 16 == 0) {
       wide16 w[bytes / 16];
+      SPMD_UNROLL
       for (std::size_t k = 0; k < bytes / 16; ++k) w[k] = reinterpret_cast<const wide16*>(in)[k];
       __builtin_memcpy(v, w, bytes);
       return;
@@ -140,7 +146,9 @@ SPMD_HD void load_item(const T* in, int m, T* v) {
       return;
     }
   }
-  for (int k = 0; k < m; ++k) v[k] = in[k];
+  SPMD_UNROLL
+  for (int k = 0; k < block_item_elems; ++k)
+    if (k < m) v[k] = in[k];
 }
 
 /// Item `item` of a generated block (host::generate with detail::constant_value or
@@ -153,8 +161,11 @@ SPMD_HD void generate_item(const block_job<T>& j, const block_geom& g, index_t i
   if (!j.identity && k == fill_kind::index) {
     index_t at[block_item_elems];
     global_indices(g, j.base, e0, m, at);
-    for (int q = 0; q < m; ++q) v[q] = T(at[q]);
+    SPMD_UNROLL
+    for (int q = 0; q < block_item_elems; ++q)
+      if (q < m) v[q] = T(at[q]);
   } else {
+    SPMD_UNROLL
     for (int q = 0; q < block_item_elems; ++q) v[q] = j.identity ? identity : value;
   }
   store_item(j.out + e0, m, v);
@@ -168,7 +179,9 @@ SPMD_HD void split_item(const block_job<T>& j, index_t item, reduce_op op, index
   const int m = item_span(item, j.n, e0);
   T v[block_item_elems];
   load_item(j.out + e0, m, v);
-  for (int q = 0; q < m; ++q) v[q] = host::detail::partial_part(op, v[q], j.part, n, e0 + q);
+  SPMD_UNROLL
+  for (int q = 0; q < block_item_elems; ++q)
+    if (q < m) v[q] = host::detail::partial_part(op, v[q], j.part, n, e0 + q);
   store_item(j.out + e0, m, v);
 }
 
@@ -179,7 +192,9 @@ template <int Per, class F>
 SPMD_HD void by_block(const random::draw& d, const index_t* at, int m, F&& f) {
   std::uint64_t held = ~std::uint64_t{0};
   random::philox_block w{};
-  for (int q = 0; q < m; ++q) {
+  SPMD_UNROLL
+  for (int q = 0; q < block_item_elems; ++q) {
+    if (q >= m) break;
     const auto i = static_cast<std::uint64_t>(at[q]);
     const std::uint64_t b = d.offset / 4 + i / Per;
     if (b != held) {
@@ -203,14 +218,15 @@ SPMD_HD void random_item(const block_job<T>& j, const block_geom& g, index_t ite
   } else {
     index_t at[block_item_elems];
     global_indices(g, j.base, e0, m, at);
-    T lanes[4];
+    T lanes[4] = {};
     std::uint64_t drawn = ~std::uint64_t{0};
     auto pick = [&](int q, const random::philox_block& w, int lane, std::uint64_t b) {
       if (b != drawn) {  // every value of the block once (a normal pair's Box-Muller once)
         random::draw_block<T>(d, w, lanes);
         drawn = b;
       }
-      v[q] = lanes[lane];
+      // Constant indices only: an array indexed at run time would live in local memory.
+      v[q] = lane == 0 ? lanes[0] : lane == 1 ? lanes[1] : lane == 2 ? lanes[2] : lanes[3];
     };
     switch (random::elements_per_block<T>(d.dist)) {
       case 4: detail::by_block<4>(d, at, m, pick); break;

@@ -224,27 +224,26 @@ SPMD_HD void wide_thread(const step_view& t, index_t block, index_t thread, inde
   }
 }
 
-/// One thread of a launch over a copy step in units of K x 16 bytes (deepen): each item loads
-/// its K units, then stores them (to every rank of a fan-out list).
+/// One thread of a launch over a spread copy step (spread_copies): K items a thread, those
+/// of a block strided by the block, every load before the first store. Grid-stride over
+/// chunks of blocks x threads x K items (the kernel launches one chunk a block).
 template <int K>
-SPMD_HD void copy_units_thread(const step_view& t, index_t block, index_t thread, index_t blocks, index_t threads,
-                               const wide16* const* in, wide16* const* out) {
-  for (index_t i = block * threads + thread; i < t.items; i += blocks * threads) {
-    const item_place p = place_of(t, i);
-    const dev_op& o = *p.op;
+SPMD_HD void copy_spread_thread(const step_view& t, index_t block, index_t thread, index_t blocks, index_t threads,
+                                const wide16* const* in, wide16* const* out) {
+  for (index_t first = block * threads * K + thread; first - thread < t.items; first += blocks * threads * K) {
+    item_place q[K];
     wide16 v[K];
     SPMD_UNROLL
-    for (int k = 0; k < K; ++k) v[k] = in[o.src][p.s * K + k];
-    if (o.code == op_code::replicate) {
-      const index_t* f = t.fanout + o.dst;
-      for (index_t j = 1; j <= f[0]; ++j) {
-        SPMD_UNROLL
-        for (int k = 0; k < K; ++k) out[f[j]][p.d * K + k] = v[k];
+    for (int j = 0; j < K; ++j) {
+      const index_t i = first + j * threads;
+      if (i < t.items) {
+        q[j] = place_of(t, i);
+        v[j] = in[q[j].op->src][q[j].s];
       }
-    } else {
-      SPMD_UNROLL
-      for (int k = 0; k < K; ++k) out[o.dst][p.d * K + k] = v[k];
     }
+    SPMD_UNROLL
+    for (int j = 0; j < K; ++j)
+      if (first + j * threads < t.items) out[q[j].op->dst][q[j].d] = v[j];
   }
 }
 

@@ -65,7 +65,7 @@ struct step_view {
   index_t items = 0;                 // work items in all
   const index_t* fanout = nullptr;   // at a replicate op's dst: a count, then that many ranks
   index_t uniform = 0;               // items of every op, where all ops have as many (else 0)
-  int units = 1;                     // a widened copy step's 16-byte units per item (deepen)
+  int per_thread = 1;                // items a thread moves, strided by its block (spread_copies)
   const tile_group* tiles = nullptr;  // a tiled step's groups (tile), by first tile
   index_t n_tile_groups = 0;
   index_t tile_blocks = 0;           // tiles in all: the tile kernel's blocks (0: not tiled)
@@ -81,13 +81,13 @@ struct step_table {
   index_t items = 0;
   std::vector<index_t> fanout;
   index_t uniform = 0;
-  int units = 1;
+  int per_thread = 1;
   std::vector<tile_group> tiles;
   index_t tile_blocks = 0;
   index_t tile_uniform = 0;
   step_view view() const {
     return {op,    group_size,   members.data(), ops.data(), static_cast<index_t>(ops.size()),
-            items, fanout.data(), uniform,       units,      tiles.data(),
+            items, fanout.data(), uniform,       per_thread, tiles.data(),
             static_cast<index_t>(tiles.size()), tile_blocks, tile_uniform};
   }
 };
@@ -317,24 +317,24 @@ inline bool widen(step_table& t, index_t elem_bytes) {
   return true;
 }
 
-/// Where every op is a copy to one rank whose region, already widened, is in whole groups of
-/// k units: k units per item (k = 4 or 2, the largest that fits; true). A thread then moves
-/// k x 16 bytes for one look-up of its item's place: an S(0)->S(1) step moves 32-byte runs,
-/// and there the look-up, not the bytes, limits a 16-byte item (bench/step_kernels). Fan-out
-/// copies stay at 16 bytes: with 8 destinations, 64-byte items ran at a third of the speed.
-inline bool deepen(step_table& t) {
-  if (t.ops.empty() || t.units != 1) return false;
+/// Items a thread of a spread copy step moves in a step of at least spread_big items, and
+/// below it (bench/step_kernels on an H200: 4 ran a 256 MiB slicing at 0.94 of the floor and
+/// 2 at 0.91; at 64 KiB, 2 took 1.8 us and 4 2.7 us, fewer blocks being in flight).
+inline constexpr int spread_k_big = 4, spread_k_small = 2;
+inline constexpr index_t spread_big = index_t{1} << 20;
+
+/// Where every op of a widened step is a copy to one rank (no fan-out): each thread moves
+/// k items, its block's items strided by the block (every load coalesced across the warp),
+/// all k loads issued before the first store (true). One 16-byte item a thread left too few
+/// bytes in flight behind the look-up of its place: distribute_device_tensor's S(0) slicing
+/// ran at 0.55 of the floor (0.56 with 64-byte items), and at 0.94-0.96 spread over 4. Fan-out
+/// copies stay one item a thread (0.92 of the floor against 0.89-0.91 spread).
+inline bool spread_copies(step_table& t) {
+  if (t.ops.empty() || t.per_thread != 1 || !t.fanout.empty()) return false;
   for (const dev_op& o : t.ops)
     if (o.code != op_code::copy) return false;
-  for (int k : {4, 2}) {
-    bool fits = true;
-    for (const dev_op& o : t.ops) fits = fits && divisible(o.geo, k);
-    if (!fits) continue;
-    detail::regroup(t, k);
-    t.units = k;
-    return true;
-  }
-  return false;
+  t.per_thread = t.items >= spread_big ? spread_k_big : spread_k_small;
+  return true;
 }
 
 /// Shared memory of the tile kernel, in 16-byte units (16 KiB a block).
@@ -365,7 +365,7 @@ inline index_t flat_rows(const run_geom& g, index_t width) {
 /// side they cover [0, width) once, and a row fits the tile; then sorts the ops by source,
 /// sets t.tiles and t.tile_blocks and returns true. Otherwise leaves t and returns false.
 inline bool tile(step_table& t) {
-  if (t.ops.empty() || !t.fanout.empty() || t.units != 1) return false;
+  if (t.ops.empty() || !t.fanout.empty() || t.per_thread != 1) return false;
   std::vector<dev_op> ops = t.ops;
   // By source, then by column: a tile's store finds a unit's op by its column (tile_body.hpp).
   std::stable_sort(ops.begin(), ops.end(), [](const dev_op& a, const dev_op& b) {
@@ -446,11 +446,11 @@ inline void mark_uniform(step_table& t) {
 }
 
 /// A built table as the kernels run it: in 16-byte units where it can be (then true); then a
-/// transposing copy step in tiles (with `tiles`), another copy step in units of 2 or 4 of
-/// them where it can be; ops of equal size found without a search.
+/// transposing copy step in tiles (with `tiles`), another copy step spread over 2 or 4 items
+/// a thread; ops of equal size found without a search.
 inline bool finish(step_table& t, index_t elem_bytes, bool tiles = true) {
   const bool wide = widen(t, elem_bytes);
-  if (wide && !(tiles && tile(t))) deepen(t);
+  if (wide && !(tiles && tile(t))) spread_copies(t);
   mark_uniform(t);
   return wide;
 }

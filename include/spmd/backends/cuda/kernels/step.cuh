@@ -37,8 +37,8 @@ __global__ void __launch_bounds__(step_threads)
 
 template <int K>
 __global__ void __launch_bounds__(step_threads)
-    step_copy_kernel(const step_view t, const __grid_constant__ rank_ptrs<wide16> p) {
-  copy_units_thread<K>(t, blockIdx.x, threadIdx.x, gridDim.x, blockDim.x, p.in, p.out);
+    step_spread_kernel(const step_view t, const __grid_constant__ rank_ptrs<wide16> p) {
+  copy_spread_thread<K>(t, blockIdx.x, threadIdx.x, gridDim.x, blockDim.x, p.in, p.out);
 }
 
 /// A tiled step (step_table.hpp: tile): one block per tile, its rows read whole into shared
@@ -93,10 +93,10 @@ void step_wide(const step_view& table, const rank_ptrs<wide16>& ptrs, cudaStream
     check(cudaGetLastError(), "the step kernel's launch (tiles)");
     return;
   }
-  const unsigned blocks = detail::blocks_per_item(table.items);
-  switch (table.units) {
-    case 4: detail::step_copy_kernel<4><<<blocks, detail::step_threads, 0, stream>>>(table, ptrs); break;
-    case 2: detail::step_copy_kernel<2><<<blocks, detail::step_threads, 0, stream>>>(table, ptrs); break;
+  const unsigned blocks = detail::blocks_per_item((table.items + table.per_thread - 1) / table.per_thread);
+  switch (table.per_thread) {
+    case 4: detail::step_spread_kernel<4><<<blocks, detail::step_threads, 0, stream>>>(table, ptrs); break;
+    case 2: detail::step_spread_kernel<2><<<blocks, detail::step_threads, 0, stream>>>(table, ptrs); break;
     default: detail::step_wide_kernel<T><<<blocks, detail::step_threads, 0, stream>>>(table, ptrs); break;
   }
   check(cudaGetLastError(), "the step kernel's launch (16-byte units)");
