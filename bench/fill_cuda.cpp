@@ -9,7 +9,8 @@
 // S(1) (a transposing cut: runs of 128 elements).
 // Floor: bytes that must move (a fill writes its blocks; dropout and distribute read their
 // input once and write every block) over the device-to-device copy rate measured first
-// (cudaMemcpyAsync of 1 GiB, read + write bytes per second).
+// (cudaMemcpyAsync of 1 GiB, read + write bytes per second); a cudaMemsetAsync of the global
+// tensor's bytes is printed beside it, as what a plain write reaches.
 // Time: CUDA events around a loop after two warm-up calls, the median of 5 rounds; each call
 // includes its stream-ordered allocation, as a user's call does.
 // Last line:
@@ -69,6 +70,12 @@ int main(int argc, char** argv) {
   const L<R> r{spmd::extents<spmd::dyn, spmd::dyn>{rows, cols}};
   const L<S1> s1{spmd::extents<spmd::dyn, spmd::dyn>{rows, cols}};
 
+  // What a plain write of the same bytes reaches (cudaMemsetAsync), beside the copy floor.
+  cu::device_buffer<float> plain(rows * cols);
+  line("cudaMemsetAsync (no alloc)", "-", g, t.us([&] {
+         cu::check(cudaMemsetAsync(plain.data(), 0, static_cast<std::size_t>(g), cu::current_stream()), "cudaMemsetAsync");
+       }),
+       bw);
   double fill = 1e9;
   fill = std::min(fill, line("full", "S(0)", g, t.us([&] { (void)cu::full<float>(1.5f, s0); }), bw));
   fill = std::min(fill, line("arange", "S(0)", g, t.us([&] { (void)cu::arange<float>(s0); }), bw));
