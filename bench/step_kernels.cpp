@@ -2,9 +2,9 @@
 // time only (buffers allocated once), against the floor of bytes each step must move: the
 // table as the backend finishes it (16-byte units; a transposing step by shared-memory tiles,
 // another copy step in 32 or 64 bytes per item; ops of one size found by division), without
-// the spread copies, without the direct look-up, and S(0)->S(1) without the tiles (spread
-// instead); the copy steps also spread over 2 and over 4 items a thread, and
-// distribute_device_tensor's S(0) slicing step each way.
+// the spread copies, without the direct look-up, and S(0)->S(1) without the tiles; the copy
+// steps also spread at every size (spread_k items a thread), and distribute_device_tensor's
+// S(0) slicing step each way.
 // (Earlier versions of this benchmark also built variants of the kernel body here: the logs
 // in bench/results/step_kernels_h200_28*.txt and bench/RESULTS.md say what they measured.)
 //
@@ -94,10 +94,10 @@ struct tested {
   spmd::placement from, to;
   double read_x, write_x;
   int table;  // 0: finished; 1: widened only (16 bytes per item); 2: finished, ops searched;
-              // 3: finished without tiles (a transposing step spread instead); 4, 5: widened,
-              // 2 or 4 items a thread (spread_copies' two counts)
+              // 3: finished without tiles; 4: widened and spread (spread_k items a thread,
+              // as spread_copies makes a large copy step)
 };
-const char* const table_names[] = {"", " 16B/item", " searched", " no tiles", " spread 2", " spread 4"};
+const char* const table_names[] = {"", " 16B/item", " searched", " no tiles", " spread"};
 
 /// The kernel a case's table runs with: the library's.
 void launch(int, const cu::step_view& v, const cu::rank_ptrs<cu::wide16>& p, cudaStream_t s) {
@@ -150,7 +150,6 @@ int main(int argc, char** argv) {
       {"S(0)->S(1)", spmd::make_shard(0), spmd::make_shard(1), 1, 1, 2},
       {"S(0)->S(1)", spmd::make_shard(0), spmd::make_shard(1), 1, 1, 3},
       {"S(0)->S(1)", spmd::make_shard(0), spmd::make_shard(1), 1, 1, 4},
-      {"S(0)->S(1)", spmd::make_shard(0), spmd::make_shard(1), 1, 1, 5},
       {"P->R", P, spmd::make_replicate(), 8, 8, 0},
       {"P->R", P, spmd::make_replicate(), 8, 8, 2},
       {"P->S(0)", P, spmd::make_shard(0), 8, 1, 0},
@@ -171,7 +170,7 @@ int main(int argc, char** argv) {
     const bool wide = c.table == 1 || c.table >= 4 ? cu::widen(t, 4) : cu::finish(t, 4, c.table != 3);
     if (c.table >= 4) {
       cu::mark_uniform(t);
-      t.per_thread = c.table == 4 ? 2 : 4;
+      t.per_thread = cu::spread_k;
     }
     if (c.table == 2) t.uniform = 0;
     if (!wide) {
@@ -223,12 +222,12 @@ int main(int argc, char** argv) {
     void* in = device_alloc(bytes);
     void* out = device_alloc(bytes);
     cu::check(cudaMemset(in, 0, bytes), "cudaMemset");
-    for (int table : {0, 1, 4, 5}) {
+    for (int table : {0, 1, 4}) {
       cu::step_table t = cu::distribute_table(a.spec, global, {0, 8});
       const bool wide = table == 0 ? cu::finish(t, 4) : cu::widen(t, 4);
       cu::mark_uniform(t);
       if (!wide) continue;
-      if (table >= 4) t.per_thread = table == 4 ? 2 : 4;
+      if (table == 4) t.per_thread = cu::spread_k;
       std::vector<unsigned char> staged(cu::layout_of(t).bytes);
       cu::pack(t, staged.data());
       void* tab = device_alloc(staged.size());

@@ -121,7 +121,7 @@ long check_generate(const spmd::layout_spec& spec, const shape_vec& global, spmd
 
 /// The slicing table and the Partial split of distribute_on_device, run on the grid (element
 /// by element, then finished as the backend runs it, then from an input that is not 16-byte
-/// aligned), against host::distribute.
+/// aligned, then spread as a large tensor's), against host::distribute.
 template <class T>
 long check_distribute(const spmd::layout_spec& spec, const shape_vec& global, spmd::host::held_range held,
                       const std::vector<T>& data, counts& c, std::string& why) {
@@ -135,7 +135,7 @@ long check_distribute(const spmd::layout_spec& spec, const shape_vec& global, sp
   spmd_test::aligned_vec<T> in_shifted(data.size() + 1);  // one element past a 16-byte boundary
   std::memcpy(static_cast<void*>(in_shifted.data() + 1), data.data(), data.size() * sizeof(T));
   long bad = 0;
-  for (int variant = 0; variant < 3; ++variant) {
+  for (int variant = 0; variant < 4; ++variant) {
     const T* src = variant == 2 ? in_shifted.data() + 1 : in_aligned.data();
     cu::step_table t = cu::distribute_table(spec, global, held);
     if (!t.fanout.empty()) ++c.fanout;
@@ -143,7 +143,11 @@ long check_distribute(const spmd::layout_spec& spec, const shape_vec& global, sp
     if (variant == 1) {  // as distribute_on_device finishes an aligned input's table
       wide = cu::finish(t, sizeof(T));
       if (wide) ++c.widened;
-      if (t.per_thread > 1) ++c.spread;
+    } else if (variant == 3) {  // as it finishes a tensor of a million 16-byte items or more
+      wide = cu::finish(t, sizeof(T));
+      if (!wide || t.tile_blocks > 0 || !cu::spreadable(t)) continue;
+      t.per_thread = cu::spread_k;
+      ++c.spread;
     } else if (variant == 2) {
       cu::mark_uniform(t);
       ++c.unaligned;

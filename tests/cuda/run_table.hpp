@@ -1,6 +1,6 @@
 // tests/cuda/run_table.hpp — a step table run as the CUDA backend runs it, on the host: through
 // the per-thread bodies over an emulated grid (last block and thread first, fewer threads
-// than items), element by element or, for a widened table, in units of 16 bytes (2 or 4 of
+// than items), element by element or, for a widened table, in units of 16 bytes (spread_k of
 // them a thread for a spread copy step, or by tiles for a tiled one: each block's loads, then
 // its stores, as the kernel's barrier orders them).
 #pragma once
@@ -86,11 +86,10 @@ void run_on_grid(const spmd::cuda::step_table& t, bool wide, const T* const* in,
       return;
     }
     spmd::cuda::emulate_grid(3, 5, [&](spmd::index_t b, spmd::index_t th, spmd::index_t nb, spmd::index_t nt) {
-      switch (t.per_thread) {  // as kernels::step_wide picks its kernel
-        case 4: spmd::cuda::copy_spread_thread<4>(v, b, th, nb, nt, wi.data(), wo.data()); break;
-        case 2: spmd::cuda::copy_spread_thread<2>(v, b, th, nb, nt, wi.data(), wo.data()); break;
-        default: spmd::cuda::wide_thread<T>(v, b, th, nb, nt, wi.data(), wo.data()); break;
-      }
+      if (t.per_thread == spmd::cuda::spread_k)  // as kernels::step_wide picks its kernel
+        spmd::cuda::copy_spread_thread<spmd::cuda::spread_k>(v, b, th, nb, nt, wi.data(), wo.data());
+      else
+        spmd::cuda::wide_thread<T>(v, b, th, nb, nt, wi.data(), wo.data());
     });
   } else {
     spmd::cuda::emulate_grid(3, 5, [&](spmd::index_t b, spmd::index_t th, spmd::index_t nb, spmd::index_t nt) {

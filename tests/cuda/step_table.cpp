@@ -52,7 +52,7 @@ long& widened_reductions() {  // widened steps that reduce (16-byte lanes combin
   static long n = 0;
   return n;
 }
-long& spread_steps() {  // copy steps spread over 2 or 4 items a thread
+long& spread_steps() {  // copy steps also run spread over spread_k items a thread
   static long n = 0;
   return n;
 }
@@ -117,21 +117,21 @@ long check_step(const spmd::plan_step& step, const shape_vec& global,
     if (spmd_test::has_code(done, spmd::op_code::reduce) || spmd_test::has_code(done, spmd::op_code::reduce_bcast))
       ++widened_reductions();
   }
-  if (done.per_thread > 1) ++spread_steps();
   if (done.uniform > 0) ++uniform_steps();
   for (index_t r = 0; r < n; ++r)
     if (s.ranks[static_cast<std::size_t>(r)].how != spmd::disposition::keep)
       for (index_t i = 0; i < s.ranks[static_cast<std::size_t>(r)].elems; ++i) outs[static_cast<std::size_t>(r)][i] = T(7);
   spmd_test::run_on_grid<T>(done, wide, ins.data(), outs.data(), n);
   compare(wide ? "the widened table" : "the finished table");
-  if (done.per_thread > 1) {  // spread: the other count of items a thread (a large step's) too
+  if (wide && done.tile_blocks == 0 && spmd::cuda::spreadable(done)) {  // as a step of a million items would run
+    ++spread_steps();
     spmd::cuda::step_table other = done;
-    other.per_thread = spmd::cuda::spread_k_big + spmd::cuda::spread_k_small - done.per_thread;
+    other.per_thread = spmd::cuda::spread_k;
     for (index_t r = 0; r < n; ++r)
       if (s.ranks[static_cast<std::size_t>(r)].how != spmd::disposition::keep)
         for (index_t i = 0; i < s.ranks[static_cast<std::size_t>(r)].elems; ++i) outs[static_cast<std::size_t>(r)][i] = T(7);
     spmd_test::run_on_grid<T>(other, true, ins.data(), outs.data(), n);
-    compare("the table spread the other way");
+    compare("the table spread");
   }
   if (done.tile_blocks > 0) {  // tiled: the same step spread instead must agree too
     ++tiled_steps();
@@ -143,7 +143,6 @@ long check_step(const spmd::plan_step& step, const shape_vec& global,
       }
     spmd::cuda::step_table deep = table;
     spmd::cuda::finish(deep, sizeof(T), false);
-    if (deep.per_thread > 1) ++spread_steps();
     for (index_t r = 0; r < n; ++r)
       if (s.ranks[static_cast<std::size_t>(r)].how != spmd::disposition::keep)
         for (index_t i = 0; i < s.ranks[static_cast<std::size_t>(r)].elems; ++i) outs[static_cast<std::size_t>(r)][i] = T(7);
@@ -225,9 +224,9 @@ TEST_CASE("steps widened to 16-byte units give the simulation's bits", "[cuda][e
   CHECK(uniform_steps() > 500);
 }
 
-TEST_CASE("an S(0)->S(1) step spread over two items a thread, and a wrong table is caught", "[cuda][emulation]") {
+TEST_CASE("an S(0)->S(1) step in 16-byte items, spread or not, and a wrong table is caught", "[cuda][emulation]") {
   // mesh 4, 8 x 64 floats: each rank's 2 rows go in 4 runs of 16 floats (64 bytes) to the 4
-  // ranks: 16 ops of 8 items (16 bytes) each once widened, 2 of them a thread (spread).
+  // ranks: 16 ops of 8 items (16 bytes) each once widened; too few items to spread.
   placement_vec a{}, b{};
   a.push_back(spmd::make_shard(0));
   b.push_back(spmd::make_shard(1));
@@ -242,8 +241,9 @@ TEST_CASE("an S(0)->S(1) step spread over two items a thread, and a wrong table 
   const spmd::step_schedule s = spmd::build_schedule(step, global);
   spmd::cuda::step_table t = spmd::cuda::build_step_table(step, s, global);
   const spmd::cuda::step_table built = t;
-  REQUIRE(spmd::cuda::finish(t, 4, false));  // spread (the tiles: the next case)
-  CHECK(t.per_thread == 2);
+  REQUIRE(spmd::cuda::finish(t, 4, false));  // without tiles (the next case)
+  CHECK(t.per_thread == 1);
+  CHECK(spmd::cuda::spreadable(t));
   CHECK(t.ops.size() == 16);
   CHECK(t.uniform == 8);
   CHECK(t.items == 128);
@@ -267,12 +267,12 @@ TEST_CASE("an S(0)->S(1) step spread over two items a thread, and a wrong table 
   };
   CHECK_FALSE(differs(t));
   // Mutations the emulation must catch: the wrong op size for the direct look-up, a piece
-  // read one unit off. Four items a thread move the same bits.
+  // read one unit off. Spread over four items a thread, the same bits.
   spmd::cuda::step_table m1 = t;
   m1.uniform = 16;  // (larger than the ops' size: a smaller one would find ops past the last)
   CHECK(differs(m1));
   spmd::cuda::step_table m2 = t;
-  m2.per_thread = 4;
+  m2.per_thread = spmd::cuda::spread_k;
   CHECK_FALSE(differs(m2));
   spmd::cuda::step_table m3 = t;
   m3.ops[0].geo.soff += 1;

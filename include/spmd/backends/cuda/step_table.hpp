@@ -317,23 +317,31 @@ inline bool widen(step_table& t, index_t elem_bytes) {
   return true;
 }
 
-/// Items a thread of a spread copy step moves in a step of at least spread_big items, and
-/// below it (bench/step_kernels on an H200: 4 ran a 256 MiB slicing at 0.94 of the floor and
-/// 2 at 0.91; at 64 KiB, 2 took 1.8 us and 4 2.7 us, fewer blocks being in flight).
-inline constexpr int spread_k_big = 4, spread_k_small = 2;
+/// Items a thread of a spread copy step moves, and the step size from which copies spread
+/// (bench/step_kernels on an H200: distribute_device_tensor's S(0) slicing at 256 MiB ran at
+/// 0.92 of the floor spread over 4, 0.80 over 2 and 0.76 at one item a thread; at 4 and 64
+/// KiB one item a thread took 1.1 and 1.4 us, spread over 2 1.3 and 2.0, over 4 1.3 and 2.9:
+/// with few items, spreading leaves the device emptier).
+inline constexpr int spread_k = 4;
 inline constexpr index_t spread_big = index_t{1} << 20;
 
-/// Where every op of a widened step is a copy to one rank (no fan-out): each thread moves
-/// k items, its block's items strided by the block (every load coalesced across the warp),
-/// all k loads issued before the first store (true). One 16-byte item a thread left too few
-/// bytes in flight behind the look-up of its place: distribute_device_tensor's S(0) slicing
-/// ran at 0.55 of the floor (0.56 with 64-byte items), and at 0.94-0.96 spread over 4. Fan-out
-/// copies stay one item a thread (0.92 of the floor against 0.89-0.91 spread).
-inline bool spread_copies(step_table& t) {
+/// Whether every op of `t` is a copy to one rank (no fan-out): what spread_copies takes.
+inline bool spreadable(const step_table& t) {
   if (t.ops.empty() || t.per_thread != 1 || !t.fanout.empty()) return false;
   for (const dev_op& o : t.ops)
     if (o.code != op_code::copy) return false;
-  t.per_thread = t.items >= spread_big ? spread_k_big : spread_k_small;
+  return true;
+}
+
+/// Where a widened step of at least spread_big items is spreadable: each thread moves
+/// spread_k items, its block's items strided by the block (every load coalesced across the
+/// warp), all its loads issued before the first store (true). One 16-byte item a thread
+/// leaves too few bytes in flight behind the look-up of its place: the S(0) slicing ran at
+/// 0.55-0.79 of the floor that way (0.56 with 64-byte items), 0.91-0.94 spread. Fan-out
+/// copies stay one item a thread (0.92 of the floor against 0.89-0.91 spread).
+inline bool spread_copies(step_table& t) {
+  if (t.items < spread_big || !spreadable(t)) return false;
+  t.per_thread = spread_k;
   return true;
 }
 
@@ -446,8 +454,8 @@ inline void mark_uniform(step_table& t) {
 }
 
 /// A built table as the kernels run it: in 16-byte units where it can be (then true); then a
-/// transposing copy step in tiles (with `tiles`), another copy step spread over 2 or 4 items
-/// a thread; ops of equal size found without a search.
+/// transposing copy step in tiles (with `tiles`), another large copy step spread over
+/// spread_k items a thread; ops of equal size found without a search.
 inline bool finish(step_table& t, index_t elem_bytes, bool tiles = true) {
   const bool wide = widen(t, elem_bytes);
   if (wide && !(tiles && tile(t))) spread_copies(t);

@@ -94,11 +94,10 @@ void step_wide(const step_view& table, const rank_ptrs<wide16>& ptrs, cudaStream
     return;
   }
   const unsigned blocks = detail::blocks_per_item((table.items + table.per_thread - 1) / table.per_thread);
-  switch (table.per_thread) {
-    case 4: detail::step_spread_kernel<4><<<blocks, detail::step_threads, 0, stream>>>(table, ptrs); break;
-    case 2: detail::step_spread_kernel<2><<<blocks, detail::step_threads, 0, stream>>>(table, ptrs); break;
-    default: detail::step_wide_kernel<T><<<blocks, detail::step_threads, 0, stream>>>(table, ptrs); break;
-  }
+  if (table.per_thread == spread_k)
+    detail::step_spread_kernel<spread_k><<<blocks, detail::step_threads, 0, stream>>>(table, ptrs);
+  else
+    detail::step_wide_kernel<T><<<blocks, detail::step_threads, 0, stream>>>(table, ptrs);
   check(cudaGetLastError(), "the step kernel's launch (16-byte units)");
 }
 
