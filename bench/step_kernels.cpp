@@ -99,9 +99,30 @@ struct tested {
 };
 const char* const table_names[] = {"", " 16B/item", " searched", " no tiles", " spread"};
 
-/// The kernel a case's table runs with: the library's.
-void launch(int, const cu::step_view& v, const cu::rank_ptrs<cu::wide16>& p, cudaStream_t s) {
-  cu::kernels::step_wide<float>(v, p, s);
+/// A table packed into device memory (`mem`, for cudaFree) and its view there.
+struct uploaded {
+  void* mem;
+  cu::step_view view;
+};
+uploaded upload(const cu::step_table& t) {
+  std::vector<unsigned char> staged(cu::layout_of(t).bytes);
+  cu::pack(t, staged.data());
+  void* tab = device_alloc(staged.size());
+  cu::check(cudaMemcpy(tab, staged.data(), staged.size(), cudaMemcpyHostToDevice), "cudaMemcpy");
+  return {tab, cu::view_at(t, static_cast<const unsigned char*>(tab))};
+}
+
+/// Times the library's kernel on `v` and prints one line: with --kib its latency above an empty
+/// kernel in a graph (`empty_us`), else its time against `floor_us`.
+void report(const std::string& name, const cu::step_view& v, const cu::rank_ptrs<cu::wide16>& ptrs, bool small,
+            double empty_us, double floor_us, const std::string& blocks) {
+  if (small) {
+    const double node = graph_us_per([&](cudaStream_t st) { cu::kernels::step_wide<float>(v, ptrs, st); });
+    std::printf("  %-36s %10.2f %10.2f %10s\n", name.c_str(), node, node - empty_us, blocks.c_str());
+  } else {
+    const double us = 1e3 * ms_per([&] { cu::kernels::step_wide<float>(v, ptrs, nullptr); });
+    std::printf("  %-36s %10.1f %10.1f %7.3f\n", name.c_str(), us, floor_us, floor_us / us);
+  }
 }
 
 /// What a finished table's kernel moves per thread, for the case's name.
@@ -177,11 +198,7 @@ int main(int argc, char** argv) {
       std::printf("  %s: does not widen, left out\n", c.name);
       continue;
     }
-    std::vector<unsigned char> staged(cu::layout_of(t).bytes);
-    cu::pack(t, staged.data());
-    void* tab = device_alloc(staged.size());
-    cu::check(cudaMemcpy(tab, staged.data(), staged.size(), cudaMemcpyHostToDevice), "cudaMemcpy");
-    const cu::step_view v = cu::view_at(t, static_cast<const unsigned char*>(tab));
+    const uploaded up = upload(t);
     cu::rank_ptrs<cu::wide16> ptrs{};
     std::vector<void*> owned;
     for (index_t r = 0; r < 8; ++r) {
@@ -200,22 +217,15 @@ int main(int argc, char** argv) {
       }
     }
     const double floor_us = (c.read_x + c.write_x) * static_cast<double>(kib) * 1024 / bw * 1e6;
-    const std::string name = std::string(c.name) + table_names[c.table] + how(t);
-    if (small) {
-      const double node = graph_us_per([&](cudaStream_t st) { launch(c.table, v, ptrs, st); });
-      const long long blocks = t.tile_blocks > 0 ? t.tile_blocks : (t.items + 255) / 256;
-      std::printf("  %-36s %10.2f %10.2f %10lld\n", name.c_str(), node, node - empty_us, blocks);
-    } else {
-      const double us = 1e3 * ms_per([&] { launch(c.table, v, ptrs, nullptr); });
-      std::printf("  %-36s %10.1f %10.1f %7.3f\n", name.c_str(), us, floor_us, floor_us / us);
-    }
+    const index_t blocks = t.tile_blocks > 0 ? t.tile_blocks : (t.items + 256 * t.per_thread - 1) / (256 * t.per_thread);
+    report(std::string(c.name) + table_names[c.table] + how(t), up.view, ptrs, small, empty_us, floor_us,
+           std::to_string(blocks));
     cu::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
     for (void* q : owned) cudaFree(q);
-    cudaFree(tab);
+    cudaFree(up.mem);
   }
   // distribute_device_tensor's slicing step for S(0) on mesh 8 (one contiguous block a rank):
-  // the finished table, and copy_k on the widened one. Floor: the global tensor read, the
-  // blocks written.
+  // finished, one item a thread, and spread. Floor: the global tensor read, the blocks written.
   {
     const auto a = spmd::make_spec(mesh, one(spmd::make_shard(0)), 2);
     const std::size_t bytes = static_cast<std::size_t>(rows * cols) * 4;
@@ -228,27 +238,16 @@ int main(int argc, char** argv) {
       cu::mark_uniform(t);
       if (!wide) continue;
       if (table == 4) t.per_thread = cu::spread_k;
-      std::vector<unsigned char> staged(cu::layout_of(t).bytes);
-      cu::pack(t, staged.data());
-      void* tab = device_alloc(staged.size());
-      cu::check(cudaMemcpy(tab, staged.data(), staged.size(), cudaMemcpyHostToDevice), "cudaMemcpy");
-      const cu::step_view v = cu::view_at(t, static_cast<const unsigned char*>(tab));
+      const uploaded up = upload(t);
       cu::rank_ptrs<cu::wide16> ptrs{};
       for (index_t r = 0; r < 8; ++r) {
         ptrs.in[r] = static_cast<const cu::wide16*>(in);
         ptrs.out[r] = static_cast<cu::wide16*>(out) + r * (static_cast<index_t>(bytes) / 16 / 8);
       }
-      const std::string name = std::string("distribute S(0)") + table_names[table] + how(t);
-      if (small) {
-        const double node = graph_us_per([&](cudaStream_t st) { launch(table, v, ptrs, st); });
-        std::printf("  %-36s %10.2f %10.2f %10s\n", name.c_str(), node, node - empty_us, "-");
-      } else {
-        const double floor_us = 2.0 * static_cast<double>(bytes) / bw * 1e6;
-        const double us = 1e3 * ms_per([&] { launch(table, v, ptrs, nullptr); });
-        std::printf("  %-36s %10.1f %10.1f %7.3f\n", name.c_str(), us, floor_us, floor_us / us);
-      }
+      report(std::string("distribute S(0)") + table_names[table] + how(t), up.view, ptrs, small, empty_us,
+             2.0 * static_cast<double>(bytes) / bw * 1e6, "-");
       cu::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-      cudaFree(tab);
+      cudaFree(up.mem);
     }
     cudaFree(in);
     cudaFree(out);
