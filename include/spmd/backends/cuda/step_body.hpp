@@ -231,19 +231,20 @@ template <int K>
 SPMD_HD void copy_spread_thread(const step_view& t, index_t block, index_t thread, index_t blocks, index_t threads,
                                 const wide16* const* in, wide16* const* out) {
   for (index_t first = block * threads * K + thread; first - thread < t.items; first += blocks * threads * K) {
-    item_place q[K];
+    wide16* to[K];  // where each item goes: one pointer kept, not its whole place
     wide16 v[K];
     SPMD_UNROLL
     for (int j = 0; j < K; ++j) {
       const index_t i = first + j * threads;
       if (i < t.items) {
-        q[j] = place_of(t, i);
-        v[j] = in[q[j].op->src][q[j].s];
+        const item_place q = place_of(t, i);
+        v[j] = in[q.op->src][q.s];
+        to[j] = out[q.op->dst] + q.d;
       }
     }
     SPMD_UNROLL
     for (int j = 0; j < K; ++j)
-      if (first + j * threads < t.items) out[q[j].op->dst][q[j].d] = v[j];
+      if (first + j * threads < t.items) *to[j] = v[j];
   }
 }
 
