@@ -186,8 +186,9 @@ SPMD_HD void split_item(const block_job<T>& j, index_t item, reduce_op op, index
 }
 
 namespace detail {
-/// v[q] = f(block of words holding global element at[q], its lane) for q < m, each Philox
-/// block computed once (Per elements to a block: a constant, so no 64-bit division).
+/// f(q, block of words holding global element at[q], its lane, whether that block is new
+/// since q - 1) for q < m, each Philox block computed once (Per elements to a block: a
+/// constant, so no 64-bit division).
 template <int Per, class F>
 SPMD_HD void by_block(const random::draw& d, const index_t* at, int m, F&& f) {
   std::uint64_t held = ~std::uint64_t{0};
@@ -197,11 +198,12 @@ SPMD_HD void by_block(const random::draw& d, const index_t* at, int m, F&& f) {
     if (q >= m) break;
     const auto i = static_cast<std::uint64_t>(at[q]);
     const std::uint64_t b = d.offset / 4 + i / Per;
-    if (b != held) {
+    const bool fresh = b != held;
+    if (fresh) {
       w = random::philox_stream_block(d.seed, b);
       held = b;
     }
-    f(q, w, static_cast<int>(i % Per), b);
+    f(q, w, static_cast<int>(i % Per), fresh);
   }
 }
 }  // namespace detail
@@ -214,17 +216,14 @@ SPMD_HD void random_item(const block_job<T>& j, const block_geom& g, index_t ite
   const int m = item_span(item, j.n, e0);
   T v[block_item_elems];
   if (j.identity) {
+    SPMD_UNROLL
     for (int q = 0; q < block_item_elems; ++q) v[q] = identity;
   } else {
     index_t at[block_item_elems];
     global_indices(g, j.base, e0, m, at);
     T lanes[4] = {};
-    std::uint64_t drawn = ~std::uint64_t{0};
-    auto pick = [&](int q, const random::philox_block& w, int lane, std::uint64_t b) {
-      if (b != drawn) {  // every value of the block once (a normal pair's Box-Muller once)
-        random::draw_block<T>(d, w, lanes);
-        drawn = b;
-      }
+    auto pick = [&](int q, const random::philox_block& w, int lane, bool fresh) {
+      if (fresh) random::draw_block<T>(d, w, lanes);  // a block's values once (a normal pair's Box-Muller once)
       // Constant indices only: an array indexed at run time would live in local memory.
       v[q] = lane == 0 ? lanes[0] : lane == 1 ? lanes[1] : lane == 2 ? lanes[2] : lanes[3];
     };
@@ -246,7 +245,7 @@ SPMD_HD void dropout_item(const block_io_job<T>& j, const block_geom& g, index_t
   load_item(j.in + e0, m, v);
   index_t at[block_item_elems];
   global_indices(g, j.base, e0, m, at);
-  detail::by_block<4>(d, at, m, [&](int q, const random::philox_block& w, int lane, std::uint64_t) {
+  detail::by_block<4>(d, at, m, [&](int q, const random::philox_block& w, int lane, bool) {
     v[q] = random::dropout_in_block<T>(d, w, lane, v[q]);
   });
   store_item(j.out + e0, m, v);

@@ -80,7 +80,6 @@ inline std::atomic<long>& op_launches() {
 template <class P, class G, class Launch>
 class job_launcher {
  public:
-  using job_type = P;
   using geom_type = G;
   explicit job_launcher(Launch launch) : launch_(launch) {}
   void add(const P& p, const G& g, index_t n) {

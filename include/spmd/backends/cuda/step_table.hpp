@@ -433,10 +433,9 @@ inline bool tile(step_table& t) {
   }
   // Groups of one tile count (every source's rows alike, as an even split gives): a block's
   // group is then block / count, not a search (a chain of dependent table reads in a small step).
-  t.tile_uniform = groups[0].tile_begin + (groups[0].rows + groups[0].tile_rows - 1) / groups[0].tile_rows;
-  for (std::size_t k = 0; k < groups.size(); ++k)
-    if (groups[k].tile_begin != static_cast<index_t>(k) * t.tile_uniform) t.tile_uniform = 0;
-  if (t.tile_uniform > 0 && blocks != static_cast<index_t>(groups.size()) * t.tile_uniform) t.tile_uniform = 0;
+  t.tile_uniform = blocks / static_cast<index_t>(groups.size());
+  for (const tile_group& g : groups)
+    if ((g.rows + g.tile_rows - 1) / g.tile_rows != t.tile_uniform) t.tile_uniform = 0;
   t.tiles = std::move(groups);
   t.tile_blocks = blocks;
   return true;
