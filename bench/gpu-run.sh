@@ -127,6 +127,23 @@ step racecheck-grad-demo 60 $cs --tool racecheck build/examples/spmd-grad-demo -
 step racecheck-nccl-backend 60 $cs --tool racecheck build/tests/nccl/nccl_backend
 step racecheck-train-cuda 120 $cs --tool racecheck build/tests/training/training_train_cuda
 
+# --- profiles: only when GPU_RUN_ONLY names them ---------------------------------------------
+# ncu's sections for one launch of a kernel (H200.md: --clock-control none on that machine).
+# The SASS needs no GPU: `pip download nvidia-cuda-cuobjdump` has a cuobjdump for the objects
+# built here (bench/RESULTS.md). fill_cuda_base: a fill_cuda built before a change, carried in
+# .gpu/ by hand, to compare in the same call.
+profile() {  # as step, but only when named
+  [[ " ${GPU_RUN_ONLY:-} " == *" $1 "* ]] && step "$@"
+}
+ncu="ncu --clock-control none --kernel-name-base demangled -c 1 --section SpeedOfLight --section ComputeWorkloadAnalysis
+  --section Occupancy --section WarpStateStats --section LaunchStats --section SchedulerStats --section InstructionStats
+  --section SourceCounters --section MemoryWorkloadAnalysis"
+profile ncu-uniform 60 $ncu -k regex:'random_fill<float>' build/bench/fill_cuda 256 'rand (uniform)'
+profile ncu-normal 60 $ncu -k regex:'random_fill<float>' build/bench/fill_cuda 256 'randn'
+profile ncu-arange 60 $ncu -k regex:'generate<float>' build/bench/fill_cuda 256 'arange'
+profile ncu-tile 60 $ncu -k regex:'step_tile_kernel' build/bench/step_kernels 256
+profile ncu-small-pr 60 $ncu -k regex:'step_wide_kernel' build/bench/step_kernels --kib 4 'P->R'
+profile fill_cuda_base 60 .gpu/fill_cuda_base
 cp "$summary" "$OUT/summary.txt"
 tar czf "$OUT/logs.tgz" -C "$LOGS" .
 echo "== summary (step, exit code, seconds; total $(($(date +%s) - start)) s)"

@@ -2,15 +2,17 @@
 // time only (buffers allocated once), against the floor of bytes each step must move: the
 // table as the backend finishes it (16-byte units; a transposing step by shared-memory tiles,
 // another copy step in 32 or 64 bytes per item; ops of one size found by division), without
-// the spread copies, without the direct look-up, and S(0)->S(1) without the tiles; the copy
-// steps also spread at every size (spread_k items a thread), and distribute_device_tensor's
-// S(0) slicing step each way.
+// the spread copies, without the direct look-up, the reductions unbatched, and S(0)->S(1)
+// without the tiles; the copy steps also spread at every size (spread_k items a thread), and
+// distribute_device_tensor's S(0) slicing step each way.
 // (Earlier versions of this benchmark also built variants of the kernel body here: the logs
 // in bench/results/step_kernels_h200_28*.txt and bench/RESULTS.md say what they measured.)
 //
 //   meson compile -C build step_kernels && build/bench/step_kernels [MiB]   (default 256)
 //   build/bench/step_kernels --kib K   the same tables at K KiB, where launches, not bytes, cost:
 //       each kernel's latency as 20 launches replayed from one CUDA graph, less 20 empty ones
+//   either with a last argument `case`: only the cases whose name starts with it (to profile
+//       one kernel: ncu -c 1 ...)
 //
 // Cases on mesh 8, f32, a global tensor of MiB with 64 columns (bench/redistribute_cuda's):
 // S(0)->R, S(0)->S(1), P->R, P->S(0).
@@ -95,9 +97,10 @@ struct tested {
   double read_x, write_x;
   int table;  // 0: finished; 1: widened only (16 bytes per item); 2: finished, ops searched;
               // 3: finished without tiles; 4: widened and spread (spread_k items a thread,
-              // as spread_copies makes a large copy step)
+              // as spread_copies makes a large copy step); 5: finished, one member's load at
+              // a time (a large step's reduction, where finish batches a small one's)
 };
-const char* const table_names[] = {"", " 16B/item", " searched", " no tiles", " spread"};
+const char* const table_names[] = {"", " 16B/item", " searched", " no tiles", " spread", " unbatched"};
 
 /// A table packed into device memory (`mem`, for cudaFree) and its view there.
 struct uploaded {
@@ -128,6 +131,7 @@ void report(const std::string& name, const cu::step_view& v, const cu::rank_ptrs
 /// What a finished table's kernel moves per thread, for the case's name.
 std::string how(const cu::step_table& t) {
   if (t.tile_blocks > 0) return " (tiles)";
+  if (t.batch > 1) return " (16B, " + std::to_string(t.batch) + " loads)";
   return t.per_thread > 1 ? " (" + std::to_string(t.per_thread) + " x 16B)" : " (16B)";
 }
 
@@ -136,8 +140,11 @@ std::string how(const cu::step_table& t) {
 int main(int argc, char** argv) {
   const bool small = argc > 2 && std::string(argv[1]) == "--kib";
   const index_t kib = small ? std::atoll(argv[2]) : (argc > 1 ? std::atoll(argv[1]) : 256) * 1024;
-  if (kib <= 0) {
-    std::fprintf(stderr, "usage: step_kernels [MiB] | --kib K\n");
+  const int case_arg = small ? 3 : 2;
+  const std::string only = argc > case_arg ? argv[case_arg] : "";
+  auto wanted = [&](const std::string& name) { return name.rfind(only, 0) == 0; };
+  if (kib <= 0 || argc > case_arg + 1) {
+    std::fprintf(stderr, "usage: step_kernels [MiB] [case] | --kib K [case]\n");
     return 2;
   }
   int sms = 0, dev = 0;
@@ -173,12 +180,15 @@ int main(int argc, char** argv) {
       {"S(0)->S(1)", spmd::make_shard(0), spmd::make_shard(1), 1, 1, 4},
       {"P->R", P, spmd::make_replicate(), 8, 8, 0},
       {"P->R", P, spmd::make_replicate(), 8, 8, 2},
+      {"P->R", P, spmd::make_replicate(), 8, 8, 5},
       {"P->S(0)", P, spmd::make_shard(0), 8, 1, 0},
       {"P->S(0)", P, spmd::make_shard(0), 8, 1, 2},
+      {"P->S(0)", P, spmd::make_shard(0), 8, 1, 5},
   };
   if (small) std::printf("# %-36s %10s %10s %10s\n", "case (table, bytes per item)", "node(us)", "kernel(us)", "blocks");
   else std::printf("# %-36s %10s %10s %7s\n", "case (table, bytes per item)", "time(us)", "floor(us)", "ratio");
   for (const tested& c : cases) {
+    if (!wanted(c.name)) continue;
     const auto a = spmd::make_spec(mesh, one(c.from), 2), b = spmd::make_spec(mesh, one(c.to), 2);
     const auto p = spmd::make_plan(a.spec, b.spec, 1e9);
     if (!a.ok() || !b.ok() || p.error != spmd::plan_error::none || p.value.steps.size() != 1) {
@@ -194,6 +204,7 @@ int main(int argc, char** argv) {
       t.per_thread = cu::spread_k;
     }
     if (c.table == 2) t.uniform = 0;
+    if (c.table == 5) t.batch = 1;
     if (!wide) {
       std::printf("  %s: does not widen, left out\n", c.name);
       continue;
@@ -226,7 +237,7 @@ int main(int argc, char** argv) {
   }
   // distribute_device_tensor's slicing step for S(0) on mesh 8 (one contiguous block a rank):
   // finished, one item a thread, and spread. Floor: the global tensor read, the blocks written.
-  {
+  if (wanted("distribute S(0)")) {
     const auto a = spmd::make_spec(mesh, one(spmd::make_shard(0)), 2);
     const std::size_t bytes = static_cast<std::size_t>(rows * cols) * 4;
     void* in = device_alloc(bytes);

@@ -210,7 +210,7 @@ long check_random(const spmd::layout_spec& spec, const shape_vec& global, spmd::
         cu::random_item<T>(j, g, e, d, identity);
       });
     });
-    cu::add_blocks(jobs, places, held.indices(), [&](index_t r, const cu::block_place& p) {  // as fill_random
+    cu::add_blocks<cu::random_item_elems>(jobs, places, held.indices(), [&](index_t r, const cu::block_place& p) {  // as fill_random
       return cu::block_job<T>{out(got, r), p.elems, p.base, p.part, p.identity};
     });
     jobs.finish();
@@ -233,7 +233,7 @@ long check_random(const spmd::layout_spec& spec, const shape_vec& global, spmd::
   auto jobs = cu::make_job_launcher<cu::block_io_job<T>, cu::block_geom>([&](const auto& b) {
     run_jobs(b, [&](const cu::block_io_job<T>& j, const cu::block_geom& g, index_t e) { cu::dropout_item<T>(j, g, e, d); });
   });
-  cu::add_blocks(jobs, places, held.indices(), [&](index_t r, const cu::block_place& p) {  // as the backend's dropout
+  cu::add_blocks<cu::random_item_elems>(jobs, places, held.indices(), [&](index_t r, const cu::block_place& p) {  // as the backend's dropout
     return cu::block_io_job<T>{out(got, r), x.data(r), p.elems, p.base};
   });
   jobs.finish();

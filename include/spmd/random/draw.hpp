@@ -326,10 +326,21 @@ SPMD_HD inline void draw_block(const draw& d, const philox_block& w, T (&out)[4]
     }
     return;
   }
-  const int per = elements_per_block<T>(d.dist);
-  SPMD_UNROLL
-  for (int lane = 0; lane < 4; ++lane)
-    if (lane < per) out[lane] = draw_in_block<T>(d, w, lane);
+  // The distribution tested once for the block, not once a lane (nvcc kept the test in each
+  // lane of the unrolled loop): the same per-lane functions as draw_in_block.
+  if (d.dist == distribution::bernoulli) {
+    SPMD_UNROLL
+    for (int lane = 0; lane < 4; ++lane) out[lane] = T(w[lane] < d.threshold ? 1.0f : 0.0f);
+  } else if constexpr (std::is_same_v<C, double>) {
+    out[0] = draw_in_block<T>(d, w, 0);
+    out[1] = draw_in_block<T>(d, w, 1);
+  } else {
+    constexpr int bits = detail::digits<T>;
+    SPMD_UNROLL
+    for (int lane = 0; lane < 4; ++lane)
+      out[lane] = detail::uniform_value<T>(
+          d, detail::mul(static_cast<float>(detail::low_bits(w[lane], bits)), 1.0f / static_cast<float>(std::uint32_t{1} << bits)));
+  }
 }
 
 /// The Philox block element i of the operator reads.

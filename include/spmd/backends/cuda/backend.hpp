@@ -181,7 +181,7 @@ struct backend {
     auto jobs = make_job_launcher<block_job<T>, block_geom>([&](const job_batch<block_job<T>, block_geom>& b) {
       kernels::random_fill<T>(b, d, identity, current_stream());
     });
-    add_blocks(jobs, places, out.held(), [&](index_t r, const block_place& p) {
+    add_blocks<random_item_elems>(jobs, places, out.held(), [&](index_t r, const block_place& p) {
       return block_job<T>{out.data(r), p.elems, p.base, p.part, p.identity};
     });
     jobs.finish();
@@ -194,7 +194,7 @@ struct backend {
     auto jobs = make_job_launcher<block_io_job<T>, block_geom>([&](const job_batch<block_io_job<T>, block_geom>& b) {
       kernels::random_dropout<T>(b, d, current_stream());
     });
-    add_blocks(jobs, places, out.held(), [&](index_t r, const block_place& p) {
+    add_blocks<random_item_elems>(jobs, places, out.held(), [&](index_t r, const block_place& p) {
       return block_io_job<T>{out.data(r), in.data(r), p.elems, p.base};
     });
     jobs.finish();

@@ -12,6 +12,7 @@
 
 #include <atomic>
 
+#include "spmd/backends/cuda/divisor.hpp"
 #include "spmd/core/config.hpp"
 
 namespace spmd::cuda {
@@ -27,14 +28,22 @@ struct job_batch {
   static constexpr int max_geoms = 4;   // distinct local shapes (uneven shards: 2 per sharded dim)
 
   int jobs = 0, geoms = 0;
+  index_t uniform = 0;               // items of every job, where all have as many (else 0)
+  divisor per_job{};                 // uniform's magic number
   index_t begin[max_jobs + 1] = {};  // job k's items are [begin[k], begin[k + 1])
   unsigned char geom_of[max_jobs] = {};
   P ptr[max_jobs];
   G geom[max_geoms];
 
   SPMD_HD index_t items() const { return begin[jobs]; }
-  /// The job holding item i: the last k with begin[k] <= i (@pre i < items()).
+  /// The job holding item i: the last k with begin[k] <= i (@pre i < items()); i / uniform
+  /// where the jobs are alike (an even split), a binary search otherwise.
   SPMD_HD int job_of(index_t i) const {
+    if (uniform > 0) {
+      index_t k = 0, unused = 0;
+      per_job.divmod(i, k, unused);
+      return static_cast<int>(k);
+    }
     int lo = 0, hi = jobs - 1;
     while (lo < hi) {
       const int mid = (lo + hi + 1) / 2;
@@ -58,6 +67,12 @@ struct job_batch {
     geom_of[jobs] = static_cast<unsigned char>(k);
     begin[jobs + 1] = begin[jobs] + n;
     ++jobs;
+    if (jobs == 1 || n == uniform) {
+      if (jobs == 1) per_job = divisor(n);
+      uniform = n;
+    } else {
+      uniform = 0;
+    }
   }
 
  private:

@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "spmd/backends/cuda/divisor.hpp"
 #include "spmd/core/config.hpp"
 #include "spmd/plan/lower.hpp"
 
@@ -53,6 +54,9 @@ struct tile_group {
   index_t run = 0;                  // every op's run where they are equal, else 0
   index_t tile_rows = 0;            // rows per tile (one block of the launch)
   index_t tile_begin = 0;           // its first tile
+  // The magic numbers of the divisions each unit of a tile does (tile_body.hpp): by width,
+  // by the rows of a whole tile and of the group's last, by run (where the runs are equal).
+  divisor by_width{}, by_tile_rows{}, by_last_rows{}, by_run{};
 };
 
 /// A step as the device reads it (pointers into device or host memory, as the caller built it).
@@ -66,10 +70,12 @@ struct step_view {
   const index_t* fanout = nullptr;   // at a replicate op's dst: a count, then that many ranks
   index_t uniform = 0;               // items of every op, where all ops have as many (else 0)
   int per_thread = 1;                // items a thread moves, strided by its block (spread_copies)
+  int batch = 1;                     // members a reduction item loads at once (batch_reductions)
   const tile_group* tiles = nullptr;  // a tiled step's groups (tile), by first tile
   index_t n_tile_groups = 0;
   index_t tile_blocks = 0;           // tiles in all: the tile kernel's blocks (0: not tiled)
   index_t tile_uniform = 0;          // tiles of every group, where all have as many (else 0)
+  divisor by_uniform{}, by_tile_uniform{};  // their magic numbers (1 where they are 0)
 };
 
 /// The host-side table of one step (vectors; copy them to the device to launch).
@@ -82,13 +88,17 @@ struct step_table {
   std::vector<index_t> fanout;
   index_t uniform = 0;
   int per_thread = 1;
+  int batch = 1;
   std::vector<tile_group> tiles;
   index_t tile_blocks = 0;
   index_t tile_uniform = 0;
+  /// The view of the table's host arrays; the magic numbers computed here, from the fields
+  /// as they are, so no later change of uniform or tile_uniform leaves them stale.
   step_view view() const {
     return {op,    group_size,   members.data(), ops.data(), static_cast<index_t>(ops.size()),
-            items, fanout.data(), uniform,       per_thread, tiles.data(),
-            static_cast<index_t>(tiles.size()), tile_blocks, tile_uniform};
+            items, fanout.data(), uniform,       per_thread, batch, tiles.data(),
+            static_cast<index_t>(tiles.size()), tile_blocks, tile_uniform,
+            divisor(uniform > 0 ? uniform : 1), divisor(tile_uniform > 0 ? tile_uniform : 1)};
   }
 };
 
@@ -345,8 +355,37 @@ inline bool spread_copies(step_table& t) {
   return true;
 }
 
+/// Members a reduction item of a small step loads before it combines the first (batch), and
+/// the steps that small: at most this many items, a wave of the device or less, where each
+/// thread's chain of dependent loads, not the device's occupancy, sets the time. One load at
+/// a time is the large steps' body (P->R at 0.98 of the floor on an H200, batches slower
+/// there); a 4 KiB P->R kernel waited for its eight members' loads in turn (3.4 us above an
+/// empty kernel; bench/RESULTS.md).
+inline constexpr int reduce_batch = 8;
+inline constexpr index_t batch_items = index_t{1} << 15;
+
+/// Sets t.batch = reduce_batch for a widened step of reductions of at most batch_items items.
+inline bool batch_reductions(step_table& t) {
+  if (t.items > batch_items) return false;
+  for (const dev_op& o : t.ops)
+    if (o.code == op_code::reduce || o.code == op_code::reduce_bcast) {
+      t.batch = reduce_batch;
+      return true;
+    }
+  return false;
+}
+
 /// Shared memory of the tile kernel, in 16-byte units (16 KiB a block).
 inline constexpr index_t tile_units = 1024;
+
+/// A tile group's magic numbers, from its width, rows, tile_rows and run (tile() sets them;
+/// whoever changes those fields calls it again).
+inline void derive_divisors(tile_group& g) {
+  g.by_width = divisor(g.width);
+  g.by_tile_rows = divisor(g.tile_rows);
+  g.by_last_rows = divisor(g.rows % g.tile_rows == 0 ? g.tile_rows : g.rows % g.tile_rows);
+  g.by_run = divisor(g.run > 0 ? g.run : 1);
+}
 
 namespace detail {
 /// The rows of op g flattened: its outer dims row-major over both buffers, the source's rows
@@ -421,6 +460,7 @@ inline bool tile(step_table& t) {
     if (g.pitch > tile_units) return false;
     g.tile_rows = tile_units / g.pitch;
     g.tile_begin = blocks;
+    derive_divisors(g);
     blocks += (g.rows + g.tile_rows - 1) / g.tile_rows;
     groups.push_back(g);
     i = j;
@@ -454,10 +494,12 @@ inline void mark_uniform(step_table& t) {
 
 /// A built table as the kernels run it: in 16-byte units where it can be (then true); then a
 /// transposing copy step in tiles (with `tiles`), another large copy step spread over
-/// spread_k items a thread; ops of equal size found without a search.
+/// spread_k items a thread, a small step's reductions batched; ops of equal size found
+/// without a search.
 inline bool finish(step_table& t, index_t elem_bytes, bool tiles = true) {
   const bool wide = widen(t, elem_bytes);
   if (wide && !(tiles && tile(t))) spread_copies(t);
+  if (wide) batch_reductions(t);
   mark_uniform(t);
   return wide;
 }
