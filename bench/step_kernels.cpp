@@ -2,8 +2,7 @@
 // time only (buffers allocated once), against the floor of bytes each step must move: the
 // table as the backend finishes it (16-byte units; a transposing step by shared-memory tiles,
 // another copy step in 32 or 64 bytes per item; ops of one size found by division), without
-// the spread copies, without the direct look-up, the reductions unbatched, and S(0)->S(1)
-// without the tiles; the copy steps also spread at every size (spread_k items a thread), and
+// the spread copies, without the direct look-up, and S(0)->S(1) without the tiles; the copy steps also spread at every size (spread_k items a thread), and
 // distribute_device_tensor's S(0) slicing step each way.
 // (Earlier versions of this benchmark also built variants of the kernel body here: the logs
 // in bench/results/step_kernels_h200_28*.txt and bench/RESULTS.md say what they measured.)
@@ -97,10 +96,9 @@ struct tested {
   double read_x, write_x;
   int table;  // 0: finished; 1: widened only (16 bytes per item); 2: finished, ops searched;
               // 3: finished without tiles; 4: widened and spread (spread_k items a thread,
-              // as spread_copies makes a large copy step); 5: finished, one member's load at
-              // a time (a large step's reduction, where finish batches a small one's)
+              // as spread_copies makes a large copy step)
 };
-const char* const table_names[] = {"", " 16B/item", " searched", " no tiles", " spread", " unbatched"};
+const char* const table_names[] = {"", " 16B/item", " searched", " no tiles", " spread"};
 
 /// A table packed into device memory (`mem`, for cudaFree) and its view there.
 struct uploaded {
@@ -131,7 +129,6 @@ void report(const std::string& name, const cu::step_view& v, const cu::rank_ptrs
 /// What a finished table's kernel moves per thread, for the case's name.
 std::string how(const cu::step_table& t) {
   if (t.tile_blocks > 0) return " (tiles)";
-  if (t.batch > 1) return " (16B, " + std::to_string(t.batch) + " loads)";
   return t.per_thread > 1 ? " (" + std::to_string(t.per_thread) + " x 16B)" : " (16B)";
 }
 
@@ -180,10 +177,8 @@ int main(int argc, char** argv) {
       {"S(0)->S(1)", spmd::make_shard(0), spmd::make_shard(1), 1, 1, 4},
       {"P->R", P, spmd::make_replicate(), 8, 8, 0},
       {"P->R", P, spmd::make_replicate(), 8, 8, 2},
-      {"P->R", P, spmd::make_replicate(), 8, 8, 5},
       {"P->S(0)", P, spmd::make_shard(0), 8, 1, 0},
       {"P->S(0)", P, spmd::make_shard(0), 8, 1, 2},
-      {"P->S(0)", P, spmd::make_shard(0), 8, 1, 5},
   };
   if (small) std::printf("# %-36s %10s %10s %10s\n", "case (table, bytes per item)", "node(us)", "kernel(us)", "blocks");
   else std::printf("# %-36s %10s %10s %7s\n", "case (table, bytes per item)", "time(us)", "floor(us)", "ratio");
@@ -204,7 +199,6 @@ int main(int argc, char** argv) {
       t.per_thread = cu::spread_k;
     }
     if (c.table == 2) t.uniform = 0;
-    if (c.table == 5) t.batch = 1;
     if (!wide) {
       std::printf("  %s: does not widen, left out\n", c.name);
       continue;

@@ -56,10 +56,6 @@ long& spread_steps() {  // copy steps also run spread over spread_k items a thre
   static long n = 0;
   return n;
 }
-long& batched_steps() {  // small reducing steps, their members loaded reduce_batch at once
-  static long n = 0;
-  return n;
-}
 long& tiled_steps() {  // transposing copy steps run by tiles
   static long n = 0;
   return n;
@@ -127,16 +123,6 @@ long check_step(const spmd::plan_step& step, const shape_vec& global,
       for (index_t i = 0; i < s.ranks[static_cast<std::size_t>(r)].elems; ++i) outs[static_cast<std::size_t>(r)][i] = T(7);
   spmd_test::run_on_grid<T>(done, wide, ins.data(), outs.data(), n);
   compare(wide ? "the widened table" : "the finished table");
-  if (done.batch > 1) {  // a small step's reductions batched: one load at a time too, as a large step's
-    ++batched_steps();
-    spmd::cuda::step_table other = done;
-    other.batch = 1;
-    for (index_t r = 0; r < n; ++r)
-      if (s.ranks[static_cast<std::size_t>(r)].how != spmd::disposition::keep)
-        for (index_t i = 0; i < s.ranks[static_cast<std::size_t>(r)].elems; ++i) outs[static_cast<std::size_t>(r)][i] = T(7);
-    spmd_test::run_on_grid<T>(other, true, ins.data(), outs.data(), n);
-    compare("the table, one member loaded at a time");
-  }
   if (wide && done.tile_blocks == 0 && spmd::cuda::spreadable(done)) {  // as a step of a million items would run
     ++spread_steps();
     spmd::cuda::step_table other = done;
@@ -216,7 +202,6 @@ TEST_CASE("steps widened to 16-byte units give the simulation's bits", "[cuda][e
   // (The inputs' buffers come from local_set's allocator, aligned to 64 bytes.)
   long steps = 0;
   widened_steps() = widened_reductions() = spread_steps() = uniform_steps() = tiled_steps() = tiled_uneven_steps() = 0;
-  batched_steps() = 0;
   const std::vector<shape_vec> shapes = {vec({16, 32}), vec({8, 64}), vec({32, 8})};
   for (const auto& m : {vec<spmd::mesh_shape_vec>({4}), vec<spmd::mesh_shape_vec>({2, 2}),
                         vec<spmd::mesh_shape_vec>({2, 2, 2})}) {
@@ -229,14 +214,13 @@ TEST_CASE("steps widened to 16-byte units give the simulation's bits", "[cuda][e
     sweep<std::int32_t>(m, reduce_op::sum, {vec({8, 64})}, steps);
   }
   INFO(widened_steps() << " of " << steps << " steps widened, " << widened_reductions() << " of them reducing, "
-                       << spread_steps() << " spread, " << batched_steps() << " batched, " << tiled_steps() << " tiled (" << tiled_uneven_steps()
+                       << spread_steps() << " spread, " << tiled_steps() << " tiled (" << tiled_uneven_steps()
                        << " with unequal runs); " << uniform_steps()
                        << " with ops of one size");
   CHECK(widened_steps() > 500);
   CHECK(tiled_steps() > 50);
   CHECK(widened_reductions() > 200);
   CHECK(spread_steps() > 100);
-  CHECK(batched_steps() > 200);
   CHECK(uniform_steps() > 500);
 }
 

@@ -70,7 +70,6 @@ struct step_view {
   const index_t* fanout = nullptr;   // at a replicate op's dst: a count, then that many ranks
   index_t uniform = 0;               // items of every op, where all ops have as many (else 0)
   int per_thread = 1;                // items a thread moves, strided by its block (spread_copies)
-  int batch = 1;                     // members a reduction item loads at once (batch_reductions)
   const tile_group* tiles = nullptr;  // a tiled step's groups (tile), by first tile
   index_t n_tile_groups = 0;
   index_t tile_blocks = 0;           // tiles in all: the tile kernel's blocks (0: not tiled)
@@ -88,7 +87,6 @@ struct step_table {
   std::vector<index_t> fanout;
   index_t uniform = 0;
   int per_thread = 1;
-  int batch = 1;
   std::vector<tile_group> tiles;
   index_t tile_blocks = 0;
   index_t tile_uniform = 0;
@@ -96,7 +94,7 @@ struct step_table {
   /// as they are, so no later change of uniform or tile_uniform leaves them stale.
   step_view view() const {
     return {op,    group_size,   members.data(), ops.data(), static_cast<index_t>(ops.size()),
-            items, fanout.data(), uniform,       per_thread, batch, tiles.data(),
+            items, fanout.data(), uniform,       per_thread, tiles.data(),
             static_cast<index_t>(tiles.size()), tile_blocks, tile_uniform,
             divisor(uniform > 0 ? uniform : 1), divisor(tile_uniform > 0 ? tile_uniform : 1)};
   }
@@ -355,26 +353,6 @@ inline bool spread_copies(step_table& t) {
   return true;
 }
 
-/// Members a reduction item of a small step loads before it combines the first (batch), and
-/// the steps that small: at most this many items, a wave of the device or less, where each
-/// thread's chain of dependent loads, not the device's occupancy, sets the time. One load at
-/// a time is the large steps' body (P->R at 0.98 of the floor on an H200, batches slower
-/// there); a 4 KiB P->R kernel waited for its eight members' loads in turn (3.4 us above an
-/// empty kernel; bench/RESULTS.md).
-inline constexpr int reduce_batch = 8;
-inline constexpr index_t batch_items = index_t{1} << 15;
-
-/// Sets t.batch = reduce_batch for a widened step of reductions of at most batch_items items.
-inline bool batch_reductions(step_table& t) {
-  if (t.items > batch_items) return false;
-  for (const dev_op& o : t.ops)
-    if (o.code == op_code::reduce || o.code == op_code::reduce_bcast) {
-      t.batch = reduce_batch;
-      return true;
-    }
-  return false;
-}
-
 /// Shared memory of the tile kernel, in 16-byte units (16 KiB a block).
 inline constexpr index_t tile_units = 1024;
 
@@ -494,12 +472,10 @@ inline void mark_uniform(step_table& t) {
 
 /// A built table as the kernels run it: in 16-byte units where it can be (then true); then a
 /// transposing copy step in tiles (with `tiles`), another large copy step spread over
-/// spread_k items a thread, a small step's reductions batched; ops of equal size found
-/// without a search.
+/// spread_k items a thread; ops of equal size found without a search.
 inline bool finish(step_table& t, index_t elem_bytes, bool tiles = true) {
   const bool wide = widen(t, elem_bytes);
   if (wide && !(tiles && tile(t))) spread_copies(t);
-  if (wide) batch_reductions(t);
   mark_uniform(t);
   return wide;
 }

@@ -13,10 +13,17 @@
 
 namespace spmd::cuda::kernels {
 
+/// Blocks an SM the random kernels are compiled for: 64 registers a thread, half the SM's
+/// warps. Uncapped, nvcc gave them 68-80 registers (three blocks, 35% occupancy), and the
+/// draws, bound by instruction issue, left a third of the issue slots empty; capped, ptxas
+/// spills 12-184 bytes in the rarer paths, and on an H200 dropout went from 0.89 to 0.92 of
+/// the floor, the draws from 0.596 to 0.600 (uniform f32): bench/RESULTS.md.
+inline constexpr int random_min_blocks = 4;
+
 template <class T>
 void random_fill(const job_batch<block_job<T>, block_geom>& jobs, const random::draw& d, T identity,
                  cudaStream_t stream) {
-  detail::for_each_job(
+  detail::for_each_job<random_min_blocks>(
       jobs,
       [=] __device__(const block_job<T>& j, const block_geom& g, index_t e) { random_item<T>(j, g, e, d, identity); },
       stream, "the random fill kernel's launch");
@@ -24,7 +31,7 @@ void random_fill(const job_batch<block_job<T>, block_geom>& jobs, const random::
 
 template <class T>
 void random_dropout(const job_batch<block_io_job<T>, block_geom>& jobs, const random::draw& d, cudaStream_t stream) {
-  detail::for_each_job(
+  detail::for_each_job<random_min_blocks>(
       jobs, [=] __device__(const block_io_job<T>& j, const block_geom& g, index_t e) { dropout_item<T>(j, g, e, d); },
       stream, "the dropout kernel's launch");
 }

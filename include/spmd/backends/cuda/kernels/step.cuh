@@ -29,10 +29,10 @@ __global__ void __launch_bounds__(step_threads)
   step_thread<T>(t, blockIdx.x, threadIdx.x, gridDim.x, blockDim.x, p.in, p.out);
 }
 
-template <class T, int B>
+template <class T>
 __global__ void __launch_bounds__(step_threads)
     step_wide_kernel(const step_view t, const __grid_constant__ rank_ptrs<wide16> p) {
-  wide_thread<T, B>(t, blockIdx.x, threadIdx.x, gridDim.x, blockDim.x, p.in, p.out);
+  wide_thread<T>(t, blockIdx.x, threadIdx.x, gridDim.x, blockDim.x, p.in, p.out);
 }
 
 template <int K>
@@ -96,10 +96,8 @@ void step_wide(const step_view& table, const rank_ptrs<wide16>& ptrs, cudaStream
   const unsigned blocks = detail::blocks_per_item((table.items + table.per_thread - 1) / table.per_thread);
   if (table.per_thread == spread_k)
     detail::step_spread_kernel<spread_k><<<blocks, detail::step_threads, 0, stream>>>(table, ptrs);
-  else if (table.batch == reduce_batch)
-    detail::step_wide_kernel<T, reduce_batch><<<blocks, detail::step_threads, 0, stream>>>(table, ptrs);
   else
-    detail::step_wide_kernel<T, 1><<<blocks, detail::step_threads, 0, stream>>>(table, ptrs);
+    detail::step_wide_kernel<T><<<blocks, detail::step_threads, 0, stream>>>(table, ptrs);
   check(cudaGetLastError(), "the step kernel's launch (16-byte units)");
 }
 
