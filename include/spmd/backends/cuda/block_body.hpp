@@ -1,8 +1,8 @@
 // spmd/backends/cuda/block_body.hpp — a rank's block of a global tensor, made on the device:
-// what one thread does for one work item (block_item_elems consecutive elements) of the
-// factories (full, arange), of the random draws (rand, randn, uniform_, normal_, bernoulli_,
-// dropout) and of the Partial split that distribute_device_tensor applies after slicing
-// (block_jobs.hpp builds the jobs).
+// what one thread does for one work item (consecutive elements: block_item_elems of them for
+// the factories (full, arange) and the Partial split that distribute_device_tensor applies
+// after slicing, random_item_elems for the random draws (rand, randn, uniform_, normal_,
+// bernoulli_, dropout); block_jobs.hpp builds the jobs).
 //
 // Every rank's block is one job of one launch (job_batch.hpp); ranks whose blocks have the
 // same shape share a geometry. The bodies compute what the host's generate and distribute do
