@@ -277,11 +277,26 @@ SPMD_HD constexpr int elements_per_block(distribution d) {
   return 4 / words_per_element(d, sizeof(T));
 }
 
+namespace detail {
+/// A bernoulli element from its word: 1 below the threshold, else 0.
+template <class T>
+SPMD_HD inline T bernoulli_of(const draw& d, std::uint32_t word) {
+  return T(word < d.threshold ? 1.0f : 0.0f);
+}
+/// A uniform element of a one-word type (f32, f16, bf16) from its word: its low `digits`
+/// bits as k 2^-digits, then uniform_value.
+template <class T>
+SPMD_HD inline T uniform_of(const draw& d, std::uint32_t word) {
+  constexpr int bits = digits<T>;
+  return uniform_value<T>(d, mul(static_cast<float>(low_bits(word, bits)), 1.0f / static_cast<float>(std::uint32_t{1} << bits)));
+}
+}  // namespace detail
+
 /// Element `lane` of the block of words `w` (uniform, normal, bernoulli).
 template <class T>
 SPMD_HD inline T draw_in_block(const draw& d, const philox_block& w, int lane) {
   using C = detail::compute_t<T>;
-  if (d.dist == distribution::bernoulli) return T(word_of(w, lane) < d.threshold ? 1.0f : 0.0f);
+  if (d.dist == distribution::bernoulli) return detail::bernoulli_of<T>(d, word_of(w, lane));
   if constexpr (std::is_same_v<C, double>) {
     const std::uint64_t a = detail::low_bits53(w[0], w[1]), b = detail::low_bits53(w[2], w[3]);
     if (d.dist == distribution::uniform) {
@@ -291,12 +306,7 @@ SPMD_HD inline T draw_in_block(const draw& d, const philox_block& w, int lane) {
     const detail::cos_sin<C> z = detail::box_muller<C>(a, b);
     return detail::normal_value<T>(d, lane == 0 ? z.c : z.s);
   } else {
-    if (d.dist == distribution::uniform) {
-      constexpr int bits = detail::digits<T>;
-      const float x = detail::mul(static_cast<float>(detail::low_bits(word_of(w, lane), bits)),
-                                  1.0f / static_cast<float>(std::uint32_t{1} << bits));
-      return detail::uniform_value<T>(d, x);
-    }
+    if (d.dist == distribution::uniform) return detail::uniform_of<T>(d, word_of(w, lane));
     const int p = lane & ~1;
     const detail::cos_sin<C> z =
         detail::box_muller<C>(detail::low_bits(w[p], 24), detail::low_bits(w[p + 1], 24));
@@ -330,16 +340,13 @@ SPMD_HD inline void draw_block(const draw& d, const philox_block& w, T (&out)[4]
   // lane of the unrolled loop): the same per-lane functions as draw_in_block.
   if (d.dist == distribution::bernoulli) {
     SPMD_UNROLL
-    for (int lane = 0; lane < 4; ++lane) out[lane] = T(w[lane] < d.threshold ? 1.0f : 0.0f);
+    for (int lane = 0; lane < 4; ++lane) out[lane] = detail::bernoulli_of<T>(d, w[lane]);
   } else if constexpr (std::is_same_v<C, double>) {
     out[0] = draw_in_block<T>(d, w, 0);
     out[1] = draw_in_block<T>(d, w, 1);
   } else {
-    constexpr int bits = detail::digits<T>;
     SPMD_UNROLL
-    for (int lane = 0; lane < 4; ++lane)
-      out[lane] = detail::uniform_value<T>(
-          d, detail::mul(static_cast<float>(detail::low_bits(w[lane], bits)), 1.0f / static_cast<float>(std::uint32_t{1} << bits)));
+    for (int lane = 0; lane < 4; ++lane) out[lane] = detail::uniform_of<T>(d, w[lane]);
   }
 }
 

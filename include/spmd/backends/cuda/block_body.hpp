@@ -237,9 +237,7 @@ SPMD_HD void by_block(const random::draw& d, const index_t* at, int m, F&& f) {
     f(q, w, static_cast<int>(i % Per), fresh);
   }
 }
-}  // namespace detail
 
-namespace detail {
 /// The whole-item case of random_item, which every item of a block of whole rows is but the
 /// last: E elements consecutive in the global tensor from a0, where a0 starts a Philox block
 /// (Per elements to a block: a constant, so the tests are masks and shifts). Their values are

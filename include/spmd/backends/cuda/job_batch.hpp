@@ -67,12 +67,8 @@ struct job_batch {
     geom_of[jobs] = static_cast<unsigned char>(k);
     begin[jobs + 1] = begin[jobs] + n;
     ++jobs;
-    if (jobs == 1 || n == uniform) {
-      if (jobs == 1) per_job = divisor(n);
-      uniform = n;
-    } else {
-      uniform = 0;
-    }
+    if (jobs == 1) per_job = divisor(n);
+    uniform = jobs == 1 || n == uniform ? n : 0;
   }
 
  private:
