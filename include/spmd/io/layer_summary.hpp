@@ -23,9 +23,10 @@ std::string layer_summary() {
   using T = typename Layer::element_type;
   using XW = typename runtime::detail::linear_product_t<T, LX, typename Layer::weight_layout,
                                                         typename Layer::backend_type>::layout_type;
-  return op_summary<ops::matmul_t, T, void, LX, typename Layer::weight_layout>("x @ W^T") + "\n" +
-         op_summary<ops::binary<ops::add_fn>, T, typename Layer::template bias_forced<LX>, XW,
-                    typename Layer::bias_layout>("+ b");
+  std::string s = op_summary<ops::matmul_t, T, void, LX, typename Layer::weight_layout>("x @ W^T");
+  s += '\n';
+  return s += op_summary<ops::binary<ops::add_fn>, T, typename Layer::template bias_forced<LX>, XW,
+                         typename Layer::bias_layout>("+ b");
 }
 
 }  // namespace spmd::io

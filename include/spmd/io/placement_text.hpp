@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "spmd/core/config.hpp"
+#include "spmd/core/fixed_text.hpp"
 #include "spmd/core/layout_spec.hpp"
 #include "spmd/core/placement.hpp"
 #include "spmd/core/small_array.hpp"
@@ -251,32 +252,65 @@ inline shape_vec parse_shape(std::string_view text) {
 // Formatting
 // ---------------------------------------------------------------------------
 
+/// The longest placement text: "P(product)" or "S(-7)[7]".
+inline constexpr int placement_chars = 10;
+/// The longest placements text: max_mesh_dims placements joined by ','.
+inline constexpr int placements_chars = max_mesh_dims * (placement_chars + 1);
+
 /// "R", "S(0)", "S(1)[2]" (the bracket when p.order is explicit), "P(sum)".
-inline std::string format_placement(const placement& p) {
+template <int N>
+constexpr void put_placement(fixed_text<N>& t, const placement& p) {
   switch (p.kind) {
-    case placement_kind::replicate: return "R";
-    case placement_kind::partial: return "P(" + std::string(reduce_op_name(p.op)) + ")";
-    case placement_kind::shard: {
-      std::string s = "S(" + std::to_string(p.dim) + ")";
-      if (p.order != default_order) s += "[" + std::to_string(p.order) + "]";
-      return s;
-    }
+    case placement_kind::replicate: t.put('R'); return;
+    case placement_kind::partial:
+      t.put("P(");
+      t.put(std::string_view(reduce_op_name(p.op)));
+      t.put(')');
+      return;
+    case placement_kind::shard:
+      t.put("S(");
+      t.put(static_cast<long long>(p.dim));
+      t.put(')');
+      if (p.order != default_order) {
+        t.put('[');
+        t.put(static_cast<long long>(p.order));
+        t.put(']');
+      }
+      return;
   }
-  return "?";
+  t.put('?');
+}
+
+/// The normalised placements of a spec joined by ',': shard dims non-negative, and "[k]" only
+/// on the shards of tensor dims whose order is not the default left to right (parses back to
+/// an equal spec). Constexpr, so that compile-time summaries are constants.
+template <int N>
+constexpr void put_placements(fixed_text<N>& t, const layout_spec& spec) {
+  for (int m = 0; m < spec.placements.size(); ++m) {
+    placement p = spec.placements[m];
+    if (p.is_shard() && spec.default_order(p.dim)) p.order = default_order;
+    if (m) t.put(',');
+    put_placement(t, p);
+  }
+}
+
+inline std::string format_placement(const placement& p) {
+  fixed_text<placement_chars> t;
+  put_placement(t, p);
+  return std::string(t.view());
 }
 
 /// A raw placement list joined by ',' (inverse of parse_placements).
 inline std::string format_placements(const placement_vec& ps) {
-  std::string out;
+  fixed_text<placements_chars> t;
   for (int m = 0; m < ps.size(); ++m) {
-    if (m) out += ',';
-    out += format_placement(ps[m]);
+    if (m) t.put(',');
+    put_placement(t, ps[m]);
   }
-  return out;
+  return std::string(t.view());
 }
 
-/// The normalised placements of a spec, one string per mesh dim: shard dims non-negative, and
-/// "[k]" only on the shards of tensor dims whose order is not the default left to right.
+/// The normalised placements of a spec, one string per mesh dim (put_placements' items).
 inline std::vector<std::string> placement_strings(const layout_spec& spec) {
   std::vector<std::string> out;
   for (int m = 0; m < spec.placements.size(); ++m) {
@@ -287,14 +321,11 @@ inline std::vector<std::string> placement_strings(const layout_spec& spec) {
   return out;
 }
 
-/// placement_strings(spec) joined by ',' (parses back to an equal spec).
+/// put_placements as a string.
 inline std::string format_placements(const layout_spec& spec) {
-  std::string out;
-  for (const auto& s : placement_strings(spec)) {
-    if (!out.empty()) out += ',';
-    out += s;
-  }
-  return out;
+  fixed_text<placements_chars> t;
+  put_placements(t, spec);
+  return std::string(t.view());
 }
 
 /// "2x4" (inverse of parse_mesh).

@@ -9,38 +9,19 @@
 
 #include <string_view>
 
+#include "spmd/core/fixed_text.hpp"
 #include "spmd/core/layout_spec.hpp"
 #include "spmd/plan/plan.hpp"
 
 namespace spmd {
 
-/// Constexpr text of bounded length: a trace of max_plan_steps + 1 states of
-/// max_mesh_dims placements of at most 10 characters ("P(product)"), joined by "->", fits.
-struct plan_text {
-  static constexpr int capacity = (max_plan_steps + 1) * (max_mesh_dims * 10 + 2);
-  char chars[capacity + 1]{};
-  int n = 0;
-
-  constexpr void put(char c) {
-    if (n < capacity) chars[n++] = c;
-  }
-  constexpr void put(std::string_view s) {
-    for (char c : s) put(c);
-  }
-  constexpr void put(long long v) {
-    if (v < 0) put('-'), v = -v;
-    char digits[20]{};
-    int k = 0;
-    do digits[k++] = static_cast<char>('0' + v % 10), v /= 10;
-    while (v > 0);
-    while (k > 0) put(digits[--k]);
-  }
-  constexpr std::string_view view() const { return {chars, static_cast<std::size_t>(n)}; }
-  friend constexpr bool operator==(const plan_text& a, std::string_view b) { return a.view() == b; }
-};
+/// A plan's text: a trace of max_plan_steps + 1 states of max_mesh_dims placements of at
+/// most 10 characters ("P(product)"), joined by "->", fits.
+using plan_text = fixed_text<(max_plan_steps + 1) * (max_mesh_dims * 10 + 2)>;
 
 /// One state, e.g. `S(0)[0]S(0)[1]`, `P(sum)R`.
-constexpr void put_state(plan_text& t, const layout_spec& s) {
+template <int N>
+constexpr void put_state(fixed_text<N>& t, const layout_spec& s) {
   for (const placement& p : s.placements) {
     if (p.is_replicate()) {
       t.put('R');

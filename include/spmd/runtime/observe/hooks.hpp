@@ -21,6 +21,7 @@
 #include "spmd/runtime/observe/log.hpp"
 #include "spmd/runtime/observe/switch.hpp"
 #include "spmd/runtime/observe/text.hpp"
+#include "spmd/runtime/observe/text_out.hpp"
 #include "spmd/runtime/observe/trace.hpp"
 
 namespace spmd::observe {
@@ -76,45 +77,62 @@ template <class Work, class Watch, class Sync>
   sync();
 }
 
+// The hooks below are cold and out of line: they run only when something watches, and the
+// callers' one branch stays small. Their text is built by text_out's calls (text_out.hpp
+// says why).
+
 /// A plan step as it runs: step i of n on a tensor of shape `global`, in the process that
 /// holds ranks [lo, lo + count).
-inline timeline::span on_step(const plan_step& s, int i, int n, const shape_vec& global, index_t element_bytes,
-                           index_t lo, index_t count) {
-  if (watching(log_steps))
-    log::line(lo, count, "  step " + std::to_string(i + 1) + "/" + std::to_string(n) + " " +
-                             step_text(s, global, element_bytes) + ": " + placements_text(s.from) + "->" +
-                             placements_text(s.to));
+[[gnu::cold, gnu::noinline]] inline timeline::span on_step(const plan_step& s, int i, int n, const shape_vec& global,
+                                                          index_t element_bytes, index_t lo, index_t count) {
+  if (watching(log_steps)) {
+    text_out t;
+    t << "  step " << i + 1 << '/' << n << ' ' << step_text(s, global, element_bytes) << ": "
+      << placements_text(s.from) << "->" << placements_text(s.to);
+    log::line(lo, count, t.str());
+  }
   if (!watching(trace)) return {};
-  const std::string kind = step_kind_name(s.kind) ? step_kind_name(s.kind)
-                           : s.kind == step_kind::partition ? "partition" : "fill";
-  return timeline::span("step", kind, lo, count,
-                     "\"kind\":" + timeline::quoted(kind) + ",\"mesh_dims\":" + timeline::quoted(dims_text(s.mesh_dims)) +
-                         ",\"bytes_per_rank\":" +
-                         std::to_string(is_collective(s.kind) ? traffic(s, global, element_bytes).max_rank_bytes : 0) +
-                         ",\"from\":" + timeline::quoted(placements_text(s.from)) +
-                         ",\"to\":" + timeline::quoted(placements_text(s.to)) + ",\"step\":" + std::to_string(i + 1));
+  const char* kind = step_kind_text(s.kind);
+  text_out a;
+  a << "\"kind\":" << timeline::quoted(kind) << ",\"mesh_dims\":" << timeline::quoted(dims_text(s.mesh_dims))
+    << ",\"bytes_per_rank\":" << (is_collective(s.kind) ? traffic(s, global, element_bytes).max_rank_bytes : 0)
+    << ",\"from\":" << timeline::quoted(placements_text(s.from)) << ",\"to\":" << timeline::quoted(placements_text(s.to))
+    << ",\"step\":" << i + 1;
+  return timeline::span("step", kind, lo, count, std::move(a).str());
 }
 
-/// A redistribute by the compile-time plan p from `src` to `dst` of elements W.
-template <class W>
-timeline::span on_redistribute(const plan& p, const layout_spec& src, const layout_spec& dst, const shape_vec& global,
-                            host::held_range h, bool compile_time) {
+/// A redistribute by the compile-time or run-time plan p from `src` to `dst` of elements of
+/// `element_bytes` bytes named `element` ("f32").
+[[gnu::cold, gnu::noinline]] inline timeline::span on_redistribute(const plan& p, const layout_spec& src,
+                                                                  const layout_spec& dst, const shape_vec& global,
+                                                                  host::held_range h, bool compile_time,
+                                                                  index_t element_bytes, const char* element) {
   const std::string from = placements_text(src), to = placements_text(dst);
   const std::string tr(spmd::trace(p, src, dst).view());
   index_t bytes = 0;
   for (const plan_step& s : p.steps)
-    if (is_collective(s.kind)) bytes += traffic(s, global, index_t{sizeof(W)}).max_rank_bytes;
-  if (watching(log_redistribute))
-    log::line(h.lo, h.count(),
-              "redistribute " + layout_text(src, global, host::element_name<W>()) + " -> " + to + ": plan " + tr +
-                  ", " + std::to_string(p.steps.size()) + (p.steps.size() == 1 ? " step" : " steps") + ", " +
-                  std::to_string(bytes) + " B/rank, " + (compile_time ? "compile time" : "run time"));
+    if (is_collective(s.kind)) bytes += traffic(s, global, element_bytes).max_rank_bytes;
+  if (watching(log_redistribute)) {
+    text_out t;
+    t << "redistribute " << layout_text(src, global, element) << " -> " << to << ": plan " << tr << ", "
+      << p.steps.size() << (p.steps.size() == 1 ? " step" : " steps") << ", " << bytes << " B/rank, "
+      << (compile_time ? "compile time" : "run time");
+    log::line(h.lo, h.count(), t.str());
+  }
   if (!watching(trace)) return {};
-  return timeline::span("redistribute", from + "->" + to, h.lo, h.count(),
-                     "\"from\":" + timeline::quoted(from) + ",\"to\":" + timeline::quoted(to) + ",\"plan\":" +
-                         timeline::quoted(tr) + ",\"steps\":" + std::to_string(p.steps.size()) +
-                         ",\"bytes_per_rank\":" + std::to_string(bytes) + ",\"shape\":" +
-                         timeline::quoted(shape_text(global)) + ",\"element\":\"" + host::element_name<W>() + "\"");
+  text_out name, a;
+  name << from << "->" << to;
+  a << "\"from\":" << timeline::quoted(from) << ",\"to\":" << timeline::quoted(to) << ",\"plan\":"
+    << timeline::quoted(tr) << ",\"steps\":" << p.steps.size() << ",\"bytes_per_rank\":" << bytes
+    << ",\"shape\":" << timeline::quoted(shape_text(global)) << ",\"element\":\"" << element << '"';
+  return timeline::span("redistribute", std::move(name).str(), h.lo, h.count(), std::move(a).str());
+}
+
+/// The same for elements W.
+template <class W>
+timeline::span on_redistribute(const plan& p, const layout_spec& src, const layout_spec& dst, const shape_vec& global,
+                               host::held_range h, bool compile_time) {
+  return on_redistribute(p, src, dst, global, h, compile_time, index_t{sizeof(W)}, host::element_name<W>());
 }
 
 /// One operator input for on_op: its layout, shape, and the placements the op computes it in.
@@ -125,18 +143,27 @@ struct op_input {
 };
 
 /// Operator `name` on `inputs`, computing in `out` (then moved to `final` when forced).
-inline timeline::span on_op(const std::string& name, const op_input* in, int n, const layout_spec& out,
-                         const layout_spec& final, const char* out_element, host::held_range h) {
-  std::string ins;
+[[gnu::cold, gnu::noinline]] inline timeline::span on_op(const std::string& name, const op_input* in, int n,
+                                                        const layout_spec& out, const layout_spec& final,
+                                                        const char* out_element, host::held_range h) {
+  text_out ins;
   for (int i = 0; i < n; ++i) {
-    ins += (i ? ", in" : "in") + std::to_string(i) + " " + layout_text(in[i].given, in[i].global, in[i].element);
-    ins += in[i].given == in[i].used ? " (kept)" : " -> " + placements_text(in[i].used) + " (redistribute)";
+    ins << (i ? ", in" : "in") << i << ' ' << layout_text(in[i].given, in[i].global, in[i].element);
+    if (in[i].given == in[i].used) ins << " (kept)";
+    else ins << " -> " << placements_text(in[i].used) << " (redistribute)";
   }
-  std::string outs = std::string(out_element) + " " + placements_text(out);
-  if (!(final == out)) outs += " -> " + placements_text(final) + " (forced)";
-  if (watching(log_ops)) log::line(h.lo, h.count(), "op " + name + ": " + ins + " => out " + outs + ", compile time");
+  text_out outs;
+  outs << out_element << ' ' << placements_text(out);
+  if (!(final == out)) outs << " -> " << placements_text(final) << " (forced)";
+  if (watching(log_ops)) {
+    text_out t;
+    t << "op " << name << ": " << ins.str() << " => out " << outs.str() << ", compile time";
+    log::line(h.lo, h.count(), t.str());
+  }
   if (!watching(trace)) return {};
-  return timeline::span("op", name, h.lo, h.count(), "\"inputs\":" + timeline::quoted(ins) + ",\"out\":" + timeline::quoted(outs));
+  text_out a;
+  a << "\"inputs\":" << timeline::quoted(ins.str()) << ",\"out\":" << timeline::quoted(outs.str());
+  return timeline::span("op", name, h.lo, h.count(), std::move(a).str());
 }
 
 }  // namespace spmd::observe

@@ -24,6 +24,7 @@
 
 #include "spmd/core/config.hpp"
 #include "spmd/runtime/observe/switch.hpp"
+#include "spmd/runtime/observe/text_out.hpp"
 
 namespace spmd::log {
 
@@ -97,14 +98,17 @@ inline void write(const std::string& line) {
 
 /// One line from a process holding ranks [lo, lo + count): prefixed with the rank when it
 /// holds one, dropped when SPMD_LOG_RANKS leaves that rank out.
-inline void line(index_t lo, index_t count, const std::string& text) {
+[[gnu::cold, gnu::noinline]] inline void line(index_t lo, index_t count, const std::string& text) {
   const auto& shown = detail::ranks_shown();
   if (count == 1 && !shown.empty()) {
     bool keep = false;
     for (index_t r : shown) keep = keep || r == lo;
     if (!keep) return;
   }
-  detail::write((count == 1 ? "[spmd rank " + std::to_string(lo) + "] " : std::string("[spmd] ")) + text);
+  observe::text_out t;
+  if (count == 1) t << "[spmd rank " << lo << "] ";
+  else t << "[spmd] ";
+  detail::write((t << text).str());
 }
 
 }  // namespace spmd::log

@@ -9,52 +9,65 @@
 #include <cctype>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "spmd/core/layout_spec.hpp"
 #include "spmd/plan/step.hpp"
 #include "spmd/plan/trace.hpp"
 #include "spmd/plan/traffic.hpp"
+#include "spmd/runtime/observe/text_out.hpp"
 
 namespace spmd::observe {
 
-inline std::string placements_text(const layout_spec& s) {
+[[gnu::cold]] inline std::string placements_text(const layout_spec& s) {
   plan_text t{};
   put_state(t, s);
   return std::string(t.view());
 }
 
-inline std::string shape_text(const shape_vec& s) {
-  std::string t = "[";
-  for (int d = 0; d < s.size(); ++d) t += (d ? ", " : "") + std::to_string(s[d]);
-  return t + "]";
+[[gnu::cold]] inline std::string shape_text(const shape_vec& s) {
+  text_out t;
+  t << '[';
+  for (int d = 0; d < s.size(); ++d) t << (d ? ", " : "") << s[d];
+  return std::move(t << ']').str();
 }
 
-inline std::string mesh_text(const layout_spec& s) {
-  std::string t = "mesh(";
-  for (int d = 0; d < s.mesh.size(); ++d) t += (d ? ", " : "") + std::to_string(s.mesh[d]);
-  return t + ")";
+[[gnu::cold]] inline std::string mesh_text(const layout_spec& s) {
+  text_out t;
+  t << "mesh(";
+  for (int d = 0; d < s.mesh.size(); ++d) t << (d ? ", " : "") << s.mesh[d];
+  return std::move(t << ')').str();
 }
 
-inline std::string layout_text(const layout_spec& s, const shape_vec& global, const char* element) {
-  return std::string(element) + shape_text(global) + " " + placements_text(s) + " on " + mesh_text(s);
+[[gnu::cold]] inline std::string layout_text(const layout_spec& s, const shape_vec& global, const char* element) {
+  text_out t;
+  t << element << shape_text(global) << ' ' << placements_text(s) << " on " << mesh_text(s);
+  return std::move(t).str();
 }
 
-inline std::string dims_text(dim_mask m) {
-  std::string t = "{";
+[[gnu::cold]] inline std::string dims_text(dim_mask m) {
+  text_out t;
+  t << '{';
   bool first = true;
   for (int d = 0; d < 32; ++d)
-    if (m & (dim_mask{1} << d)) t += (first ? "" : ", ") + std::to_string(d), first = false;
-  return t + "}";
+    if (m & (dim_mask{1} << d)) t << (first ? "" : ", ") << d, first = false;
+  return std::move(t << '}').str();
+}
+
+/// The name of a step's kind ("partition" and "fill" for the local ones).
+inline const char* step_kind_text(step_kind k) {
+  return step_kind_name(k) ? step_kind_name(k) : (k == step_kind::partition ? "partition" : "fill");
 }
 
 /// A step: its kind (the reduction's op for reductions), the mesh dims it changes, and the
 /// bytes the busiest rank receives (plan/traffic.hpp: the figures spmd-plan plan prints).
-inline std::string step_text(const plan_step& s, const shape_vec& global, index_t element_bytes) {
-  std::string t = step_kind_name(s.kind) ? step_kind_name(s.kind) : (s.kind == step_kind::partition ? "partition" : "fill");
-  if (s.kind == step_kind::all_reduce || s.kind == step_kind::reduce_scatter) t += std::string("(") + reduce_op_name(s.op) + ")";
-  t += " mesh dims " + dims_text(s.mesh_dims);
-  if (is_collective(s.kind)) t += " " + std::to_string(traffic(s, global, element_bytes).max_rank_bytes) + " B/rank";
-  return t;
+[[gnu::cold]] inline std::string step_text(const plan_step& s, const shape_vec& global, index_t element_bytes) {
+  text_out t;
+  t << step_kind_text(s.kind);
+  if (s.kind == step_kind::all_reduce || s.kind == step_kind::reduce_scatter) t << '(' << reduce_op_name(s.op) << ')';
+  t << " mesh dims " << dims_text(s.mesh_dims);
+  if (is_collective(s.kind)) t << ' ' << traffic(s, global, element_bytes).max_rank_bytes << " B/rank";
+  return std::move(t).str();
 }
 
 /// The name of an op type: its own `name` when it has one, else the type's name without

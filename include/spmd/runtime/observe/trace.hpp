@@ -18,27 +18,30 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "spmd/core/config.hpp"
 #include "spmd/host/sync.hpp"  // not <mutex>, <chrono>, <fstream>: compile time (sync.hpp says why)
 #include "spmd/runtime/observe/switch.hpp"
+#include "spmd/runtime/observe/text_out.hpp"
 
 namespace spmd::timeline {
 
 /// A JSON string literal of s (quotes and escapes).
-inline std::string quoted(const std::string& s) {
-  std::string t = "\"";
+[[gnu::cold]] inline std::string quoted(std::string_view s) {
+  observe::text_out t;
+  t << '"';
   for (char c : s) {
-    if (c == '"' || c == '\\') t += '\\', t += c;
+    if (c == '"' || c == '\\') t << '\\' << c;
     else if (static_cast<unsigned char>(c) < 0x20) {
       char b[8];
       std::snprintf(b, sizeof b, "\\u%04x", c);
-      t += b;
-    } else t += c;
+      t << b;
+    } else t << c;
   }
-  return t + "\"";
+  return std::move(t << '"').str();
 }
 
 namespace detail {
@@ -57,7 +60,7 @@ inline hooks_t& hooks() {
 }
 
 struct recorder;
-inline void write(recorder& r);
+[[gnu::cold]] inline void write(recorder& r);
 
 /// What is recorded. Made when first used; SPMD_TRACE=FILE (read then) names the file that
 /// its destructor writes at exit, or, under MPI, that finish() writes while the processes can
@@ -90,26 +93,28 @@ inline recorder& rec() {
 }
 
 /// One event per rank of [lo, lo + count); begin and end are host::monotonic_us() readings.
-inline void add(const char* cat, const std::string& name, index_t lo, index_t count, double begin, double end,
-                const std::string& args) {
+[[gnu::cold, gnu::noinline]] inline void add(const char* cat, const std::string& name, index_t lo, index_t count,
+                                            double begin, double end, const std::string& args) {
   recorder& r = rec();
   char times[96];
   std::snprintf(times, sizeof times, "\"ts\":%.3f,\"dur\":%.3f", begin - r.epoch, end - begin);
-  const std::string head = "{\"name\":" + quoted(name) + ",\"cat\":\"" + cat + "\",\"ph\":\"X\"," + times +
-                           ",\"pid\":0,\"tid\":";
-  const std::string tail = ",\"args\":{" + args + "}}";
+  observe::text_out head;
+  head << "{\"name\":" << quoted(name) << ",\"cat\":\"" << cat << "\",\"ph\":\"X\"," << times << ",\"pid\":0,\"tid\":";
   host::lock g(r.m);
   for (index_t k = 0; k < count; ++k) {
-    if (!r.events.empty()) r.events += ",\n";
-    r.events += head + std::to_string(lo + k) + tail;
+    observe::text_out e;
+    if (!r.events.empty()) e << ",\n";
+    e << head.str() << lo + k << ",\"args\":{" << args << "}}";
+    r.events += e.str();
     const auto at = std::lower_bound(r.ranks.begin(), r.ranks.end(), lo + k);
     if (at == r.ranks.end() || *at != lo + k) r.ranks.insert(at, lo + k);
   }
 }
 
 /// Writes r's file (rank 0 under MPI, after gathering every rank's events) and clears.
-inline void write(recorder& r) {
-  std::string events, meta;
+[[gnu::cold]] inline void write(recorder& r) {
+  std::string events;
+  observe::text_out meta;
   std::string file;
   {
     host::lock g(r.m);
@@ -117,19 +122,21 @@ inline void write(recorder& r) {
     r.written = true;
     events.swap(r.events);
     for (index_t k : r.ranks)
-      meta += ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":0,\"tid\":" + std::to_string(k) +
-              ",\"args\":{\"name\":\"rank " + std::to_string(k) + "\"}}";
+      meta << ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":0,\"tid\":" << k << ",\"args\":{\"name\":\"rank "
+           << k << "\"}}";
     r.ranks.clear();
     file = r.file;
   }
-  std::string all = events + meta;
+  std::string all = std::move(events);
+  all += meta.str();
   if (!all.empty() && all[0] == ',') all.erase(0, 2);
   if (hooks().gather && !hooks().gather(all)) return;
-  const std::string text = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n"
-                           "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":0,\"args\":{\"name\":\"spmd\"}}" +
-                           std::string(all.empty() ? "" : ",\n") + all + "\n]}\n";
+  observe::text_out text;
+  text << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n"
+          "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":0,\"args\":{\"name\":\"spmd\"}}"
+       << (all.empty() ? "" : ",\n") << all << "\n]}\n";
   std::FILE* out = std::fopen(file.c_str(), "wb");
-  const bool ok = out && std::fwrite(text.data(), 1, text.size(), out) == text.size();
+  const bool ok = out && std::fwrite(text.str().data(), 1, text.str().size(), out) == text.str().size();
   if ((out && std::fclose(out) != 0) || !ok) std::fprintf(stderr, "spmd: SPMD_TRACE: cannot write %s\n", file.c_str());
 }
 
