@@ -137,20 +137,20 @@ timeline::span on_redistribute(const plan& p, const layout_spec& src, const layo
 
 /// One operator input for on_op: its layout, shape, and the placements the op computes it in.
 struct op_input {
-  layout_spec given, used;
+  const layout_spec *given, *used;  // constants: detail::spec_constant
   shape_vec global;
   const char* element;
 };
 
 /// Operator `name` on `inputs`, computing in `out` (then moved to `final` when forced).
-[[gnu::cold, gnu::noinline]] inline timeline::span on_op(const std::string& name, const op_input* in, int n,
+[[gnu::cold, gnu::noinline]] inline timeline::span on_op(std::string_view name, const op_input* in, int n,
                                                         const layout_spec& out, const layout_spec& final,
                                                         const char* out_element, host::held_range h) {
   text_out ins;
   for (int i = 0; i < n; ++i) {
-    ins << (i ? ", in" : "in") << i << ' ' << layout_text(in[i].given, in[i].global, in[i].element);
-    if (in[i].given == in[i].used) ins << " (kept)";
-    else ins << " -> " << placements_text(in[i].used) << " (redistribute)";
+    ins << (i ? ", in" : "in") << i << ' ' << layout_text(*in[i].given, in[i].global, in[i].element);
+    if (*in[i].given == *in[i].used) ins << " (kept)";
+    else ins << " -> " << placements_text(*in[i].used) << " (redistribute)";
   }
   text_out outs;
   outs << out_element << ' ' << placements_text(out);
@@ -163,7 +163,7 @@ struct op_input {
   if (!watching(trace)) return {};
   text_out a;
   a << "\"inputs\":" << timeline::quoted(ins.str()) << ",\"out\":" << timeline::quoted(outs.str());
-  return timeline::span("op", name, h.lo, h.count(), std::move(a).str());
+  return timeline::span("op", std::string(name), h.lo, h.count(), std::move(a).str());
 }
 
 }  // namespace spmd::observe

@@ -6,11 +6,11 @@
 //   op_name<ops::matmul_t>()            "matmul_t"
 #pragma once
 
-#include <cctype>
 #include <string>
 #include <string_view>
 #include <utility>
 
+#include "spmd/core/fixed_text.hpp"
 #include "spmd/core/layout_spec.hpp"
 #include "spmd/plan/step.hpp"
 #include "spmd/plan/trace.hpp"
@@ -70,31 +70,45 @@ inline const char* step_kind_text(step_kind k) {
   return std::move(t).str();
 }
 
-/// The name of an op type: its own `name` when it has one, else the type's name without
-/// namespaces ("matmul_t", "binary<add_fn>").
+namespace detail {
+/// op_name's text, written by the compiler.
 template <class Op>
-std::string op_name() {
+constexpr fixed_text<96> op_name_text() {
+  fixed_text<96> out;
   if constexpr (requires { Op::name; }) {
-    return Op::name;
+    out.put(std::string_view(Op::name));
   } else {
-    std::string_view f = __PRETTY_FUNCTION__;  // "... op_name() [with Op = spmd::ops::x]"
+    std::string_view f = __PRETTY_FUNCTION__;  // "... op_name_text() [with Op = spmd::ops::x]"
     const std::size_t at = f.find("Op = ");
-    if (at == std::string_view::npos) return "op";
+    if (at == std::string_view::npos) {
+      out.put("op");
+      return out;
+    }
     f.remove_prefix(at + 5);
     f = f.substr(0, f.find_first_of(";]"));
-    std::string out;
+    const auto word = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'; };
     for (std::size_t i = 0; i < f.size();) {  // drop every "ns::" qualifier
       std::size_t j = i;
-      while (j < f.size() && (std::isalnum(static_cast<unsigned char>(f[j])) || f[j] == '_')) ++j;
+      while (j < f.size() && word(f[j])) ++j;
       if (j + 1 < f.size() && f[j] == ':' && f[j + 1] == ':') {
         i = j + 2;
         continue;
       }
-      out.append(f.substr(i, j - i == 0 ? 1 : j - i));
+      out.put(f.substr(i, j - i == 0 ? 1 : j - i));
       i = j - i == 0 ? i + 1 : j;
     }
-    return out;
   }
+  return out;
+}
+template <class Op>
+inline constexpr fixed_text<96> op_name_of = op_name_text<Op>();
+}  // namespace detail
+
+/// The name of an op type: its own `name` when it has one, else the type's name without
+/// namespaces ("matmul_t", "binary<add_fn>"). A constant.
+template <class Op>
+constexpr std::string_view op_name() {
+  return detail::op_name_of<Op>.view();
 }
 
 }  // namespace spmd::observe

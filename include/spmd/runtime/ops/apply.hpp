@@ -352,18 +352,29 @@ auto apply_impl(const Op& op, std::index_sequence<I...>, const dtensor<T, L, Bk>
     return y;
 }
 
+/// A layout's spec as an object, so that watch_op passes its address instead of a copy.
+template <class L>
+inline constexpr layout_spec spec_constant = L::spec();
+
+/// The layout an op's output ends in: its compute layout, or the forced placements'.
+template <class R>
+constexpr layout_spec final_spec() {
+  if constexpr (R::output_moves) return target_layout<typename R::out_placements, typename R::compute_layout>::spec();
+  else return R::compute_layout::spec();
+}
+
 /// The log line and trace span of an op (observe/hooks.hpp), when something watches.
 template <class Forced, class Op, class... T, class... L, std::size_t... I, class Bk>
 timeline::span watch_op(std::index_sequence<I...>, const dtensor<T, L, Bk>&... x) {
   using T0 = std::tuple_element_t<0, std::tuple<T...>>;
   using U = typename op_result<Op, T0>::type;
   using R = ops::resolved<Op, T0, Forced, L...>;
-  const observe::op_input in[] = {observe::op_input{L::spec(), R::template input_layout<I>::spec(),
+  const observe::op_input in[] = {observe::op_input{&spec_constant<L>, &spec_constant<typename R::template input_layout<I>>,
                                                     x.layout().extents().to_vec(), host::element_name<T>()}...};
-  layout_spec final = R::compute_layout::spec();
-  if constexpr (R::output_moves) final = detail::target_layout<typename R::out_placements, typename R::compute_layout>::spec();
-  return observe::on_op(observe::op_name<Op>(), in, static_cast<int>(sizeof...(I)), R::compute_layout::spec(), final,
-                        host::element_name<U>(), Bk::template held<typename R::mesh_type>());
+  static constexpr layout_spec final = final_spec<R>();
+  return observe::on_op(observe::op_name<Op>(), in, static_cast<int>(sizeof...(I)),
+                        spec_constant<typename R::compute_layout>, final, host::element_name<U>(),
+                        Bk::template held<typename R::mesh_type>());
 }
 
 template <class Forced, class Op, class... T, class... L, std::size_t... I, class Bk>
