@@ -125,9 +125,17 @@ SPMD_SIM_NOINLINE inline std::vector<rank_slice> slices(const layout_spec& spec,
 
 }  // namespace detail
 
+/// The reductions distribute and full_tensor run on a spec: its Partial op, or none.
+constexpr reduce_set partial_reduces(const layout_spec& spec) {
+  const detail::partial_info p = detail::partial_of(spec);
+  return p.mask != 0 ? reduce_bit(p.op) : 0;
+}
+
 /// Every rank's local of a global row-major tensor under `spec` (see the table at the top
 /// for Partial placements). @pre spec came from make_spec; global.size() == tensor rank.
-template <element T>
+/// Ops: partial_reduces(spec) where the spec is known at compile time (no Partial: the
+/// split is not compiled), else every_reduce_op.
+template <element T, reduce_set Ops = every_reduce_op>
 local_set<T> distribute(std::span<const T> data, const layout_spec& spec,
                         const shape_vec& global, held_range held) {
   const index_t total = shape_elems(global);
@@ -152,7 +160,10 @@ local_set<T> distribute(std::span<const T> data, const layout_spec& spec,
     }
     out.assign(r, s.shape);
     detail::copy_region(out.data(r), data.data(), s.geo);
-    if (part.mask != 0 && n > 1) detail::split_partial(out.data(r), out.size(r), part.op, s.part, n);
+    if (part.mask != 0 && n > 1) {
+      if constexpr (Ops == 0) detail::reduce_op_not_compiled(part.op);
+      else detail::split_partial(out.data(r), out.size(r), part.op, s.part, n);
+    }
   }
   return out;
 }
@@ -291,8 +302,9 @@ SPMD_SIM_NOINLINE inline std::vector<gather_block> gather_blocks(const layout_sp
 }  // namespace detail
 
 /// The global tensor: each block from the ranks at coordinate 0 along Replicate dims,
-/// Partial dims reduced over their group in group order.
-template <element T>
+/// Partial dims reduced over their group in group order. Ops: the reductions compiled
+/// (partial_reduces of a spec known at compile time; kernels.hpp's reduce_set).
+template <element T, reduce_set Ops = every_reduce_op>
 std::vector<T> full_tensor(const local_set<T>& locals, const layout_spec& spec,
                            const shape_vec& global) {
   std::vector<T> out(static_cast<std::size_t>(shape_elems(global)));
@@ -304,7 +316,8 @@ std::vector<T> full_tensor(const local_set<T>& locals, const layout_spec& spec,
     } else {
       srcs.clear();
       for (index_t m : b.members) srcs.push_back(locals.data(m));
-      detail::reduce_region(op, out.data(), srcs.data(), static_cast<index_t>(srcs.size()), b.geo);
+      if constexpr (Ops == 0) detail::reduce_op_not_compiled(op);
+      else detail::reduce_region<T, Ops>(op, out.data(), srcs.data(), static_cast<index_t>(srcs.size()), b.geo);
     }
   }
   return out;

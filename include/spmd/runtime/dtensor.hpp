@@ -194,8 +194,8 @@ class dtensor {
   std::vector<T> full_tensor() const {
     if (locals_.held_ranks().count() == 0) return {};
     const shape_vec global = layout_.extents().to_vec();
-    return host::full_tensor(B::template gather_all<T, mesh_type>(locals_, Layout::spec(), global),
-                             Layout::spec(), global);
+    return host::full_tensor<T, host::partial_reduces(Layout::spec())>(
+        B::template gather_all<T, mesh_type>(locals_, Layout::spec(), global), Layout::spec(), global);
   }
 
   /// Bytes of memory this process's locals take. In the simulation ranks whose locals are
@@ -363,9 +363,9 @@ struct factories {
   static auto distribute_tensor(const Range& global, const Layout& layout = Layout{}) {
     using T = host::range_element_t<Range>;
     const std::span<const T> data(std::data(global), std::size(global));
-    return dtensor<T, Layout, B>(
-        detail::internal_t{}, layout,
-        to_storage<B>(distribute<T>(data, Layout::spec(), layout.extents().to_vec(), held<Layout>())));
+    return dtensor<T, Layout, B>(detail::internal_t{}, layout,
+                                 to_storage<B>(distribute<T, host::partial_reduces(Layout::spec())>(
+                                     data, Layout::spec(), layout.extents().to_vec(), held<Layout>())));
   }
 
   /// A dtensor from the locals of the ranks this process holds: get(i, r) gives the local
