@@ -52,6 +52,7 @@
 #include "spmd/host/kernels.hpp"
 #include "spmd/host/local_set.hpp"
 #include "spmd/host/partial_split.hpp"
+#include "spmd/host/text_out.hpp"
 #include "spmd/plan/lower.hpp"
 
 namespace spmd::host {
@@ -84,11 +85,7 @@ SPMD_SIM_NOINLINE void split_partial(T* p, index_t size, reduce_op op, index_t j
   for (index_t i = 0; i < size; ++i) p[i] = partial_part(op, p[i], j, n, i);
 }
 
-inline std::string shape_text(const shape_vec& s) {
-  std::string t = "[";
-  for (int d = 0; d < s.size(); ++d) t += (d ? ", " : "") + std::to_string(s[d]);
-  return t + "]";
-}
+using host::shape_text;
 
 }  // namespace detail
 
@@ -140,9 +137,9 @@ local_set<T> distribute(std::span<const T> data, const layout_spec& spec,
                         const shape_vec& global, held_range held) {
   const index_t total = shape_elems(global);
   if (static_cast<index_t>(data.size()) != total)
-    throw std::invalid_argument("spmd::sim::distribute_tensor: the global data has " +
-                                std::to_string(data.size()) + " elements, the shape " +
-                                detail::shape_text(global) + " needs " + std::to_string(total));
+    throw std::invalid_argument((text_out() << "spmd::sim::distribute_tensor: the global data has " << data.size()
+                                             << " elements, the shape " << shape_text(global) << " needs " << total)
+                                    .str());
   const detail::partial_info part = detail::partial_of(spec);
   if (part.mask != 0) check_reduce_op<T>(part.op, "spmd::sim::distribute_tensor");
   const index_t n = group_size(spec.mesh, part.mask);

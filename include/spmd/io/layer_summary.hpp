@@ -23,10 +23,10 @@ std::string layer_summary() {
   using T = typename Layer::element_type;
   using XW = typename runtime::detail::linear_product_t<T, LX, typename Layer::weight_layout,
                                                         typename Layer::backend_type>::layout_type;
-  std::string s = op_summary<ops::matmul_t, T, void, LX, typename Layer::weight_layout>("x @ W^T");
-  s += '\n';
-  return s += op_summary<ops::binary<ops::add_fn>, T, typename Layer::template bias_forced<LX>, XW,
-                         typename Layer::bias_layout>("+ b");
+  return summary_detail::joined(
+      {"x @ W^T", summary_detail::constant<ops::matmul_t, T, void, LX, typename Layer::weight_layout>::view(), "\n+ b",
+       summary_detail::constant<ops::binary<ops::add_fn>, T, typename Layer::template bias_forced<LX>, XW,
+                                typename Layer::bias_layout>::view()});
 }
 
 }  // namespace spmd::io

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -95,16 +96,23 @@ struct constant {
   static constexpr std::string_view view() { return {chars.c, static_cast<std::size_t>(full.n)}; }
 };
 
+/// The pieces joined, out of line: the summaries' only code.
+[[gnu::noinline]] inline std::string joined(std::initializer_list<std::string_view> pieces) {
+  std::size_t n = 0;
+  for (std::string_view p : pieces) n += p.size();
+  std::string s;
+  s.reserve(n);
+  for (std::string_view p : pieces) s.append(p.data(), p.size());
+  return s;
+}
+
 }  // namespace summary_detail
 
 /// The compile-time decision of Op on input layouts L... with element type T (`Forced` as
 /// in sim::apply), one line: `label` followed by text the compiler wrote.
 template <class Op, class T, class Forced, class... L>
 std::string op_summary(std::string_view label) {
-  constexpr std::string_view rest = summary_detail::constant<Op, T, Forced, L...>::view();
-  std::string s;
-  s.reserve(label.size() + rest.size());
-  return s.append(label).append(rest);
+  return summary_detail::joined({label, summary_detail::constant<Op, T, Forced, L...>::view()});
 }
 
 }  // namespace spmd::io

@@ -21,7 +21,7 @@
 #include "spmd/runtime/observe/log.hpp"
 #include "spmd/runtime/observe/switch.hpp"
 #include "spmd/runtime/observe/text.hpp"
-#include "spmd/runtime/observe/text_out.hpp"
+#include "spmd/host/text_out.hpp"
 #include "spmd/runtime/observe/trace.hpp"
 
 namespace spmd::observe {
@@ -78,22 +78,22 @@ template <class Work, class Watch, class Sync>
 }
 
 // The hooks below are cold and out of line: they run only when something watches, and the
-// callers' one branch stays small. Their text is built by text_out's calls (text_out.hpp
-// says why).
+// callers' one branch stays small. Their text is built by host::text_out's calls
+// (host/text_out.hpp says why).
 
 /// A plan step as it runs: step i of n on a tensor of shape `global`, in the process that
 /// holds ranks [lo, lo + count).
 [[gnu::cold, gnu::noinline]] inline timeline::span on_step(const plan_step& s, int i, int n, const shape_vec& global,
                                                           index_t element_bytes, index_t lo, index_t count) {
   if (watching(log_steps)) {
-    text_out t;
+    host::text_out t;
     t << "  step " << i + 1 << '/' << n << ' ' << step_text(s, global, element_bytes) << ": "
       << placements_text(s.from) << "->" << placements_text(s.to);
     log::line(lo, count, t.str());
   }
   if (!watching(trace)) return {};
   const char* kind = step_kind_text(s.kind);
-  text_out a;
+  host::text_out a;
   a << "\"kind\":" << timeline::quoted(kind) << ",\"mesh_dims\":" << timeline::quoted(dims_text(s.mesh_dims))
     << ",\"bytes_per_rank\":" << (is_collective(s.kind) ? traffic(s, global, element_bytes).max_rank_bytes : 0)
     << ",\"from\":" << timeline::quoted(placements_text(s.from)) << ",\"to\":" << timeline::quoted(placements_text(s.to))
@@ -113,14 +113,14 @@ template <class Work, class Watch, class Sync>
   for (const plan_step& s : p.steps)
     if (is_collective(s.kind)) bytes += traffic(s, global, element_bytes).max_rank_bytes;
   if (watching(log_redistribute)) {
-    text_out t;
+    host::text_out t;
     t << "redistribute " << layout_text(src, global, element) << " -> " << to << ": plan " << tr << ", "
       << p.steps.size() << (p.steps.size() == 1 ? " step" : " steps") << ", " << bytes << " B/rank, "
       << (compile_time ? "compile time" : "run time");
     log::line(h.lo, h.count(), t.str());
   }
   if (!watching(trace)) return {};
-  text_out name, a;
+  host::text_out name, a;
   name << from << "->" << to;
   a << "\"from\":" << timeline::quoted(from) << ",\"to\":" << timeline::quoted(to) << ",\"plan\":"
     << timeline::quoted(tr) << ",\"steps\":" << p.steps.size() << ",\"bytes_per_rank\":" << bytes
@@ -146,22 +146,22 @@ struct op_input {
 [[gnu::cold, gnu::noinline]] inline timeline::span on_op(std::string_view name, const op_input* in, int n,
                                                         const layout_spec& out, const layout_spec& final,
                                                         const char* out_element, host::held_range h) {
-  text_out ins;
+  host::text_out ins;
   for (int i = 0; i < n; ++i) {
     ins << (i ? ", in" : "in") << i << ' ' << layout_text(*in[i].given, in[i].global, in[i].element);
     if (*in[i].given == *in[i].used) ins << " (kept)";
     else ins << " -> " << placements_text(*in[i].used) << " (redistribute)";
   }
-  text_out outs;
+  host::text_out outs;
   outs << out_element << ' ' << placements_text(out);
   if (!(final == out)) outs << " -> " << placements_text(final) << " (forced)";
   if (watching(log_ops)) {
-    text_out t;
+    host::text_out t;
     t << "op " << name << ": " << ins.str() << " => out " << outs.str() << ", compile time";
     log::line(h.lo, h.count(), t.str());
   }
   if (!watching(trace)) return {};
-  text_out a;
+  host::text_out a;
   a << "\"inputs\":" << timeline::quoted(ins.str()) << ",\"out\":" << timeline::quoted(outs.str());
   return timeline::span("op", std::string(name), h.lo, h.count(), std::move(a).str());
 }

@@ -24,7 +24,7 @@
 
 #include "spmd/core/config.hpp"
 #include "spmd/runtime/observe/switch.hpp"
-#include "spmd/runtime/observe/text_out.hpp"
+#include "spmd/host/text_out.hpp"
 
 namespace spmd::log {
 
@@ -105,7 +105,7 @@ inline void write(const std::string& line) {
     for (index_t r : shown) keep = keep || r == lo;
     if (!keep) return;
   }
-  observe::text_out t;
+  host::text_out t;
   if (count == 1) t << "[spmd rank " << lo << "] ";
   else t << "[spmd] ";
   detail::write((t << text).str());

@@ -15,7 +15,7 @@
 #include "spmd/plan/step.hpp"
 #include "spmd/plan/trace.hpp"
 #include "spmd/plan/traffic.hpp"
-#include "spmd/runtime/observe/text_out.hpp"
+#include "spmd/host/text_out.hpp"
 
 namespace spmd::observe {
 
@@ -25,28 +25,23 @@ namespace spmd::observe {
   return std::string(t.view());
 }
 
-[[gnu::cold]] inline std::string shape_text(const shape_vec& s) {
-  text_out t;
-  t << '[';
-  for (int d = 0; d < s.size(); ++d) t << (d ? ", " : "") << s[d];
-  return std::move(t << ']').str();
-}
+using host::shape_text;  // "[8, 16]"
 
 [[gnu::cold]] inline std::string mesh_text(const layout_spec& s) {
-  text_out t;
+  host::text_out t;
   t << "mesh(";
   for (int d = 0; d < s.mesh.size(); ++d) t << (d ? ", " : "") << s.mesh[d];
   return std::move(t << ')').str();
 }
 
 [[gnu::cold]] inline std::string layout_text(const layout_spec& s, const shape_vec& global, const char* element) {
-  text_out t;
+  host::text_out t;
   t << element << shape_text(global) << ' ' << placements_text(s) << " on " << mesh_text(s);
   return std::move(t).str();
 }
 
 [[gnu::cold]] inline std::string dims_text(dim_mask m) {
-  text_out t;
+  host::text_out t;
   t << '{';
   bool first = true;
   for (int d = 0; d < 32; ++d)
@@ -62,7 +57,7 @@ inline const char* step_kind_text(step_kind k) {
 /// A step: its kind (the reduction's op for reductions), the mesh dims it changes, and the
 /// bytes the busiest rank receives (plan/traffic.hpp: the figures spmd-plan plan prints).
 [[gnu::cold]] inline std::string step_text(const plan_step& s, const shape_vec& global, index_t element_bytes) {
-  text_out t;
+  host::text_out t;
   t << step_kind_text(s.kind);
   if (s.kind == step_kind::all_reduce || s.kind == step_kind::reduce_scatter) t << '(' << reduce_op_name(s.op) << ')';
   t << " mesh dims " << dims_text(s.mesh_dims);

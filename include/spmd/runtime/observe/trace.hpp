@@ -25,13 +25,13 @@
 #include "spmd/core/config.hpp"
 #include "spmd/host/sync.hpp"  // not <mutex>, <chrono>, <fstream>: compile time (sync.hpp says why)
 #include "spmd/runtime/observe/switch.hpp"
-#include "spmd/runtime/observe/text_out.hpp"
+#include "spmd/host/text_out.hpp"
 
 namespace spmd::timeline {
 
 /// A JSON string literal of s (quotes and escapes).
 [[gnu::cold]] inline std::string quoted(std::string_view s) {
-  observe::text_out t;
+  host::text_out t;
   t << '"';
   for (char c : s) {
     if (c == '"' || c == '\\') t << '\\' << c;
@@ -98,11 +98,11 @@ inline recorder& rec() {
   recorder& r = rec();
   char times[96];
   std::snprintf(times, sizeof times, "\"ts\":%.3f,\"dur\":%.3f", begin - r.epoch, end - begin);
-  observe::text_out head;
+  host::text_out head;
   head << "{\"name\":" << quoted(name) << ",\"cat\":\"" << cat << "\",\"ph\":\"X\"," << times << ",\"pid\":0,\"tid\":";
   host::lock g(r.m);
   for (index_t k = 0; k < count; ++k) {
-    observe::text_out e;
+    host::text_out e;
     if (!r.events.empty()) e << ",\n";
     e << head.str() << lo + k << ",\"args\":{" << args << "}}";
     r.events += e.str();
@@ -114,7 +114,7 @@ inline recorder& rec() {
 /// Writes r's file (rank 0 under MPI, after gathering every rank's events) and clears.
 [[gnu::cold]] inline void write(recorder& r) {
   std::string events;
-  observe::text_out meta;
+  host::text_out meta;
   std::string file;
   {
     host::lock g(r.m);
@@ -131,7 +131,7 @@ inline recorder& rec() {
   all += meta.str();
   if (!all.empty() && all[0] == ',') all.erase(0, 2);
   if (hooks().gather && !hooks().gather(all)) return;
-  observe::text_out text;
+  host::text_out text;
   text << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n"
           "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":0,\"args\":{\"name\":\"spmd\"}}"
        << (all.empty() ? "" : ",\n") << all << "\n]}\n";

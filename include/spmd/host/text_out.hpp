@@ -1,22 +1,26 @@
-// spmd/runtime/observe/text_out.hpp — the string a log line or a trace event is built in.
+// spmd/host/text_out.hpp — the string an error message, a log line or a trace event is built in.
 //
 //   text_out t;
 //   t << "step " << i + 1 << "/" << n;      every << is a call
 //   log::line(lo, count, t.str());
 //
 // Why not std::string's operator+: each '+' inlines the string's growth, its length check
-// and its exception path, and every unit that runs an operator compiles the log and trace
-// text (header-only: there is no other unit to put it in). Written with '+', that text was
-// 0.6 s of g++ -O2's time in examples/mlp_demo.cpp (4.5 s in all); appends that are calls
-// to one function make it small, and the text is cold: it runs only when something watches.
+// and its exception path, and every unit that runs an operator compiles the messages, the
+// log and the trace text (header-only: there is no other unit to put them in). Written with
+// '+', the log and trace text was 0.6 s of g++ -O2's 4.5 s on examples/mlp_demo.cpp.
+// Appends that are calls to one function keep it small; it is cold text, run only when
+// something watches or goes wrong.
 #pragma once
 
 #include <concepts>
 #include <cstdio>
 #include <string>
 #include <string_view>
+#include <utility>
 
-namespace spmd::observe {
+#include "spmd/core/small_array.hpp"
+
+namespace spmd::host {
 
 class text_out {
  public:
@@ -51,4 +55,12 @@ class text_out {
   std::string s_;
 };
 
-}  // namespace spmd::observe
+/// "[8, 16]".
+[[gnu::cold]] inline std::string shape_text(const shape_vec& s) {
+  text_out t;
+  t << '[';
+  for (int d = 0; d < s.size(); ++d) t << (d ? ", " : "") << s[d];
+  return std::move(t << ']').str();
+}
+
+}  // namespace spmd::host
