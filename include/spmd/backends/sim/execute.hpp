@@ -23,6 +23,8 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -47,46 +49,79 @@ namespace spmd::sim {
 
 namespace detail {
 
+/// The kernels a step may run: its op codes and its reductions. A compile-time step passes
+/// its own (kernels_of), so that a unit instantiates those only: each region kernel is a
+/// few vectorised loop nests, and a unit compiles them once per element type (host/kernels.hpp's
+/// reduce_set says what that cost). Steps made at run time take every kernel.
+struct kernel_set {
+  unsigned codes = ~0u;  // bit 1 << op_code
+  reduce_set reductions = every_reduce_op;
+  constexpr bool has(op_code c) const { return ((codes >> static_cast<unsigned>(c)) & 1u) != 0; }
+};
+inline constexpr kernel_set every_kernel{};
+
+/// An op code outside the caller's kernel_set reached run_op: a bug in spmd (the set is
+/// computed from the schedule the op comes from).
+[[noreturn, gnu::cold, gnu::noinline]] inline void op_not_compiled(op_code c) {
+  std::fprintf(stderr, "spmd: internal error: op code %d reached a kernel set compiled without it\n",
+               static_cast<int>(c));
+  std::abort();
+}
+
 /// One op. `srcs`/`dsts` are scratch arrays of at least group_size pointers.
-template <class T, reduce_set Ops = every_reduce_op>
+template <class T, kernel_set K = every_kernel>
 inline void run_op(const sched_op& o, reduce_op op, index_t group_size, const index_t* members,
                    const T* const* in, T* const* out, const T** srcs, T** dsts) {
   switch (o.code) {
-    case op_code::copy: copy_region(out[o.dst], in[o.src], o.geo); break;
-    case op_code::move:  // in place when the rank owns its buffer, else a plain copy
-      if (out[o.dst] == in[o.src])
-        move_region(out[o.dst], in[o.src], o.geo);
-      else
-        copy_region(out[o.dst], in[o.src], o.geo);
+    case op_code::copy:
+      if constexpr (K.has(op_code::copy)) copy_region(out[o.dst], in[o.src], o.geo);
+      else op_not_compiled(o.code);
       break;
-    case op_code::fill: fill_region(out[o.dst], o.geo, identity<T>(op)); break;
-    case op_code::scale: scale_region(out[o.dst], in[o.src], o.geo, group_size); break;
+    case op_code::move:  // in place when the rank owns its buffer, else a plain copy
+      if constexpr (K.has(op_code::move)) {
+        if (out[o.dst] == in[o.src])
+          move_region(out[o.dst], in[o.src], o.geo);
+        else
+          copy_region(out[o.dst], in[o.src], o.geo);
+      } else {
+        op_not_compiled(o.code);
+      }
+      break;
+    case op_code::fill:
+      if constexpr (K.has(op_code::fill)) fill_region(out[o.dst], o.geo, identity<T>(op));
+      else op_not_compiled(o.code);
+      break;
+    case op_code::scale:
+      if constexpr (K.has(op_code::scale)) scale_region(out[o.dst], in[o.src], o.geo, group_size);
+      else op_not_compiled(o.code);
+      break;
     case op_code::replicate:
-      copy_region(out[o.dst], static_cast<const T*>(out[o.src]), o.geo);
+      if constexpr (K.has(op_code::replicate)) copy_region(out[o.dst], static_cast<const T*>(out[o.src]), o.geo);
+      else op_not_compiled(o.code);
       break;
     case op_code::reduce:
-      if constexpr (Ops == 0) reduce_op_not_compiled(op);
+      if constexpr (K.reductions == 0) reduce_op_not_compiled(op);
       else {
         for (index_t j = 0; j < group_size; ++j) srcs[j] = in[members[o.src * group_size + j]];
-        reduce_region<T, Ops>(op, out[o.dst], srcs, group_size, o.geo);
+        reduce_region<T, K.reductions>(op, out[o.dst], srcs, group_size, o.geo);
       }
       break;
     case op_code::reduce_bcast:
-      if constexpr (Ops == 0) reduce_op_not_compiled(op);
+      if constexpr (K.reductions == 0) reduce_op_not_compiled(op);
       else {
         for (index_t j = 0; j < group_size; ++j) {
           const index_t m = members[o.src * group_size + j];
           srcs[j] = in[m];
           dsts[j] = out[m];
         }
-        all_reduce<T, Ops>(op, dsts, srcs, group_size, o.geo.run);
+        all_reduce<T, K.reductions>(op, dsts, srcs, group_size, o.geo.run);
       }
       break;
   }
 }
 
 /// The ops of a step in order; a bundle of copies that pays runs row by row as one.
-template <class T, reduce_set Ops = every_reduce_op>
+template <class T, kernel_set K = every_kernel>
 void run_ops(const sched_op* ops, std::size_t n_ops, reduce_op op, index_t group_size,
              const index_t* members, const T* const* in, T* const* out, const T** srcs,
              T** dsts) {
@@ -96,7 +131,7 @@ void run_ops(const sched_op* ops, std::size_t n_ops, reduce_op op, index_t group
       copy_bundle(&o, o.bundle, in, out);
       k += static_cast<std::size_t>(o.bundle);
     } else {
-      run_op<T, Ops>(o, op, group_size, members, in, out, srcs, dsts);
+      run_op<T, K>(o, op, group_size, members, in, out, srcs, dsts);
       ++k;
     }
   }
@@ -106,7 +141,7 @@ void run_ops(const sched_op* ops, std::size_t n_ops, reduce_op op, index_t group
 /// resolve_replicas): their ops do not run, `replicate` ops never run, and an all_reduce
 /// (reduce_bcast) reduces into its group's first member only. Bundles run whole when none
 /// of their ranks shares.
-template <class T, reduce_set Ops = every_reduce_op>
+template <class T, kernel_set K = every_kernel>
 void run_ops_shared(const sched_op* ops, std::size_t n_ops, reduce_op op, index_t group_size,
                     const index_t* members, const T* const* in, T* const* out,
                     const T** srcs, T** dsts, const index_t* rep) {
@@ -126,13 +161,13 @@ void run_ops_shared(const sched_op* ops, std::size_t n_ops, reduce_op op, index_
       }
     }
     if (o.code == op_code::reduce_bcast) {
-      if constexpr (Ops == 0) reduce_op_not_compiled(op);
+      if constexpr (K.reductions == 0) reduce_op_not_compiled(op);
       else {
         for (index_t j = 0; j < group_size; ++j) srcs[j] = in[members[o.src * group_size + j]];
-        reduce_region<T, Ops>(op, out[o.dst], srcs, group_size, o.geo);
+        reduce_region<T, K.reductions>(op, out[o.dst], srcs, group_size, o.geo);
       }
     } else {
-      run_op<T, Ops>(o, op, group_size, members, in, out, srcs, dsts);
+      run_op<T, K>(o, op, group_size, members, in, out, srcs, dsts);
     }
     ++k;
   }
@@ -178,16 +213,16 @@ constexpr std::size_t op_bytes(const sched_op& o, index_t group_size) {
 }
 
 /// run_ops_shared's work, on the simulation's threads when the step is large.
-template <class T, reduce_set Ops = every_reduce_op>
+template <class T, kernel_set K = every_kernel>
 void run_step_ops(step_kind kind, const sched_op* ops, std::size_t n_ops, reduce_op op,
                   index_t group_size, const index_t* members, const T* const* in, T* const* out,
                   const T** srcs, T** dsts, const index_t* rep) {
   if (threads() <= 1 || n_ops == 0)
-    return run_ops_shared<T, Ops>(ops, n_ops, op, group_size, members, in, out, srcs, dsts, rep);
+    return run_ops_shared<T, K>(ops, n_ops, op, group_size, members, in, out, srcs, dsts, rep);
   std::size_t total = 0;
   for (std::size_t k = 0; k < n_ops; ++k) total += op_bytes<T>(ops[k], group_size);
   if (total < parallel_step_bytes)
-    return run_ops_shared<T, Ops>(ops, n_ops, op, group_size, members, in, out, srcs, dsts, rep);
+    return run_ops_shared<T, K>(ops, n_ops, op, group_size, members, in, out, srcs, dsts, rep);
 
   struct task {
     std::size_t k = 0, count = 1;  // ops k .. k + count - 1, whole (a bundle: count = 0)
@@ -237,13 +272,13 @@ void run_step_ops(step_kind kind, const sched_op* ops, std::size_t n_ops, reduce
     std::vector<const T*> src(static_cast<std::size_t>(group_size));
     std::vector<T*> dst(static_cast<std::size_t>(group_size));
     if (t.count == 0) return copy_bundle(&ops[t.k], ops[t.k].bundle, in, out);
-    if (t.hi < 0) return run_ops_shared<T, Ops>(&ops[t.k], t.count, op, group_size, members, in, out,
+    if (t.hi < 0) return run_ops_shared<T, K>(&ops[t.k], t.count, op, group_size, members, in, out,
                                            src.data(), dst.data(), rep);
     sched_op piece = ops[t.k];
     piece.geo = slice_geom(piece.geo, t.lo, t.hi);
     piece.bundle = 1;
     piece.bundle_head = true;
-    run_ops_shared<T, Ops>(&piece, 1, op, group_size, members, in, out, src.data(), dst.data(), rep);
+    run_ops_shared<T, K>(&piece, 1, op, group_size, members, in, out, src.data(), dst.data(), rep);
   });
 }
 
@@ -262,7 +297,7 @@ void share_replicas(const rank_plan* ranks, const index_t* rep, index_t n, slot<
 /// the ranks that share another's new block are resolved (rep), the others get their
 /// buffers, the ops run (on the threads when large), and the sharing ranks take their
 /// shares. `in`: the ranks' current data; `out`, `srcs`, `dsts`, `rep`: scratch of n.
-template <class T, reduce_set Ops = every_reduce_op, class S, class RP>
+template <class T, kernel_set K = every_kernel, class S, class RP>
 void run_step(const S& s, const RP& rp, slot<T>* cur, slot<T>* next, const T* const* in,
               T** out, const T** srcs, T** dsts, index_t* rep, index_t n) {
   const bool shares = rp.any && resolve_replicas<T>(rp, s.ops.data(), s.members.data(),
@@ -271,7 +306,7 @@ void run_step(const S& s, const RP& rp, slot<T>* cur, slot<T>* next, const T* co
   for (index_t r = 0; r < n; ++r)
     if (rep[r] < 0) dispose(s.ranks[static_cast<std::size_t>(r)], cur[r], next[r]);
   for (index_t r = 0; r < n; ++r) out[r] = next[r].data;
-  run_step_ops<T, Ops>(s.kind, s.ops.data(), s.ops.size(), s.op, s.group_size, s.members.data(), in,
+  run_step_ops<T, K>(s.kind, s.ops.data(), s.ops.size(), s.op, s.group_size, s.members.data(), in,
                   out, srcs, dsts, rep);
   if (shares) share_replicas<T>(s.ranks.data(), rep, n, next);
 }
@@ -454,13 +489,16 @@ struct static_step {
   }();
 };
 
-/// The reductions a step's ops run: its one op when some op reduces, else none (the kernels
-/// a compile-time step instantiates: host/kernels.hpp's reduce_set).
+/// The kernels a step's ops run: their op codes, and the step's one reduction when some op
+/// reduces.
 template <class S>
-constexpr reduce_set reduces_of(const S& s) {
-  for (const sched_op& o : s.ops)
-    if (o.code == op_code::reduce || o.code == op_code::reduce_bcast) return reduce_bit(s.op);
-  return 0;
+constexpr kernel_set kernels_of(const S& s) {
+  kernel_set k{0u, 0u};
+  for (const sched_op& o : s.ops) {
+    k.codes |= 1u << static_cast<unsigned>(o.code);
+    if (o.code == op_code::reduce || o.code == op_code::reduce_bcast) k.reductions = reduce_bit(s.op);
+  }
+  return k;
 }
 
 /// Op K of a compile-time step. Copies of one run, or of a row of runs, become memcpy calls
@@ -493,7 +531,7 @@ SPMD_SIM_INLINE void static_op(const T* const* in, T* const* out, const T** srcs
     const T v = identity<T>(S.op);
     for (index_t k = 0; k < o.geo.run; ++k) d[k] = v;
   } else {
-    run_op<T, reduces_of(S)>(o, S.op, S.group_size, S.members.data(), in, out, srcs, dsts);
+    run_op<T, kernels_of(S)>(o, S.op, S.group_size, S.members.data(), in, out, srcs, dsts);
   }
 }
 
@@ -530,7 +568,7 @@ void exec_static_step(slot<T>* cur, slot<T>* next, static_state<T, N>& st) {
     // some ranks share a block, or the step is large enough for the threads: resolved,
     // then a loop over the ops
     std::array<index_t, N> rep;
-    run_step<T, reduces_of(S)>(S, RP, cur, next, in, st.out.data(), st.srcs.data(), st.dsts.data(), rep.data(),
+    run_step<T, kernels_of(S)>(S, RP, cur, next, in, st.out.data(), st.srcs.data(), st.dsts.data(), rep.data(),
                                static_cast<index_t>(N));
   } else {
     [&]<std::size_t... R>(std::index_sequence<R...>) {
@@ -542,7 +580,7 @@ void exec_static_step(slot<T>* cur, slot<T>* next, static_state<T, N>& st) {
         (static_op<T, Step, K>(in, out, st.srcs.data(), st.dsts.data()), ...);
       }(std::make_index_sequence<n_ops>{});
     } else {
-      run_ops<T, reduces_of(S)>(S.ops.data(), n_ops, S.op, S.group_size, S.members.data(), in, out,
+      run_ops<T, kernels_of(S)>(S.ops.data(), n_ops, S.op, S.group_size, S.members.data(), in, out,
                  st.srcs.data(), st.dsts.data());
     }
   }

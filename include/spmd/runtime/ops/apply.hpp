@@ -19,7 +19,6 @@
 
 #include <array>
 #include <cstddef>
-#include <functional>
 #include <stdexcept>
 #include <string>
 #include <tuple>
