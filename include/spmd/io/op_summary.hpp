@@ -14,7 +14,7 @@
 #include <utility>
 
 #include "spmd/core/fixed_text.hpp"
-#include "spmd/io/placement_text.hpp"
+#include "spmd/io/placement_format.hpp"
 #include "spmd/plan/trace.hpp"
 #include "spmd/ops/typed_op.hpp"
 #include "spmd/plan/typed_plan.hpp"

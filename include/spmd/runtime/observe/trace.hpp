@@ -99,7 +99,7 @@ inline recorder& rec() {
   char times[96];
   std::snprintf(times, sizeof times, "\"ts\":%.3f,\"dur\":%.3f", begin - r.epoch, end - begin);
   host::text_out head;
-  head << "{\"name\":" << quoted(name) << ",\"cat\":\"" << cat << "\",\"ph\":\"X\"," << times << ",\"pid\":0,\"tid\":";
+  head << "{\"name\":" << timeline::quoted(name) << ",\"cat\":\"" << cat << "\",\"ph\":\"X\"," << times << ",\"pid\":0,\"tid\":";
   host::lock g(r.m);
   for (index_t k = 0; k < count; ++k) {
     host::text_out e;

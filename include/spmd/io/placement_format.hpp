@@ -1,0 +1,129 @@
+// spmd/io/placement_format.hpp — placements, meshes and shapes as text: the formatting half
+// of placement_text.hpp (whose parsers are their inverses), alone so that units that only
+// print (operator summaries, the demo) do not compile the parsers.
+//
+//   format_placements(spec)   "S(0),R"        put_placements(t, spec): the same, constexpr
+//   format_mesh({2, 4})       "2x4"
+//   format_shape({10, 5})     "10,5"          format_list: "[10, 5]"
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "spmd/core/config.hpp"
+#include "spmd/core/fixed_text.hpp"
+#include "spmd/core/layout_spec.hpp"
+#include "spmd/core/placement.hpp"
+#include "spmd/core/small_array.hpp"
+
+namespace spmd {
+
+/// The longest placement text: "P(product)" or "S(-7)[7]".
+inline constexpr int placement_chars = 10;
+/// The longest placements text: max_mesh_dims placements joined by ','.
+inline constexpr int placements_chars = max_mesh_dims * (placement_chars + 1);
+
+/// "R", "S(0)", "S(1)[2]" (the bracket when p.order is explicit), "P(sum)".
+template <int N>
+constexpr void put_placement(fixed_text<N>& t, const placement& p) {
+  switch (p.kind) {
+    case placement_kind::replicate: t.put('R'); return;
+    case placement_kind::partial:
+      t.put("P(");
+      t.put(std::string_view(reduce_op_name(p.op)));
+      t.put(')');
+      return;
+    case placement_kind::shard:
+      t.put("S(");
+      t.put(static_cast<long long>(p.dim));
+      t.put(')');
+      if (p.order != default_order) {
+        t.put('[');
+        t.put(static_cast<long long>(p.order));
+        t.put(']');
+      }
+      return;
+  }
+  t.put('?');
+}
+
+/// The normalised placements of a spec joined by ',': shard dims non-negative, and "[k]" only
+/// on the shards of tensor dims whose order is not the default left to right (parses back to
+/// an equal spec). Constexpr, so that compile-time summaries are constants.
+template <int N>
+constexpr void put_placements(fixed_text<N>& t, const layout_spec& spec) {
+  for (int m = 0; m < spec.placements.size(); ++m) {
+    placement p = spec.placements[m];
+    if (p.is_shard() && spec.default_order(p.dim)) p.order = default_order;
+    if (m) t.put(',');
+    put_placement(t, p);
+  }
+}
+
+inline std::string format_placement(const placement& p) {
+  fixed_text<placement_chars> t;
+  put_placement(t, p);
+  return std::string(t.view());
+}
+
+/// A raw placement list joined by ',' (inverse of parse_placements).
+inline std::string format_placements(const placement_vec& ps) {
+  fixed_text<placements_chars> t;
+  for (int m = 0; m < ps.size(); ++m) {
+    if (m) t.put(',');
+    put_placement(t, ps[m]);
+  }
+  return std::string(t.view());
+}
+
+/// The normalised placements of a spec, one string per mesh dim (put_placements' items).
+inline std::vector<std::string> placement_strings(const layout_spec& spec) {
+  std::vector<std::string> out;
+  for (int m = 0; m < spec.placements.size(); ++m) {
+    placement p = spec.placements[m];
+    if (p.is_shard() && spec.default_order(p.dim)) p.order = default_order;
+    out.push_back(format_placement(p));
+  }
+  return out;
+}
+
+/// put_placements as a string.
+inline std::string format_placements(const layout_spec& spec) {
+  fixed_text<placements_chars> t;
+  put_placements(t, spec);
+  return std::string(t.view());
+}
+
+/// "2x4" (inverse of parse_mesh).
+inline std::string format_mesh(const mesh_shape_vec& mesh) {
+  std::string out;
+  for (int m = 0; m < mesh.size(); ++m) {
+    if (m) out += 'x';
+    out += std::to_string(mesh[m]);
+  }
+  return out;
+}
+
+/// "10,5"; "" for a 0-d tensor (inverse of parse_shape).
+template <int Cap>
+inline std::string format_shape(const svec<index_t, Cap>& shape) {
+  std::string out;
+  for (int d = 0; d < shape.size(); ++d) {
+    if (d) out += ',';
+    out += std::to_string(shape[d]);
+  }
+  return out;
+}
+
+/// "[10, 5]", "[]" — the bracketed form the tables print.
+template <int Cap>
+inline std::string format_list(const svec<index_t, Cap>& v) {
+  std::string out = "[";
+  for (int d = 0; d < v.size(); ++d) {
+    if (d) out += ", ";
+    out += std::to_string(v[d]);
+  }
+  return out + "]";
+}
+
+}  // namespace spmd
