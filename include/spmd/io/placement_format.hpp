@@ -8,6 +8,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "spmd/core/config.hpp"
@@ -94,36 +95,33 @@ inline std::string format_placements(const layout_spec& spec) {
   return std::string(t.view());
 }
 
-/// "2x4" (inverse of parse_mesh).
-inline std::string format_mesh(const mesh_shape_vec& mesh) {
+namespace io_detail {
+/// The numbers v[0, n) joined by sep.
+inline std::string joined_numbers(const index_t* v, int n, std::string_view sep) {
   std::string out;
-  for (int m = 0; m < mesh.size(); ++m) {
-    if (m) out += 'x';
-    out += std::to_string(mesh[m]);
+  for (int k = 0; k < n; ++k) {
+    if (k) out += sep;
+    out += std::to_string(v[k]);
   }
   return out;
+}
+}  // namespace io_detail
+
+/// "2x4" (inverse of parse_mesh).
+inline std::string format_mesh(const mesh_shape_vec& mesh) {
+  return io_detail::joined_numbers(mesh.begin(), mesh.size(), "x");
 }
 
 /// "10,5"; "" for a 0-d tensor (inverse of parse_shape).
 template <int Cap>
 inline std::string format_shape(const svec<index_t, Cap>& shape) {
-  std::string out;
-  for (int d = 0; d < shape.size(); ++d) {
-    if (d) out += ',';
-    out += std::to_string(shape[d]);
-  }
-  return out;
+  return io_detail::joined_numbers(shape.begin(), shape.size(), ",");
 }
 
 /// "[10, 5]", "[]" — the bracketed form the tables print.
 template <int Cap>
 inline std::string format_list(const svec<index_t, Cap>& v) {
-  std::string out = "[";
-  for (int d = 0; d < v.size(); ++d) {
-    if (d) out += ", ";
-    out += std::to_string(v[d]);
-  }
-  return out + "]";
+  return "[" + io_detail::joined_numbers(v.begin(), v.size(), ", ") + "]";
 }
 
 }  // namespace spmd

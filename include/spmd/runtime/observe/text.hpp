@@ -66,10 +66,13 @@ inline const char* step_kind_text(step_kind k) {
 }
 
 namespace detail {
+/// Characters of an op's name; a longer one (a type with long template arguments) is cut
+/// there in the log line, not refused.
+inline constexpr int op_name_chars = 256;
 /// op_name's text, written by the compiler.
 template <class Op>
-constexpr fixed_text<96> op_name_text() {
-  fixed_text<96> out;
+constexpr fixed_text<op_name_chars> op_name_text() {
+  fixed_text<op_name_chars> out;
   if constexpr (requires { Op::name; }) {
     out.put(std::string_view(Op::name));
   } else {
@@ -96,7 +99,7 @@ constexpr fixed_text<96> op_name_text() {
   return out;
 }
 template <class Op>
-inline constexpr fixed_text<96> op_name_of = op_name_text<Op>();
+inline constexpr fixed_text<op_name_chars> op_name_of = op_name_text<Op>();
 }  // namespace detail
 
 /// The name of an op type: its own `name` when it has one, else the type's name without
