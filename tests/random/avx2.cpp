@@ -2,9 +2,9 @@
 // functions' bits (random/draw.hpp, which the device runs too):
 //   - Box-Muller's log over every 24-bit input, and its cos and sin over every 24-bit angle;
 //   - whole draws of f32, bf16 and f16, uniform and normal, against draw_at element by
-//     element: the fast path, the general one (NaN, values that round to `to`, an inexact
-//     scaled span), streaming stores, a counter whose low word wraps, runs that start and end
-//     off a block edge.
+//     element: the fast path, bf16's exact one, the general one (NaN, values that round to
+//     `to`, an inexact scaled span), streaming stores, a counter whose low word wraps, runs
+//     that start and end off a block edge;
 //   - the fast bf16 rounding over every low half of 17 kinds of high half.
 // On a CPU without AVX2 and F16C the cases say so and check nothing.
 #include <catch2/catch.hpp>
@@ -55,7 +55,7 @@ bool skip_without_avx2() {
   std::size_t bad = 0;
   for (std::size_t i = 0; i < x.size(); i += 16) {
     alignas(32) std::uint32_t joined[8];
-    const __m256i j = d::join_bf16<distribution::normal, false>(p, _mm256_loadu_ps(x.data() + i),
+    const __m256i j = d::join_bf16<distribution::normal, d::path::fast>(p, _mm256_loadu_ps(x.data() + i),
                                                                  _mm256_loadu_ps(x.data() + i + 8));
     _mm256_store_si256(reinterpret_cast<__m256i*>(joined), j);
     for (int l = 0; l < 8; ++l)
@@ -67,6 +67,15 @@ bool skip_without_avx2() {
       }
   }
   return bad;
+}
+
+/// Whether fill_blocks takes bf16's exact uniform path for [from, to).
+[[gnu::target("avx2,f16c")]] bool exact_bf16(float from, float to) {
+  namespace d = spmd::host::avx2::detail;
+  d::params p{};
+  p.a = d::splat(from);
+  p.b = d::splat((to - from) * (1.0f / 256));
+  return d::uniform_exact_bf16(p);
 }
 
 /// Lanes whose bits differ from the scalar box_muller, with one of them reported.
@@ -119,7 +128,8 @@ void check_draws(const char* type) {
   };
   const range uniforms[] = {
       {0, 1, "[0, 1): fast path"},
-      {-2, 3, "[-2, 3): fast path"},
+      {-1, 1, "[-1, 1): fast path (bf16: exact, no rounding)"},
+      {-2, 3, "[-2, 3): fast path (bf16: rounded)"},
       {1 - 1.0 / 4096, 1, "[1 - 2^-12, 1): values round to `to`"},
       {-3e38, 3e38, "[-3e38, 3e38): to - from overflows, NaN at x = 0"},
       {0, 1e-40, "[0, 1e-40): the scaled span is subnormal"},
@@ -212,6 +222,14 @@ TEST_CASE("the fast uniform path is taken only where it is exact", "[avx2]") {
   CHECK_FALSE(uniform_fast<bfloat16>(1.f - 0x1p-12f, 1.f, 0x1p-12f));  // rounds to `to` in bf16
   CHECK_FALSE(uniform_fast<float>(0.f, 1e-40f, 1e-40f));                // span 2^-24 underflows
   CHECK_FALSE(uniform_fast<float>(-3e38f, 3e38f, std::numeric_limits<float>::infinity()));
+  if (spmd::host::avx2::available()) {  // bf16's exact path: every k (to - from) 2^-8 + from a bf16
+    CHECK(exact_bf16(0.f, 1.f));    // k 2^-8
+    CHECK(exact_bf16(-1.f, 1.f));   // k 2^-7 - 1
+    CHECK(exact_bf16(0.f, 256.f));  // k
+    CHECK_FALSE(exact_bf16(-0.1f, 0.1f));
+    CHECK_FALSE(exact_bf16(-2.f, 3.f));   // 5k 2^-8 - 2 needs up to 11 bits
+    CHECK_FALSE(exact_bf16(0.f, 0.75f));  // 3k 2^-10: 9 bits at k = 171
+  }
 #else
   SUCCEED("no AVX2 path on this target");
 #endif

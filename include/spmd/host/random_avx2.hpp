@@ -277,18 +277,27 @@ SPMD_AVX2_FN __m128i finish_f16(const params& p, __m256 v) {
   }
   return h;
 }
+/// Which arithmetic a draw's last step needs, chosen per draw by fill_blocks.
+enum class path {
+  general,  // any range: the checks of a value that rounds to `to`, and bf16's NaNs
+  fast,     // uniform_fast's ranges (and every finite normal): neither can happen
+  exact,    // bf16 uniform whose every value is a bf16 (uniform_exact_bf16): no rounding
+};
+
 /// bf16 patterns of two registers, joined: lane l holds lo's value in its low half and hi's
 /// in its high half. The fast path (no NaN) rounds both at once in 16-bit lanes: a high half
 /// h goes up by one when its low half l is past the midpoint, or at it with h odd, i.e.
 /// when l + (h & 1) > 0x8000 (saturating: l = 0xffff stays above); that is round_bits'
-/// (u + 0x7fff + lsb) >> 16 for every non-NaN u.
-template <random::distribution Dist, bool General>
+/// (u + 0x7fff + lsb) >> 16 for every non-NaN u. On the exact path every low half is 0, so
+/// the high halves are the patterns.
+template <random::distribution Dist, path P>
 SPMD_AVX2_FN __m256i join_bf16(const params& p, __m256 lo, __m256 hi) {
-  if constexpr (General) {
-    return _mm256_or_si256(finish_bf16<Dist, General>(p, lo), _mm256_slli_epi32(finish_bf16<Dist, General>(p, hi), 16));
+  if constexpr (P == path::general) {
+    return _mm256_or_si256(finish_bf16<Dist, true>(p, lo), _mm256_slli_epi32(finish_bf16<Dist, true>(p, hi), 16));
   } else {
     const __m256i a = _mm256_castps_si256(lo), b = _mm256_castps_si256(hi);
     const __m256i high = _mm256_blend_epi16(_mm256_srli_epi32(a, 16), b, 0xAA);
+    if constexpr (P == path::exact) return high;
     const __m256i low = _mm256_blend_epi16(a, _mm256_slli_epi32(b, 16), 0xAA);
     const __m256i x = _mm256_adds_epu16(low, _mm256_and_si256(high, _mm256_set1_epi16(1)));
     const __m256i up = _mm256_cmpgt_epi16(_mm256_xor_si256(x, _mm256_set1_epi16(short(0x8000))),
@@ -303,35 +312,39 @@ SPMD_AVX2_FN void store(const params& p, void* dst, __m256i v) {
   else _mm256_storeu_si256(static_cast<__m256i*>(dst), v);
 }
 
+/// [lo | hi]: two 128-bit registers as the halves of one.
+SPMD_AVX2_FN __m256i halves(__m128i lo, __m128i hi) {
+  return _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
+}
+
 /// Stores one group: v[j] holds word j's values of the eight blocks, lanes in the order
-/// counters_for<T> gives, so that each type's store needs no cross-half shuffle.
-template <class T, random::distribution Dist, bool General>
+/// counters_for<T> gives, so that each type's store needs few shuffles.
+template <class T, random::distribution Dist, path P>
 SPMD_AVX2_FN void store_group(const params& p, const __m256 (&v)[4], T* SPMD_RESTRICT dst) {
+  constexpr bool general = P == path::general;
   if constexpr (std::is_same_v<T, float>) {  // lanes 0 2 4 6 1 3 5 7: the 4 x 8 transpose
     __m256 o[4];
     transpose(v, o);
 #pragma GCC unroll 4
     for (int q = 0; q < 4; ++q) {
-      store(p, dst + 8 * q, _mm256_castps_si256(finish_f32<Dist, General>(p, o[q])));
+      store(p, dst + 8 * q, _mm256_castps_si256(finish_f32<Dist, general>(p, o[q])));
     }
   } else if constexpr (std::is_same_v<T, bfloat16>) {
     // lanes 0 1 4 5 2 3 6 7: words 0, 1 (and 2, 3) of a block joined in one 32-bit lane, then
     // a block's four values are 64 bits, which unpack puts in order.
-    const __m256i w01 = join_bf16<Dist, General>(p, v[0], v[1]), w23 = join_bf16<Dist, General>(p, v[2], v[3]);
+    const __m256i w01 = join_bf16<Dist, P>(p, v[0], v[1]), w23 = join_bf16<Dist, P>(p, v[2], v[3]);
     const __m256i first = _mm256_unpacklo_epi32(w01, w23), second = _mm256_unpackhi_epi32(w01, w23);
     store(p, dst, first);
     store(p, dst + 16, second);
-  } else {  // f16, lanes in block order: F16C packs each register, unpacks interleave them
-    const __m128i h0 = finish_f16<Dist, General>(p, v[0]), h1 = finish_f16<Dist, General>(p, v[1]);
-    const __m128i h2 = finish_f16<Dist, General>(p, v[2]), h3 = finish_f16<Dist, General>(p, v[3]);
-    const __m128i a = _mm_unpacklo_epi16(h0, h1), b = _mm_unpackhi_epi16(h0, h1);  // blocks 0-3, 4-7
-    const __m128i c = _mm_unpacklo_epi16(h2, h3), d = _mm_unpackhi_epi16(h2, h3);
-    const __m256i first = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi32(a, c)),
-                                                  _mm_unpackhi_epi32(a, c), 1);
-    const __m256i second = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi32(b, d)),
-                                                   _mm_unpackhi_epi32(b, d), 1);
-    store(p, dst, first);
-    store(p, dst + 16, second);
+  } else {
+    // f16, lanes in block order: F16C packs each register; halves [h0 | h2] and [h1 | h3]
+    // unpack to words 0, 1 (low half) and 2, 3 (high half) of blocks 0-3 (then 4-7) in 32-bit
+    // lanes, and one cross-half permute puts each block's pair of pairs together.
+    const __m256i y = halves(finish_f16<Dist, general>(p, v[0]), finish_f16<Dist, general>(p, v[2]));
+    const __m256i z = halves(finish_f16<Dist, general>(p, v[1]), finish_f16<Dist, general>(p, v[3]));
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    store(p, dst, _mm256_permutevar8x32_epi32(_mm256_unpacklo_epi16(y, z), order));
+    store(p, dst + 16, _mm256_permutevar8x32_epi32(_mm256_unpackhi_epi16(y, z), order));
   }
 }
 
@@ -344,7 +357,7 @@ SPMD_AVX2_FN void counters_for(std::uint64_t b, __m256i& lo, __m256i& hi) {
 }
 
 /// Blocks b .. b + 8G - 1 into out (32 G elements).
-template <class T, random::distribution Dist, bool General, int G>
+template <class T, random::distribution Dist, path P, int G>
 SPMD_AVX2_FN void fill_groups(const params& p, const round_keys& keys, std::uint64_t b, T* SPMD_RESTRICT out) {
   __m256i c[4][G];
 #pragma GCC unroll 8
@@ -359,7 +372,7 @@ SPMD_AVX2_FN void fill_groups(const params& p, const round_keys& keys, std::uint
 #pragma GCC unroll 4
       for (int j = 0; j < 4; ++j) {
         const __m256 k = _mm256_cvtepi32_ps(_mm256_and_si256(c[j][g], mask));
-        if constexpr (General) {  // x = k 2^-bits, then x (to - from) + from
+        if constexpr (P == path::general) {  // x = k 2^-bits, then x (to - from) + from
           const __m256 x = mul(k, splat(1.0f / static_cast<float>(std::uint32_t{1} << bits)));
           v[j] = add(mul(x, p.b), p.a);
         } else {  // k ((to - from) 2^-bits): the same real number, so the same rounding
@@ -376,25 +389,29 @@ SPMD_AVX2_FN void fill_groups(const params& p, const round_keys& keys, std::uint
         v[j + 1] = add(mul(zs, p.b), p.a);
       }
     }
-    store_group<T, Dist, General>(p, v, out + 32 * g);
+    store_group<T, Dist, P>(p, v, out + 32 * g);
   }
 }
 
-/// Every group of eight blocks: G at a time, then one at a time. The rounds are a chain of
-/// dependent multiplies, so independent registers in flight keep the multiplier busy, but
-/// each holds four words across the rounds and the conversion, and AVX2 has 16 registers:
-/// past G = 3 for the uniform and G = 2 for the normal (whose Box-Muller needs more
-/// temporaries) the spills cost more than the overlap gains (one core, in cache, G = 2, 3,
-/// 4, 6: bench/RESULTS.md, issue 27).
-template <class T, random::distribution Dist, bool General>
+/// G, the registers of eight blocks in flight. The rounds are a chain of dependent
+/// multiplies, so independent registers keep the multiplier busy, but each holds four words
+/// across the rounds and the conversion, and AVX2 has 16 registers, so past some G the
+/// spills cost more than the overlap gains. Measured per type and distribution (one core,
+/// in cache, G = 1 .. 4 in turns: bench/RESULTS.md, issue 27): 4, except f16's uniform,
+/// whose F16C conversions want the registers (3).
+template <class T, random::distribution Dist>
+inline constexpr int in_flight = Dist == random::distribution::uniform && std::is_same_v<T, float16> ? 3 : 4;
+
+/// Every group of eight blocks: G at a time, then one at a time.
+template <class T, random::distribution Dist, path P>
 SPMD_AVX2_FN void fill_all(const params& p, std::uint64_t seed, std::uint64_t b0, index_t blocks,
                            T* SPMD_RESTRICT out) {
-  constexpr int G = Dist == random::distribution::normal ? 2 : 3;
+  constexpr int G = in_flight<T, Dist>;
   const round_keys keys(seed);
   const std::uint64_t groups = static_cast<std::uint64_t>(blocks) / 8;
   std::uint64_t g = 0;
-  for (; g + G <= groups; g += G) fill_groups<T, Dist, General, G>(p, keys, b0 + 8 * g, out + 32 * g);
-  for (; g < groups; ++g) fill_groups<T, Dist, General, 1>(p, keys, b0 + 8 * g, out + 32 * g);
+  for (; g + G <= groups; g += G) fill_groups<T, Dist, P, G>(p, keys, b0 + 8 * g, out + 32 * g);
+  for (; g < groups; ++g) fill_groups<T, Dist, P, 1>(p, keys, b0 + 8 * g, out + 32 * g);
 }
 
 /// Whether the fast path gives the general path's bits for this uniform: no value can be NaN
@@ -410,6 +427,20 @@ inline bool uniform_fast(float from, float to, float span) {
                                       1.0f / static_cast<float>(std::uint32_t{1} << bits));
   const T top = random::detail::to_element<T>(random::detail::add(random::detail::mul(x, span), from));
   return static_cast<float>(top) < static_cast<float>(random::detail::to_element<T>(to));
+}
+
+/// Whether every value of a fast-path bf16 uniform, k (to - from) 2^-8 + from for the 256
+/// k, is a bf16 already (its low 16 bits zero): then rounding leaves it as it is, and the
+/// exact path stores the high halves. [0, 1) and [-1, 1) are such ranges (k 2^-8 and
+/// k 2^-7 - 1); [-0.1, 0.1) is not.
+SPMD_AVX2_FN bool uniform_exact_bf16(const params& p) {
+  __m256i low = _mm256_setzero_si256();
+  __m256 k = _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7);
+  for (int i = 0; i < 32; ++i) {  // the arithmetic of fill_groups' fast path
+    low = _mm256_or_si256(low, _mm256_castps_si256(add(mul(k, p.b), p.a)));
+    k = add(k, splat(8.0f));
+  }
+  return _mm256_testz_si256(low, splat(0xffffu)) != 0;
 }
 
 }  // namespace detail
@@ -449,8 +480,15 @@ template <class T, random::distribution Dist>
   p.stream = bytes >= (std::size_t{1} << 20) && reinterpret_cast<std::uintptr_t>(out) % 32 == 0;
   // (the normal's general path differs only for bfloat16's NaNs)
   constexpr bool general_differs = Dist == random::distribution::uniform || std::is_same_v<T, bfloat16>;
-  if (general_differs && !fast) detail::fill_all<T, Dist, general_differs>(p, d.seed, b0, blocks, out);
-  else detail::fill_all<T, Dist, false>(p, d.seed, b0, blocks, out);
+  constexpr bool exact_possible = std::is_same_v<T, bfloat16> && Dist == random::distribution::uniform;
+  using detail::path;
+  if (general_differs && !fast) {
+    if constexpr (general_differs) detail::fill_all<T, Dist, path::general>(p, d.seed, b0, blocks, out);
+  } else if (exact_possible && detail::uniform_exact_bf16(p)) {
+    if constexpr (exact_possible) detail::fill_all<T, Dist, path::exact>(p, d.seed, b0, blocks, out);
+  } else {
+    detail::fill_all<T, Dist, path::fast>(p, d.seed, b0, blocks, out);
+  }
   if (p.stream) _mm_sfence();  // order the non-temporal stores before what follows
 }
 
