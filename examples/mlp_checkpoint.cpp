@@ -8,12 +8,13 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "spmd/backends/sim/sim.hpp"
 #include "spmd/io/checkpoint.hpp"
+
+#include "randn.hpp"
 #include "spmd/runtime/module.hpp"
 #include "spmd/runtime/ops/elementwise.hpp"
 #include "spmd/runtime/ops/tp.hpp"
@@ -40,13 +41,7 @@ template <class M> struct megatron<"b1", M> { using type = placements<replicate,
 template <class M> struct megatron<"w2", M> { using type = placements<replicate, shard<1>>; };
 // [/docs:module]
 
-std::vector<float> randn(std::size_t n, unsigned seed, float scale) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.f, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = normal(rng);
-  return v;
-}
+using spmd::examples::randn;
 
 /// relu(x W1^T + b1) W2^T + b2 with the module's weights on Mesh (tp = dim 1).
 template <class Mesh>

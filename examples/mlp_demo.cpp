@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <random>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -26,6 +25,8 @@
 #ifdef SPMD_DEMO_MPI
 #include "spmd/backends/mpi/mpi.hpp"
 #endif
+
+#include "randn.hpp"
 
 namespace {
 
@@ -48,13 +49,7 @@ using Y = decltype(std::declval<Down&>()(std::declval<H&>()));
 static_assert(std::is_same_v<Y::placements_type, placements<shard<0>, replicate>>);  // 1 all_reduce
 // [/docs:mlp]
 
-std::vector<float> randn(std::size_t n, unsigned seed, float scale) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.f, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = normal(rng);
-  return v;
-}
+using spmd::examples::randn;
 
 /// y = relu(x W1^T + b1) W2^T + b2 on one device, in double.
 std::vector<double> mlp_one_device(const std::vector<float>& x, const std::vector<float>& w1,

@@ -15,7 +15,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <random>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -28,6 +27,8 @@
 #ifdef SPMD_DEMO_MPI
 #include "spmd/backends/mpi/mpi.hpp"
 #endif
+
+#include "randn.hpp"
 
 namespace {
 
@@ -61,13 +62,7 @@ struct mlp {
 };
 // [/docs:grad_types]
 
-std::vector<float> randn(std::size_t n, unsigned seed, float scale) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.f, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = normal(rng);
-  return v;
-}
+using spmd::examples::randn;
 
 struct inputs {
   std::vector<float> x = randn(batch * d_model, 1, 1.f);
