@@ -109,7 +109,7 @@ grep -E '^(8|2x4) ' "$LOGS/localtensor.log" >"$LOGS/torch.txt"
 step redistribute_cuda 150 build/bench/redistribute_cuda --torch "$LOGS/torch.txt"
 step redistribute_nccl 60 build/bench/redistribute_nccl
 step redistribute_cuda_quick 60 build/bench/redistribute_cuda --quick
-step step_kernels 90 sh -c 'build/bench/step_kernels 256 && build/bench/step_kernels 1024 && build/bench/step_kernels --kib 4 && build/bench/step_kernels --kib 64'
+step step_kernels 120 sh -c 'build/bench/step_kernels 256 && build/bench/step_kernels 1024 && build/bench/step_kernels --kib 4 && build/bench/step_kernels --kib 64 && for k in 256 1024 4096 16384; do build/bench/step_kernels --kib $k "S(0)->S(1)"; done'
 step fill_cuda 60 build/bench/fill_cuda
 
 # --- compute-sanitizer over the suite and the training test -------------------------------------

@@ -1,8 +1,10 @@
 // bench/step_kernels — the widened step kernel's choices, measured on the same tables, kernel
 // time only (buffers allocated once), against the floor of bytes each step must move: the
-// table as the backend finishes it (16-byte units; a transposing step by shared-memory tiles,
-// another copy step in 32 or 64 bytes per item; ops of one size found by division), without
-// the spread copies, without the direct look-up, and S(0)->S(1) without the tiles; the copy steps also spread at every size (spread_k items a thread), and
+// table as the backend finishes it (16-byte units; a transposing step of tile_big items or
+// more by shared-memory tiles, another copy step in 32 or 64 bytes per item; ops of one size
+// found by division), without the spread copies, without the direct look-up, and S(0)->S(1)
+// without the tiles and with them at every size ("tiled": where tile_big should lie); the
+// copy steps also spread at every size (spread_k items a thread), and
 // distribute_device_tensor's S(0) slicing step each way.
 // (Earlier versions of this benchmark also built variants of the kernel body here: the logs
 // in bench/results/step_kernels_h200_28*.txt and bench/RESULTS.md say what they measured.)
@@ -94,11 +96,12 @@ struct tested {
   const char* name;
   spmd::placement from, to;
   double read_x, write_x;
-  int table;  // 0: finished; 1: widened only (16 bytes per item); 2: finished, ops searched;
-              // 3: finished without tiles; 4: widened and spread (spread_k items a thread,
-              // as spread_copies makes a large copy step)
+  int table;  // 0: finished (tiles from tile_big items); 1: widened only (16 bytes per item);
+              // 2: finished, ops searched; 3: finished without tiles; 4: widened and spread
+              // (spread_k items a thread, as spread_copies makes a large copy step);
+              // 5: finished with tiles at any size
 };
-const char* const table_names[] = {"", " 16B/item", " searched", " no tiles", " spread"};
+const char* const table_names[] = {"", " 16B/item", " searched", " no tiles", " spread", " tiled"};
 
 /// A table packed into device memory (`mem`, for cudaFree) and its view there.
 struct uploaded {
@@ -175,6 +178,7 @@ int main(int argc, char** argv) {
       {"S(0)->S(1)", spmd::make_shard(0), spmd::make_shard(1), 1, 1, 2},
       {"S(0)->S(1)", spmd::make_shard(0), spmd::make_shard(1), 1, 1, 3},
       {"S(0)->S(1)", spmd::make_shard(0), spmd::make_shard(1), 1, 1, 4},
+      {"S(0)->S(1)", spmd::make_shard(0), spmd::make_shard(1), 1, 1, 5},
       {"P->R", P, spmd::make_replicate(), 8, 8, 0},
       {"P->R", P, spmd::make_replicate(), 8, 8, 2},
       {"P->S(0)", P, spmd::make_shard(0), 8, 1, 0},
@@ -193,8 +197,9 @@ int main(int argc, char** argv) {
     const spmd::plan_step& step = p.value.steps[0];
     const spmd::step_schedule s = spmd::build_schedule(step, global);
     cu::step_table t = cu::build_step_table(step, s, global);
-    const bool wide = c.table == 1 || c.table >= 4 ? cu::widen(t, 4) : cu::finish(t, 4, c.table != 3);
-    if (c.table >= 4) {
+    const cu::tiling tiles = c.table == 3 ? cu::tiling::never : c.table == 5 ? cu::tiling::always : cu::tiling::by_size;
+    const bool wide = c.table == 1 || c.table == 4 ? cu::widen(t, 4) : cu::finish(t, 4, tiles);
+    if (c.table == 4) {
       cu::mark_uniform(t);
       t.per_thread = cu::spread_k;
     }

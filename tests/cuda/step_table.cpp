@@ -107,11 +107,12 @@ long check_step(const spmd::plan_step& step, const shape_vec& global,
   };
   // As built, element by element; then finished (16-byte units where it can, tiles, copies
   // spread over items a thread, ops found directly) as the backend runs it, into freshly
-  // poisoned outputs.
+  // poisoned outputs; tiles forced, since the backend tiles only steps of tile_big items and
+  // these are small.
   spmd_test::run_on_grid<T>(table, false, ins.data(), outs.data(), n);
   compare("the element-wise table");
   spmd::cuda::step_table done = table;
-  const bool wide = spmd::cuda::finish(done, sizeof(T));
+  const bool wide = spmd::cuda::finish(done, sizeof(T), spmd::cuda::tiling::always);
   if (wide) {
     ++widened_steps();
     if (spmd_test::has_code(done, spmd::op_code::reduce) || spmd_test::has_code(done, spmd::op_code::reduce_bcast))
@@ -142,7 +143,7 @@ long check_step(const spmd::plan_step& step, const shape_vec& global,
         break;
       }
     spmd::cuda::step_table deep = table;
-    spmd::cuda::finish(deep, sizeof(T), false);
+    spmd::cuda::finish(deep, sizeof(T), spmd::cuda::tiling::never);
     for (index_t r = 0; r < n; ++r)
       if (s.ranks[static_cast<std::size_t>(r)].how != spmd::disposition::keep)
         for (index_t i = 0; i < s.ranks[static_cast<std::size_t>(r)].elems; ++i) outs[static_cast<std::size_t>(r)][i] = T(7);
@@ -241,7 +242,8 @@ TEST_CASE("an S(0)->S(1) step in 16-byte items, spread or not, and a wrong table
   const spmd::step_schedule s = spmd::build_schedule(step, global);
   spmd::cuda::step_table t = spmd::cuda::build_step_table(step, s, global);
   const spmd::cuda::step_table built = t;
-  REQUIRE(spmd::cuda::finish(t, 4, false));  // without tiles (the next case)
+  REQUIRE(spmd::cuda::finish(t, 4));  // 128 items, under tile_big: not tiled (tiles: the next case)
+  CHECK(t.tile_blocks == 0);
   CHECK(t.per_thread == 1);
   CHECK(spmd::cuda::spreadable(t));
   CHECK(t.ops.size() == 16);
@@ -281,10 +283,11 @@ TEST_CASE("an S(0)->S(1) step in 16-byte items, spread or not, and a wrong table
   spmd::cuda::step_table searched = t;
   searched.uniform = 0;
   CHECK_FALSE(differs(searched));
-  // Finished as the backend does, the step runs by tiles: one group per source, rows of 16
-  // units (the 4 pieces of 4), one tile each; a source's ops sorted by column.
+  // Finished with tiles (as the backend does from tile_big items), the step runs by tiles:
+  // one group per source, rows of 16 units (the 4 pieces of 4), one tile each; a source's
+  // ops sorted by column.
   spmd::cuda::step_table tiled = built;
-  REQUIRE(spmd::cuda::finish(tiled, 4));
+  REQUIRE(spmd::cuda::finish(tiled, 4, spmd::cuda::tiling::always));
   REQUIRE(tiled.tiles.size() == 4);
   CHECK(tiled.tile_blocks == 4);
   CHECK(tiled.tile_uniform == 1);
@@ -319,6 +322,31 @@ TEST_CASE("an S(0)->S(1) step in 16-byte items, spread or not, and a wrong table
   CHECK(differs(t4));
 }
 
+TEST_CASE("the backend tiles a transposing step from tile_big 16-byte items", "[cuda]") {
+  // S(0) -> S(1) on mesh 4 of rows x 64 floats: pieces of 16 floats (4 items), rows * 16
+  // items once widened.
+  placement_vec s0{}, s1{};
+  s0.push_back(spmd::make_shard(0));
+  s1.push_back(spmd::make_shard(1));
+  const auto sa = spmd::make_spec(vec<spmd::mesh_shape_vec>({4}), s0, 2);
+  const auto sb = spmd::make_spec(vec<spmd::mesh_shape_vec>({4}), s1, 2);
+  const auto p = spmd::make_plan(sa.spec, sb.spec, 1e6);
+  REQUIRE(p.error == spmd::plan_error::none);
+  const auto finished = [&](index_t rows, spmd::cuda::tiling how) {
+    const shape_vec global = vec({rows, 64});
+    const spmd::step_schedule sch = spmd::build_schedule(p.value.steps[0], global);
+    spmd::cuda::step_table t = spmd::cuda::build_step_table(p.value.steps[0], sch, global);
+    REQUIRE(spmd::cuda::finish(t, 4, how));
+    return t;
+  };
+  const index_t at = spmd::cuda::tile_big / 16;  // rows of exactly tile_big items
+  CHECK(finished(at, spmd::cuda::tiling::by_size).tile_blocks > 0);
+  CHECK(finished(at - 4, spmd::cuda::tiling::by_size).tile_blocks == 0);
+  CHECK(finished(at - 4, spmd::cuda::tiling::always).tile_blocks > 0);
+  CHECK(finished(at, spmd::cuda::tiling::never).tile_blocks == 0);
+  CHECK(finished(at, spmd::cuda::tiling::never).per_thread == 1);  // under spread_big: not spread
+}
+
 TEST_CASE("transposing steps run by tiles give the simulation's bits, several tiles per source", "[cuda][emulation]") {
   // 512 x 64 floats: 128 rows per source on mesh 4, 51 rows a tile at a pitch of 20 units:
   // three tiles a source, the last one short; and the same on 2 x 2 and with bf16's 8-unit rows.
@@ -334,7 +362,7 @@ TEST_CASE("transposing steps run by tiles give the simulation's bits, several ti
   REQUIRE(p.error == spmd::plan_error::none);
   const spmd::step_schedule sch = spmd::build_schedule(p.value.steps[0], global);
   spmd::cuda::step_table t = spmd::cuda::build_step_table(p.value.steps[0], sch, global);
-  REQUIRE(spmd::cuda::finish(t, 4));
+  REQUIRE(spmd::cuda::finish(t, 4, spmd::cuda::tiling::always));
   REQUIRE(t.tiles.size() == 4);
   CHECK(t.tiles[0].tile_rows == 51);
   CHECK(t.tile_blocks == 12);

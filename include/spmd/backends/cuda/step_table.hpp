@@ -470,11 +470,26 @@ inline void mark_uniform(step_table& t) {
   t.uniform = n;
 }
 
+/// The 16-byte items from which a transposing step runs by tiles. The tile kernel reads and
+/// writes whole lines (S(0)->S(1) at 256 MiB: 0.86 of the floor tiled, 0.67 not, H200) but a
+/// block first fills shared memory, waits, then writes: a small step's latency. At 4 and 64
+/// KiB the step ran faster untiled (1.55 against 1.79 us, 1.64 against 2.22 us above an empty
+/// kernel: bench/results/step_kernels_h200_28j.txt), so a small step stays untiled. Between
+/// 64 KiB and 256 MiB nothing is measured yet; the two rates and that latency put the
+/// crossover near 4-8 MiB, and 1 MiB leaves every size measured tiled before as it was
+/// (bench/step_kernels' "by size" rows measure it on the next GPU).
+inline constexpr index_t tile_big = index_t{1} << 16;
+
+/// Whether finish() runs a transposing step by tiles: from tile_big items (what the backend
+/// does), always (the emulation tests, which prove the tile path on small steps), never.
+enum class tiling { by_size, always, never };
+
 /// A built table as the kernels run it: in 16-byte units where it can be (then true); then a
-/// transposing copy step in tiles (with `tiles`), another large copy step spread over
+/// transposing copy step in tiles (as `how` says), another large copy step spread over
 /// spread_k items a thread; ops of equal size found without a search.
-inline bool finish(step_table& t, index_t elem_bytes, bool tiles = true) {
+inline bool finish(step_table& t, index_t elem_bytes, tiling how = tiling::by_size) {
   const bool wide = widen(t, elem_bytes);
+  const bool tiles = how == tiling::always || (how == tiling::by_size && t.items >= tile_big);
   if (wide && !(tiles && tile(t))) spread_copies(t);
   mark_uniform(t);
   return wide;
