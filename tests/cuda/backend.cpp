@@ -2,9 +2,9 @@
 // error without a GPU (checked on every machine), and, on a GPU, work on a stream the user
 // passes, a redistribute captured in a CUDA graph and replayed, local_map with a function
 // that launches its own kernel, a bad embedding index reported by name, and CUDA errors as
-// exceptions naming the call, one kernel launch per operator for all ranks, and the factories
-// and distribute_device_tensor made on the device. Without a GPU the GPU checks are skipped
-// with a message (77).
+// exceptions naming the call, one kernel launch per operator for all ranks, the factories
+// and distribute_device_tensor made on the device, and a transposing redistribute large
+// enough for the tile kernel. Without a GPU the GPU checks are skipped with a message (77).
 #include <cuda_runtime_api.h>
 
 #include <cmath>
@@ -221,6 +221,22 @@ void on_device(const char* what) {
   spmd::cuda::check(cudaFree(dev), "cudaFree");
 }
 
+/// A transposing redistribute large enough to run by tiles (tile_big 16-byte items or more:
+/// tests/cuda/step_table.cpp checks the rule), which the suite's small tensors no longer
+/// reach, so that the tile kernel runs here and under racecheck.
+template <class T, spmd::index_t Rows>
+void tiled_transpose(const char* what) {
+  using M8 = spmd::mesh<8>;
+  using LA = spmd::layout<M8, spmd::placements<spmd::shard<0>>, spmd::extents<Rows, 64>>;
+  using ToS1 = spmd::placements<spmd::shard<1>>;
+  static_assert(Rows * 64 * sizeof(T) / 16 >= spmd::cuda::tile_big, "the step must be tiled");
+  std::vector<T> g(static_cast<std::size_t>(Rows) * 64);
+  for (std::size_t i = 0; i < g.size(); ++i) g[i] = T(static_cast<float>((i * 37) % 101) - 50.f);
+  const auto got = spmd::cuda::redistribute<ToS1>(spmd::cuda::distribute_tensor<LA>(g));
+  const auto want = spmd::sim::redistribute<ToS1>(spmd::sim::distribute_tensor<LA>(g));
+  check(same_locals(got, want), std::string(what) + ": S(0)->S(1) by tiles gives the simulation's locals");
+}
+
 }  // namespace
 
 int main() {
@@ -244,6 +260,8 @@ int main() {
       "bf16 R S(1)");
   on_device<std::int32_t, spmd::layout<M, spmd::placements<spmd::partial<spmd::reduce_op::max>, spmd::shard<0>>,
                                        spmd::extents<9, 5>>>("i32 P(max) S(0)");
+  tiled_transpose<float, 4096>("f32 4096 x 64 on mesh 8");
+  tiled_transpose<spmd::bfloat16, 8192>("bf16 8192 x 64 on mesh 8");
   std::printf("cuda backend: %d checks, %d failed\n", checks, failures);
   return failures == 0 ? 0 : 1;
 }
