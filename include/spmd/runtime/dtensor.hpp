@@ -147,6 +147,11 @@ class dtensor {
   /// (Internal: the locals must match the layout.)
   dtensor(detail::internal_t, const Layout& layout, storage_type locals)
       : layout_(layout), locals_(std::move(locals)) {}
+  /// (Internal: the locals made in place from `args`, to be filled through
+  /// locals(internal_t): no moved-from storage left to destroy, as an operator's output.)
+  template <class... A>
+  dtensor(detail::internal_t, std::in_place_t, const Layout& layout, A&&... args)
+      : layout_(layout), locals_(std::forward<A>(args)...) {}
 
   const Layout& layout() const { return layout_; }
   /// The global shape.

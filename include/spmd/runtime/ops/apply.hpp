@@ -233,7 +233,11 @@ auto apply_impl(const Op& op, std::index_sequence<I...>, const dtensor<T, L, Bk>
     }
   }();
 
-  storage_t<Bk, U> out(Mesh::size, Bk::template held<Mesh>());
+  // The output, its blocks filled in place below (a local moved into it afterwards leaves a
+  // moved-from vector whose destructor g++ calls out of line: 2 % of a small op at -O3).
+  dtensor<U, typename R::compute_layout, Bk> y(internal_t{}, std::in_place, lo, Mesh::size,
+                                               Bk::template held<Mesh>());
+  storage_t<Bk, U>& out = y.locals(internal_t{});
   if constexpr (host_memory<Bk>) {  // the host kernel, rank by rank (on the threads when large)
     const held_range h = out.held_ranks();
     using Ins = std::tuple<std::remove_cvref_t<decltype(std::get<I>(ins))>...>;
@@ -344,7 +348,6 @@ auto apply_impl(const Op& op, std::index_sequence<I...>, const dtensor<T, L, Bk>
     };
     Bk::template run_op<Op>(op, out, offsets_of, std::get<I>(ins).locals()...);
   }
-  dtensor<U, typename R::compute_layout, Bk> y(internal_t{}, lo, std::move(out));
   if constexpr (R::output_moves)
     return runtime::redistribute<typename R::out_placements>(std::move(y));
   else
