@@ -234,7 +234,8 @@ auto apply_impl(const Op& op, std::index_sequence<I...>, const dtensor<T, L, Bk>
   }();
 
   // The output, its blocks filled in place below (a local moved into it afterwards leaves a
-  // moved-from vector whose destructor g++ calls out of line: 2 % of a small op at -O3).
+  // moved-from vector whose destructor g++ calls out of line: 1 % of a small op's instructions
+  // at -O3, bench/op_overhead).
   dtensor<U, typename R::compute_layout, Bk> y(internal_t{}, std::in_place, lo, Mesh::size,
                                                Bk::template held<Mesh>());
   storage_t<Bk, U>& out = y.locals(internal_t{});
