@@ -458,10 +458,6 @@ template <reduce_op Op, class T>
 struct stream_kind {
   static constexpr chunk_kernel<T> run = reduce_stream<Op, T>;
 };
-template <class T, reduce_set Ops = every_reduce_op>
-chunk_kernel<T> chunk_kernel_of(reduce_op op) {
-  return kernel_of<T, Ops, chunk_kind>(op);
-}
 
 /// Every out[o][0, len) (o < n_out) = op over k of in[k][off, off + len). An output may be
 /// its own rank's input (in place): each chunk is reduced into a scratch array, from every
@@ -475,13 +471,13 @@ SPMD_SIM_NOINLINE void reduce_into(reduce_op op, T* const* out, index_t n_out,
     // elements up to the first 16-byte boundary of the output, as a scalar block
     index_t head = static_cast<index_t>(((16 - (reinterpret_cast<std::uintptr_t>(o) & 15)) & 15) / sizeof(T));
     if (reinterpret_cast<std::uintptr_t>(o) % sizeof(T) != 0 || head > len) head = len;
-    const chunk_kernel<T> kernel = chunk_kernel_of<T, Ops>(op);
+    const chunk_kernel<T> kernel = kernel_of<T, Ops, chunk_kind>(op);
     if (head > 0) kernel(o, in, n, off, head);
     if (len > head) kernel_of<T, Ops, stream_kind>(op)(o + head, in, n, off + head, len - head);
     return;
   }
   constexpr index_t chunk = reduce_chunk_elems<T>;
-  const chunk_kernel<T> kernel = chunk_kernel_of<T, Ops>(op);
+  const chunk_kernel<T> kernel = kernel_of<T, Ops, chunk_kind>(op);
   alignas(64) T acc[chunk];
   for (index_t c = 0; c < len; c += chunk) {
     const index_t m = len - c < chunk ? len - c : chunk;
@@ -498,7 +494,7 @@ SPMD_SIM_NOINLINE void reduce_region(reduce_op op, T* dst, const T* const* in, i
                                      const run_geom& g) {
   const index_t run = g.run;
   const bool stream = static_cast<std::size_t>(g.count()) * sizeof(T) >= stream_bytes_min;
-  const chunk_kernel<T> kernel = chunk_kernel_of<T, Ops>(op);
+  const chunk_kernel<T> kernel = kernel_of<T, Ops, chunk_kind>(op);
   for_each_run(g, [&](index_t so, index_t dof) SPMD_SIM_INLINE_LAMBDA {
     if (g.contiguous()) {
       T* out = dst + dof;

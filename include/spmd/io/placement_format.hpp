@@ -15,37 +15,25 @@
 #include "spmd/core/fixed_text.hpp"
 #include "spmd/core/layout_spec.hpp"
 #include "spmd/core/placement.hpp"
+#include "spmd/core/put_placement.hpp"
 #include "spmd/core/small_array.hpp"
 
 namespace spmd {
 
-/// The longest placement text: "P(product)" or "S(-7)[7]".
-inline constexpr int placement_chars = 10;
 /// The longest placements text: max_mesh_dims placements joined by ','.
 inline constexpr int placements_chars = max_mesh_dims * (placement_chars + 1);
 
 /// "R", "S(0)", "S(1)[2]" (the bracket when p.order is explicit), "P(sum)".
 template <int N>
 constexpr void put_placement(fixed_text<N>& t, const placement& p) {
-  switch (p.kind) {
-    case placement_kind::replicate: t.put('R'); return;
-    case placement_kind::partial:
-      t.put("P(");
-      t.put(std::string_view(reduce_op_name(p.op)));
-      t.put(')');
-      return;
-    case placement_kind::shard:
-      t.put("S(");
-      t.put(static_cast<long long>(p.dim));
-      t.put(')');
-      if (p.order != default_order) {
-        t.put('[');
-        t.put(static_cast<long long>(p.order));
-        t.put(']');
-      }
-      return;
-  }
-  t.put('?');
+  put_placement(t, p, p.order != default_order);
+}
+
+/// Placement m of a spec as lists show it: the order dropped where it is the default.
+constexpr placement shown_placement(const layout_spec& spec, int m) {
+  placement p = spec.placements[m];
+  if (p.is_shard() && spec.default_order(p.dim)) p.order = default_order;
+  return p;
 }
 
 /// The normalised placements of a spec joined by ',': shard dims non-negative, and "[k]" only
@@ -54,10 +42,8 @@ constexpr void put_placement(fixed_text<N>& t, const placement& p) {
 template <int N>
 constexpr void put_placements(fixed_text<N>& t, const layout_spec& spec) {
   for (int m = 0; m < spec.placements.size(); ++m) {
-    placement p = spec.placements[m];
-    if (p.is_shard() && spec.default_order(p.dim)) p.order = default_order;
     if (m) t.put(',');
-    put_placement(t, p);
+    put_placement(t, shown_placement(spec, m));
   }
 }
 
@@ -80,11 +66,7 @@ inline std::string format_placements(const placement_vec& ps) {
 /// The normalised placements of a spec, one string per mesh dim (put_placements' items).
 inline std::vector<std::string> placement_strings(const layout_spec& spec) {
   std::vector<std::string> out;
-  for (int m = 0; m < spec.placements.size(); ++m) {
-    placement p = spec.placements[m];
-    if (p.is_shard() && spec.default_order(p.dim)) p.order = default_order;
-    out.push_back(format_placement(p));
-  }
+  for (int m = 0; m < spec.placements.size(); ++m) out.push_back(format_placement(shown_placement(spec, m)));
   return out;
 }
 

@@ -11,36 +11,23 @@
 
 #include "spmd/core/fixed_text.hpp"
 #include "spmd/core/layout_spec.hpp"
+#include "spmd/core/put_placement.hpp"
 #include "spmd/plan/plan.hpp"
 
 namespace spmd {
 
 /// A plan's text: a trace of max_plan_steps + 1 states of max_mesh_dims placements of at
 /// most 10 characters ("P(product)"), joined by "->", fits.
-using plan_text = fixed_text<(max_plan_steps + 1) * (max_mesh_dims * 10 + 2)>;
+using plan_text = fixed_text<(max_plan_steps + 1) * (max_mesh_dims * placement_chars + 2)>;
 
 /// One state, e.g. `S(0)[0]S(0)[1]`, `P(sum)R`.
 template <int N>
 constexpr void put_state(fixed_text<N>& t, const layout_spec& s) {
   for (const placement& p : s.placements) {
-    if (p.is_replicate()) {
-      t.put('R');
-    } else if (p.is_partial()) {
-      t.put("P(");
-      t.put(std::string_view(reduce_op_name(p.op)));
-      t.put(')');
-    } else {
-      t.put("S(");
-      t.put(static_cast<long long>(p.dim));
-      t.put(')');
-      int sharing = 0;
+    int sharing = 0;
+    if (p.is_shard())
       for (const placement& q : s.placements) sharing += q.is_shard(p.dim);
-      if (sharing > 1) {
-        t.put('[');
-        t.put(static_cast<long long>(p.order));
-        t.put(']');
-      }
-    }
+    put_placement(t, p, sharing > 1);
   }
 }
 
