@@ -178,6 +178,25 @@ void sweep(const spmd::mesh_shape_vec& mesh, reduce_op op, const std::vector<sha
   }
 }
 
+/// The S(0) -> S(1) step of a 2-d tensor on mesh 4 and the layout it starts from: the
+/// transposing step the tile cases take.
+struct transposing {
+  spmd::layout_spec from;
+  spmd::plan_step step;
+};
+transposing s0_to_s1_on_4() {
+  placement_vec s0{}, s1{};
+  s0.push_back(spmd::make_shard(0));
+  s1.push_back(spmd::make_shard(1));
+  const auto a = spmd::make_spec(vec<spmd::mesh_shape_vec>({4}), s0, 2);
+  const auto b = spmd::make_spec(vec<spmd::mesh_shape_vec>({4}), s1, 2);
+  REQUIRE((a.ok() && b.ok()));
+  const auto p = spmd::make_plan(a.spec, b.spec, 1e6);
+  REQUIRE(p.error == spmd::plan_error::none);
+  REQUIRE(p.value.steps.size() == 1);
+  return {a.spec, p.value.steps[0]};
+}
+
 }  // namespace
 
 TEST_CASE("a step table run by the emulated grid gives the simulation's bits", "[cuda][emulation][sweep]") {
@@ -228,17 +247,9 @@ TEST_CASE("steps widened to 16-byte units give the simulation's bits", "[cuda][e
 TEST_CASE("an S(0)->S(1) step in 16-byte items, spread or not, and a wrong table is caught", "[cuda][emulation]") {
   // mesh 4, 8 x 64 floats: each rank's 2 rows go in 4 runs of 16 floats (64 bytes) to the 4
   // ranks: 16 ops of 8 items (16 bytes) each once widened; too few items to spread.
-  placement_vec a{}, b{};
-  a.push_back(spmd::make_shard(0));
-  b.push_back(spmd::make_shard(1));
-  const auto sa = spmd::make_spec(vec<spmd::mesh_shape_vec>({4}), a, 2);
-  const auto sb = spmd::make_spec(vec<spmd::mesh_shape_vec>({4}), b, 2);
-  REQUIRE((sa.ok() && sb.ok()));
+  const transposing tr = s0_to_s1_on_4();
   const shape_vec global = vec({8, 64});
-  const auto p = spmd::make_plan(sa.spec, sb.spec, 1e6);
-  REQUIRE(p.error == spmd::plan_error::none);
-  REQUIRE(p.value.steps.size() == 1);
-  const spmd::plan_step& step = p.value.steps[0];
+  const spmd::plan_step& step = tr.step;
   const spmd::step_schedule s = spmd::build_schedule(step, global);
   spmd::cuda::step_table t = spmd::cuda::build_step_table(step, s, global);
   const spmd::cuda::step_table built = t;
@@ -250,7 +261,7 @@ TEST_CASE("an S(0)->S(1) step in 16-byte items, spread or not, and a wrong table
   CHECK(t.uniform == 8);
   CHECK(t.items == 128);
   const std::vector<float> data = values<float>(512);
-  const spmd::host::local_set<float> in = spmd::host::distribute<float>(data, sa.spec, global);
+  const spmd::host::local_set<float> in = spmd::host::distribute<float>(data, tr.from, global);
   const spmd::host::local_set<float> want = spmd::sim::execute(step, global, in);
   auto differs = [&](const spmd::cuda::step_table& m) {
     std::vector<spmd_test::aligned_vec<float>> out(4);
@@ -325,17 +336,11 @@ TEST_CASE("an S(0)->S(1) step in 16-byte items, spread or not, and a wrong table
 TEST_CASE("the backend tiles a transposing step from tile_big 16-byte items", "[cuda]") {
   // S(0) -> S(1) on mesh 4 of rows x 64 floats: pieces of 16 floats (4 items), rows * 16
   // items once widened.
-  placement_vec s0{}, s1{};
-  s0.push_back(spmd::make_shard(0));
-  s1.push_back(spmd::make_shard(1));
-  const auto sa = spmd::make_spec(vec<spmd::mesh_shape_vec>({4}), s0, 2);
-  const auto sb = spmd::make_spec(vec<spmd::mesh_shape_vec>({4}), s1, 2);
-  const auto p = spmd::make_plan(sa.spec, sb.spec, 1e6);
-  REQUIRE(p.error == spmd::plan_error::none);
+  const transposing tr = s0_to_s1_on_4();
   const auto finished = [&](index_t rows, spmd::cuda::tiling how) {
     const shape_vec global = vec({rows, 64});
-    const spmd::step_schedule sch = spmd::build_schedule(p.value.steps[0], global);
-    spmd::cuda::step_table t = spmd::cuda::build_step_table(p.value.steps[0], sch, global);
+    const spmd::step_schedule sch = spmd::build_schedule(tr.step, global);
+    spmd::cuda::step_table t = spmd::cuda::build_step_table(tr.step, sch, global);
     REQUIRE(spmd::cuda::finish(t, 4, how));
     return t;
   };
@@ -352,16 +357,10 @@ TEST_CASE("transposing steps run by tiles give the simulation's bits, several ti
   // three tiles a source, the last one short; and the same on 2 x 2 and with bf16's 8-unit rows.
   long steps = 0;
   tiled_steps() = 0;
-  placement_vec s0{}, s1{};
-  s0.push_back(spmd::make_shard(0));
-  s1.push_back(spmd::make_shard(1));
+  const transposing tr = s0_to_s1_on_4();
   const shape_vec global = vec({512, 64});
-  const auto sa = spmd::make_spec(vec<spmd::mesh_shape_vec>({4}), s0, 2);
-  const auto sb = spmd::make_spec(vec<spmd::mesh_shape_vec>({4}), s1, 2);
-  const auto p = spmd::make_plan(sa.spec, sb.spec, 1e6);
-  REQUIRE(p.error == spmd::plan_error::none);
-  const spmd::step_schedule sch = spmd::build_schedule(p.value.steps[0], global);
-  spmd::cuda::step_table t = spmd::cuda::build_step_table(p.value.steps[0], sch, global);
+  const spmd::step_schedule sch = spmd::build_schedule(tr.step, global);
+  spmd::cuda::step_table t = spmd::cuda::build_step_table(tr.step, sch, global);
   REQUIRE(spmd::cuda::finish(t, 4, spmd::cuda::tiling::always));
   REQUIRE(t.tiles.size() == 4);
   CHECK(t.tiles[0].tile_rows == 51);
@@ -369,7 +368,7 @@ TEST_CASE("transposing steps run by tiles give the simulation's bits, several ti
   CHECK(t.tile_uniform == 3);
   const std::vector<float> data = values<float>(512 * 64);
   std::string why;
-  CHECK(check_step<float>(p.value.steps[0], global, spmd::host::distribute<float>(data, sa.spec, global), why) == 0);
+  CHECK(check_step<float>(tr.step, global, spmd::host::distribute<float>(data, tr.from, global), why) == 0);
   INFO(why);
   sweep<float>(vec<spmd::mesh_shape_vec>({2, 2}), reduce_op::sum, {vec({128, 64})}, steps);
   sweep<spmd::bfloat16>(vec<spmd::mesh_shape_vec>({4}), reduce_op::sum, {vec({96, 64})}, steps);
