@@ -1,6 +1,8 @@
 // bench/fill_cuda — tensors made in device memory (issue 28, point 4) against the floor of
 // the bytes they must move, measured in the same run: the factories (full, arange), the random
-// draws (rand, randn, bernoulli_, dropout) and distribute_device_tensor, on 8 ranks, f32.
+// draws (rand, randn, bernoulli_, dropout; rand on S(1) too, whose blocks are not runs of the
+// global tensor and so take the draws' general body) and distribute_device_tensor, on 8
+// ranks, f32.
 //
 //   meson compile -C build fill_cuda && build/bench/fill_cuda [MiB] [case]   (default 256)
 //
@@ -96,7 +98,10 @@ int main(int argc, char** argv) {
   line("full", "R", 8 * g, t, ([&] { (void)cu::full<float>(1.5f, r); }), bw);
   const double uniform = line("rand (uniform)", "S(0)", g, t, ([&] { (void)cu::rand<float>(gen, s0); }), bw);
   line("randn (normal)", "S(0)", g, t, ([&] { (void)cu::randn<float>(gen, s0); }), bw);
+  // S(1)'s blocks are not runs of the global tensor: random_item, the body for any block.
+  line("rand (uniform)", "S(1)", g, t, ([&] { (void)cu::rand<float>(gen, s1); }), bw);
   auto x = cu::full<float>(2.0f, s0);
+  line("uniform_ [-1, 1)", "S(0)", g, t, ([&] { spmd::runtime::uniform_(x, -1.0, 1.0, gen); }), bw);
   line("bernoulli_", "S(0)", g, t, ([&] { spmd::runtime::bernoulli_(x, 0.3, gen); }), bw);
   line("dropout", "S(0)", 2 * g, t, ([&] { (void)spmd::runtime::dropout(x, 0.1, gen); }), bw);
 

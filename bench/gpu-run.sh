@@ -138,8 +138,8 @@ profile() {  # as step, but only when named
 ncu="ncu --clock-control none --kernel-name-base demangled -c 1 --section SpeedOfLight --section ComputeWorkloadAnalysis
   --section Occupancy --section WarpStateStats --section LaunchStats --section SchedulerStats --section InstructionStats
   --section SourceCounters --section MemoryWorkloadAnalysis"
-profile ncu-uniform 60 $ncu -k regex:'random_fill<float>' build/bench/fill_cuda 256 'rand (uniform)'
-profile ncu-normal 60 $ncu -k regex:'random_fill<float>' build/bench/fill_cuda 256 'randn'
+profile ncu-uniform 60 $ncu -k regex:'random_fill' build/bench/fill_cuda 256 'rand (uniform)'
+profile ncu-normal 60 $ncu -k regex:'random_fill' build/bench/fill_cuda 256 'randn'
 profile ncu-arange 60 $ncu -k regex:'generate<float>' build/bench/fill_cuda 256 'arange'
 profile ncu-tile 60 $ncu -k regex:'step_tile_kernel' build/bench/step_kernels 256
 profile ncu-small-pr 60 $ncu -k regex:'step_wide_kernel' build/bench/step_kernels --kib 4 'P->R'

@@ -18,6 +18,7 @@
 #include "spmd/backends/cuda/block_jobs.hpp"
 #include "spmd/backends/cuda/grid_emulation.hpp"
 #include "spmd/backends/cuda/job_batch.hpp"
+#include "spmd/backends/cuda/random_run.hpp"
 #include "spmd/backends/sim/sim.hpp"
 #include "spmd/host/random.hpp"
 #include "run_table.hpp"
@@ -73,7 +74,7 @@ bool op_allowed(reduce_op op, bool integral) {
 }
 
 struct counts {
-  long random = 0, cases = 0, partial_splits = 0, fanout = 0, widened = 0, spread = 0, unaligned = 0, launches = 0;
+  long random = 0, random_runs = 0, cases = 0, partial_splits = 0, fanout = 0, widened = 0, spread = 0, unaligned = 0, launches = 0;
 };
 
 /// The held ranks' blocks of generate_on_device's jobs, run on the grid, against
@@ -196,34 +197,49 @@ long check_random(const spmd::layout_spec& spec, const shape_vec& global, spmd::
   const std::vector<cu::block_place> places = cu::block_places(spec, global);
   long bad = 0;
   const rnd::draw draws[] = {{rnd::distribution::uniform, 7, 12, -2.0, 3.0, 0},
+                             {rnd::distribution::uniform, 11, 20, 0.0, 1.0, 0},  // [0, 1): the unit body
                              {rnd::distribution::normal, 9, 4, 0.5, 2.0, 0},
                              {rnd::distribution::bernoulli, 3, 8, 0.3, 0, 1288490188u}};
   // Blocks 16-byte aligned in every other case, one element past in the rest.
   const int shift = static_cast<int>(c.random % 2);
   auto out = [&](std::vector<spmd_test::aligned_vec<T>>& got, index_t r) { return got[static_cast<std::size_t>(r)].data() + shift; };
-  for (const rnd::draw& d : draws) {
-    std::vector<spmd_test::aligned_vec<T>> got(places.size());
-    for (const index_t r : held.indices())
-      got[static_cast<std::size_t>(r)] = spmd_test::aligned_vec<T>(static_cast<std::size_t>(places[static_cast<std::size_t>(r)].elems) + 2);
-    auto jobs = cu::make_job_launcher<cu::block_job<T>, cu::block_geom>([&](const auto& b) {
-      run_jobs(b, [&](const cu::block_job<T>& j, const cu::block_geom& g, index_t e) {
-        cu::random_item<T>(j, g, e, d, identity);
+  // The body kernels/random.cuh launches for the batch (random_run_item made for the draw's
+  // distribution where every block is a run), or random_item's whatever the blocks (general).
+  auto run_body = [&](const cu::job_batch<cu::block_job<T>, cu::block_geom>& b, const rnd::draw& d, bool general) {
+    auto runs = [&]<cu::random_body B>() {
+      ++c.random_runs;
+      run_jobs(b, [&](const cu::block_job<T>& j, const cu::block_geom&, index_t e) { cu::random_run_item<T, B>(j, e, d, identity); });
+    };
+    switch (general ? cu::random_body::any : cu::random_body_for(b, d)) {
+      case cu::random_body::uniform_unit: return runs.template operator()<cu::random_body::uniform_unit>();
+      case cu::random_body::uniform: return runs.template operator()<cu::random_body::uniform>();
+      case cu::random_body::normal: return runs.template operator()<cu::random_body::normal>();
+      case cu::random_body::bernoulli: return runs.template operator()<cu::random_body::bernoulli>();
+      case cu::random_body::any: break;
+    }
+    run_jobs(b, [&](const cu::block_job<T>& j, const cu::block_geom& g, index_t e) { cu::random_item<T>(j, g, e, d, identity); });
+  };
+  for (const rnd::draw& d : draws)
+    for (const bool general : {true, false}) {
+      std::vector<spmd_test::aligned_vec<T>> got(places.size());
+      for (const index_t r : held.indices())
+        got[static_cast<std::size_t>(r)] = spmd_test::aligned_vec<T>(static_cast<std::size_t>(places[static_cast<std::size_t>(r)].elems) + 2);
+      auto jobs = cu::make_job_launcher<cu::block_job<T>, cu::block_geom>([&](const auto& b) { run_body(b, d, general); });
+      cu::add_blocks<cu::random_item_elems>(jobs, places, held.indices(), [&](index_t r, const cu::block_place& p) {  // as fill_random
+        return cu::block_job<T>{out(got, r), p.elems, p.base, p.part, p.identity};
       });
-    });
-    cu::add_blocks<cu::random_item_elems>(jobs, places, held.indices(), [&](index_t r, const cu::block_place& p) {  // as fill_random
-      return cu::block_job<T>{out(got, r), p.elems, p.base, p.part, p.identity};
-    });
-    jobs.finish();
-    const spmd::host::local_set<T> want = spmd::host::random_locals<T>(spec, global, d, held);
-    for (const index_t r : held.indices()) {
-      const index_t k = want.size(r);
-      if ((k > 0 && std::memcmp(out(got, r), want.data(r), static_cast<std::size_t>(k) * sizeof(T)) != 0) ||
-          !spmd_test::untouched(out(got, r) + k)) {
-        ++bad;
-        why = "random draw " + std::to_string(static_cast<int>(d.dist)) + " differs at mesh index " + std::to_string(r);
+      jobs.finish();
+      const spmd::host::local_set<T> want = spmd::host::random_locals<T>(spec, global, d, held);
+      for (const index_t r : held.indices()) {
+        const index_t k = want.size(r);
+        if ((k > 0 && std::memcmp(out(got, r), want.data(r), static_cast<std::size_t>(k) * sizeof(T)) != 0) ||
+            !spmd_test::untouched(out(got, r) + k)) {
+          ++bad;
+          why = "random draw " + std::to_string(static_cast<int>(d.dist)) + (general ? " (random_item)" : " (the launched body)") +
+                " differs at mesh index " + std::to_string(r);
+        }
       }
     }
-  }
   // Dropout of each rank's block of the global values.
   const rnd::draw d{rnd::distribution::dropout, 5, 16, 0.25, 0, 1073741824u};
   const spmd::host::local_set<T> x = spmd::host::distribute<T>(values<T>(spmd::host::shape_elems(global)), spec, global, held);
@@ -296,10 +312,11 @@ TEST_CASE("device factories and distribute_device_tensor give host::generate's a
   sweep<spmd::bfloat16>(vec<spmd::mesh_shape_vec>({2, 2}), shapes, c);
   sweep<spmd::float16>(vec<spmd::mesh_shape_vec>({2, 2}), shapes, c);
   sweep<std::int64_t>(vec<spmd::mesh_shape_vec>({2, 2}), shapes, c);
-  INFO(c.cases << " cases, " << c.random << " random, " << c.partial_splits << " split, " << c.fanout << " fan-out tables, " << c.widened
+  INFO(c.cases << " cases, " << c.random << " random (" << c.random_runs << " by random_run_item), " << c.partial_splits << " split, " << c.fanout << " fan-out tables, " << c.widened
                << " widened, " << c.spread << " spread, " << c.unaligned << " unaligned");
   CHECK(c.cases > 5000);
   CHECK(c.random > 500);
+  CHECK(c.random_runs > 1000);  // random_run_item, the body of blocks that are runs
   CHECK(c.partial_splits > 500);
   CHECK(c.fanout > 200);
   CHECK(c.widened > 200);

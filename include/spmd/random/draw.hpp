@@ -285,10 +285,14 @@ SPMD_HD inline T bernoulli_of(const draw& d, std::uint32_t word) {
 }
 /// A uniform element of a one-word type (f32, f16, bf16) from its word: its low `digits`
 /// bits as k 2^-digits, then uniform_value.
-template <class T>
+/// Unit: the caller knows the range is [0, 1) (from 0, to 1), where uniform_value is the
+/// identity (x * 1 + 0 is exact, and x, a multiple of 2^-digits below 1, is a T below `to`).
+template <class T, bool Unit = false>
 SPMD_HD inline T uniform_of(const draw& d, std::uint32_t word) {
   constexpr int bits = digits<T>;
-  return uniform_value<T>(d, mul(static_cast<float>(low_bits(word, bits)), 1.0f / static_cast<float>(std::uint32_t{1} << bits)));
+  const float x01 = mul(static_cast<float>(low_bits(word, bits)), 1.0f / static_cast<float>(std::uint32_t{1} << bits));
+  if constexpr (Unit) return to_element<T>(x01);
+  else return uniform_value<T>(d, x01);
 }
 }  // namespace detail
 
@@ -316,11 +320,15 @@ SPMD_HD inline T draw_in_block(const draw& d, const philox_block& w, int lane) {
 
 /// Every element of the block of words `w`, in lane order (elements_per_block of them):
 /// draw_in_block's value for each lane, with a normal pair's Box-Muller computed once for
-/// both of its lanes (the device's factories draw a whole block per thread).
-template <class T>
-SPMD_HD inline void draw_block(const draw& d, const philox_block& w, T (&out)[4]) {
+/// both of its lanes (the device's factories draw a whole block per thread). The
+/// distribution is fixed at compile time (Dist: uniform, normal or bernoulli; Unit: a
+/// uniform over [0, 1), as uniform_of), so a kernel made for one tests nothing per block.
+template <distribution Dist, bool Unit, class T>
+SPMD_HD inline void draw_block_as(const draw& d, const philox_block& w, T (&out)[4]) {
+  static_assert(Dist != distribution::dropout, "spmd::random::draw_block_as: dropout reads its input (dropout_in_block).");
+  static_assert(!Unit || Dist == distribution::uniform, "spmd::random::draw_block_as: Unit is a uniform's range.");
   using C = detail::compute_t<T>;
-  if (d.dist == distribution::normal) {
+  if constexpr (Dist == distribution::normal) {
     if constexpr (std::is_same_v<C, double>) {
       const detail::cos_sin<C> z = detail::box_muller<C>(detail::low_bits53(w[0], w[1]), detail::low_bits53(w[2], w[3]));
       out[0] = detail::normal_value<T>(d, z.c);
@@ -334,20 +342,32 @@ SPMD_HD inline void draw_block(const draw& d, const philox_block& w, T (&out)[4]
         out[p + 1] = detail::normal_value<T>(d, z.s);
       }
     }
-    return;
-  }
-  // The distribution tested once for the block, not once a lane (nvcc kept the test in each
-  // lane of the unrolled loop): the same per-lane functions as draw_in_block.
-  if (d.dist == distribution::bernoulli) {
+  } else if constexpr (Dist == distribution::bernoulli) {
     SPMD_UNROLL
     for (int lane = 0; lane < 4; ++lane) out[lane] = detail::bernoulli_of<T>(d, w[lane]);
   } else if constexpr (std::is_same_v<C, double>) {
-    out[0] = draw_in_block<T>(d, w, 0);
-    out[1] = draw_in_block<T>(d, w, 1);
+    SPMD_UNROLL
+    for (int lane = 0; lane < 2; ++lane) {
+      const C x01 = detail::mul(static_cast<C>(detail::low_bits53(w[2 * lane], w[2 * lane + 1])), detail::fp<double>::inv_scale);
+      if constexpr (Unit) out[lane] = detail::to_element<T>(x01);
+      else out[lane] = detail::uniform_value<T>(d, x01);
+    }
   } else {
     SPMD_UNROLL
-    for (int lane = 0; lane < 4; ++lane) out[lane] = detail::uniform_of<T>(d, w[lane]);
+    for (int lane = 0; lane < 4; ++lane) out[lane] = detail::uniform_of<T, Unit>(d, w[lane]);
   }
+}
+/// draw_block_as for the draw's own distribution (tested once for the block, not once a lane:
+/// nvcc kept the test in each lane of the unrolled loop).
+template <class T>
+SPMD_HD inline void draw_block(const draw& d, const philox_block& w, T (&out)[4]) {
+  if (d.dist == distribution::normal) draw_block_as<distribution::normal, false>(d, w, out);
+  else if (d.dist == distribution::bernoulli) draw_block_as<distribution::bernoulli, false>(d, w, out);
+  else draw_block_as<distribution::uniform, false>(d, w, out);
+}
+/// Whether a uniform draw's range is [0, 1), where uniform_of<T, true> gives its values.
+SPMD_HD inline bool unit_range(const draw& d) {
+  return d.dist == distribution::uniform && d.a == 0 && d.b == 1;
 }
 
 /// The Philox block element i of the operator reads.

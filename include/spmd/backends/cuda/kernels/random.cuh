@@ -1,7 +1,8 @@
 // spmd/backends/cuda/kernels/random.cuh — random operators (nvcc only): one launch for every
 // rank's block (a job_batch), each thread finding its element's global index and calling the
 // host's own per-element function (random/draw.hpp through block_body.hpp), so the device
-// gives the host's bits.
+// gives the host's bits. Where every block is a run of the global tensor, the draw's kernel is
+// made for its distribution (random_run.hpp).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -9,6 +10,7 @@
 #include "spmd/backends/cuda/block_body.hpp"
 #include "spmd/backends/cuda/kernels/ops.cuh"
 #include "spmd/backends/cuda/launch.hpp"
+#include "spmd/backends/cuda/random_run.hpp"
 #include "spmd/random/draw.hpp"
 
 namespace spmd::cuda::kernels {
@@ -20,9 +22,28 @@ namespace spmd::cuda::kernels {
 /// the floor, the draws from 0.596 to 0.600 (uniform f32): bench/RESULTS.md.
 inline constexpr int random_min_blocks = 4;
 
+namespace detail {
+/// random_fill's launch where every block is a run: random_run_item made for body B.
+template <random_body B, class T>
+void random_fill_runs(const job_batch<block_job<T>, block_geom>& jobs, const random::draw& d, T identity,
+                      cudaStream_t stream) {
+  for_each_job<random_min_blocks>(
+      jobs,
+      [=] __device__(const block_job<T>& j, const block_geom&, index_t e) { random_run_item<T, B>(j, e, d, identity); },
+      stream, "the random fill kernel's launch");
+}
+}  // namespace detail
+
 template <class T>
 void random_fill(const job_batch<block_job<T>, block_geom>& jobs, const random::draw& d, T identity,
                  cudaStream_t stream) {
+  switch (random_body_for(jobs, d)) {
+    case random_body::uniform_unit: return detail::random_fill_runs<random_body::uniform_unit>(jobs, d, identity, stream);
+    case random_body::uniform: return detail::random_fill_runs<random_body::uniform>(jobs, d, identity, stream);
+    case random_body::normal: return detail::random_fill_runs<random_body::normal>(jobs, d, identity, stream);
+    case random_body::bernoulli: return detail::random_fill_runs<random_body::bernoulli>(jobs, d, identity, stream);
+    case random_body::any: break;
+  }
   detail::for_each_job<random_min_blocks>(
       jobs,
       [=] __device__(const block_job<T>& j, const block_geom& g, index_t e) { random_item<T>(j, g, e, d, identity); },
