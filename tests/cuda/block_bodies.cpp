@@ -323,6 +323,34 @@ TEST_CASE("device factories and distribute_device_tensor give host::generate's a
   CHECK(c.spread > 20);
 }
 
+TEST_CASE("random draws over blocks of several groups of items: random_run_item's side-by-side pieces",
+          "[cuda][emulation]") {
+  // Blocks of 256 elements or more hold whole groups (random_run_group items side by side)
+  // before a short last one; uneven rows start blocks inside a Philox block (random_item).
+  counts c;
+  std::string why;
+  long bad = 0;
+  const placement s0 = spmd::make_shard(0), r = spmd::make_replicate(), p = spmd::make_partial(reduce_op::sum);
+  const std::vector<std::pair<spmd::mesh_shape_vec, placement_vec>> layouts = {
+      {vec<spmd::mesh_shape_vec>({4}), pvec({s0})},     {vec<spmd::mesh_shape_vec>({4}), pvec({r})},
+      {vec<spmd::mesh_shape_vec>({2, 2}), pvec({p, s0})}, {vec<spmd::mesh_shape_vec>({2, 2}), pvec({s0, s0})},
+      {vec<spmd::mesh_shape_vec>({2, 2}), pvec({spmd::make_shard(1), s0})}};
+  for (const auto& [mesh, pv] : layouts)
+    for (const shape_vec& global : {vec({64, 40}), vec({2052}), vec({33, 68}), vec({9, 101})}) {
+      const auto s = spmd::make_spec(mesh, pv, global.size());
+      if (!s.ok()) continue;
+      const spmd::host::held_range all{0, s.spec.mesh_size()};
+      for (int twice = 0; twice < 2; ++twice) {  // c.random's parity shifts each type's blocks in turn
+        bad += check_random<float>(s.spec, global, all, c, why);
+        bad += check_random<spmd::bfloat16>(s.spec, global, all, c, why);
+        bad += check_random<double>(s.spec, global, all, c, why);
+      }
+    }
+  INFO(why);
+  CHECK(bad == 0);
+  CHECK(c.random_runs > 100);
+}
+
 TEST_CASE("the device factories' jobs: one launch for 8 ranks, uneven blocks sharing geometries", "[cuda][emulation]") {
   // mesh 2x4, Shard(0) over 4 and Shard(1) over 2 of a 10 x 7 tensor: four block shapes.
   const auto s = spmd::make_spec(vec<spmd::mesh_shape_vec>({2, 4}), pvec({spmd::make_shard(1), spmd::make_shard(0)}), 2);

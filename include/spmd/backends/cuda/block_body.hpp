@@ -129,28 +129,38 @@ SPMD_HD int item_span(index_t item, index_t n, index_t& e0) {
   return n - e0 < E ? static_cast<int>(n - e0) : E;
 }
 
-/// out[0 .. m) = v[0 .. m) of an item of E elements: 16-byte stores (one 8-byte store for 8
-/// bytes) where the item is whole and `out` aligned to it, as the pool's blocks are; element
-/// stores otherwise.
+/// What store_whole's `out` must be aligned to: 16 bytes for items of a multiple of 16 bytes,
+/// 8 for items of 8, an element otherwise.
+template <class T, int E>
+inline constexpr std::size_t whole_store_align = E * sizeof(T) % 16 == 0 ? 16 : E * sizeof(T) == 8 ? 8 : alignof(T);
+
+/// out[0 .. E) = v[0 .. E) in 16-byte stores (one 8-byte store for 8 bytes), `out` aligned
+/// to whole_store_align<T, E> (@pre).
+template <class T, int E>
+SPMD_HD void store_whole(T* out, const T* v) {
+  constexpr std::size_t bytes = E * sizeof(T);
+  if constexpr (bytes % 16 == 0) {
+    wide16 w[bytes / 16];
+    __builtin_memcpy(w, v, bytes);
+    SPMD_UNROLL
+    for (std::size_t k = 0; k < bytes / 16; ++k) reinterpret_cast<wide16*>(out)[k] = w[k];
+  } else if constexpr (bytes == 8) {
+    unsigned long long w = 0;
+    __builtin_memcpy(&w, v, bytes);
+    *reinterpret_cast<unsigned long long*>(out) = w;
+  } else {
+    SPMD_UNROLL
+    for (int k = 0; k < E; ++k) out[k] = v[k];
+  }
+}
+
+/// out[0 .. m) = v[0 .. m) of an item of E elements: store_whole where the item is whole and
+/// `out` aligned to it, as the pool's blocks are; element stores otherwise.
 template <class T, int E = block_item_elems>
 SPMD_HD void store_item(T* out, int m, const T* v) {
-  constexpr std::size_t bytes = E * sizeof(T);
-  const auto at = reinterpret_cast<std::uintptr_t>(out);
-  if constexpr (bytes % 16 == 0) {
-    if (m == E && at % 16 == 0) {
-      wide16 w[bytes / 16];
-      __builtin_memcpy(w, v, bytes);
-      SPMD_UNROLL
-      for (std::size_t k = 0; k < bytes / 16; ++k) reinterpret_cast<wide16*>(out)[k] = w[k];
-      return;
-    }
-  } else if constexpr (bytes == 8) {
-    if (m == E && at % 8 == 0) {
-      unsigned long long w = 0;
-      __builtin_memcpy(&w, v, bytes);
-      *reinterpret_cast<unsigned long long*>(out) = w;
-      return;
-    }
+  if (m == E && reinterpret_cast<std::uintptr_t>(out) % whole_store_align<T, E> == 0) {
+    store_whole<T, E>(out, v);
+    return;
   }
   SPMD_UNROLL
   for (int k = 0; k < E; ++k)

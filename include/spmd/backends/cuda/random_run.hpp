@@ -5,13 +5,16 @@
 //
 // random_item (block_body.hpp) serves any block: it finds an item's global index through the
 // geometry, checks whether the item is a whole run, and tests the distribution in every
-// block it draws; the kernel holding all of it needs 64 registers and more than 270
-// instructions an item for the uniform draw, of which Philox is 80. Here an item's global
-// index is the block's base plus the item's offset, and the kernel is made for one
-// distribution (uniform over [0, 1) on its own: its range arithmetic is the identity), so the
-// item is the draw and little else. The values are random_item's: the same Philox blocks,
-// the same per-lane functions (random::draw_block_as); tests/cuda/block_bodies.cpp runs
-// both over the emulated grid against the host.
+// block it draws. Its kernel needs 60-64 registers (half the SM's warps) and about 280 SASS
+// instructions an item of the uniform f32 draw, of which Philox is 80; on an H200 it drew at
+// 0.60 of the write floor. Here the blocks are known to be runs that start a Philox block,
+// their outputs aligned (all_runs, checked on the host), so an item's global index is the
+// block's base plus the item's offset, and the kernel is made for one distribution (uniform
+// over [0, 1) on its own: its range arithmetic is the identity): 193 instructions an item
+// and 28 registers for the uniform f32 draw. A warp's items lie side by side, so that its
+// stores fill whole sectors. The values are random_item's: the same Philox blocks, the same
+// per-lane functions (random::draw_block_as); tests/cuda/block_bodies.cpp runs both bodies
+// over the emulated grid against the host. (bench/RESULTS.md: the measurements.)
 #pragma once
 
 #include <cstdint>
@@ -27,25 +30,35 @@ namespace spmd::cuda {
 /// distribution.
 enum class random_body : unsigned char { any, uniform_unit, uniform, normal, bernoulli };
 
-/// Whether every block of the batch is one run of the global tensor (a single dim of global
-/// stride 1: element e of the block is global element base + e).
+/// Elements random_run_item stores at once: half an item.
+inline constexpr int random_piece_elems = random_item_elems / 2;
+
+/// Whether random_run_item serves every block of the batch for a draw of Per elements to a
+/// Philox block: each is one run of the global tensor (a single dim of global stride 1:
+/// element e of the block is global element base + e) that starts a Philox block, and its
+/// output is aligned to a piece's store. (The pool's blocks are; a Shard(0) cut of rows of a
+/// multiple of 4 elements starts a block.)
 template <class T>
-bool all_runs(const job_batch<block_job<T>, block_geom>& b) {
+bool all_runs(const job_batch<block_job<T>, block_geom>& b, int per) {
   for (int k = 0; k < b.geoms; ++k)
     if (b.geom[k].nd != 1 || b.geom[k].gstride[0] != 1) return false;
+  for (int k = 0; k < b.jobs; ++k)
+    if (b.ptr[k].base % per != 0 ||
+        reinterpret_cast<std::uintptr_t>(b.ptr[k].out) % whole_store_align<T, random_piece_elems> != 0)
+      return false;
   return true;
 }
 
 /// The body for draw d over the batch's blocks: random_run_item's for d's distribution where
-/// every block is a run, random_item's otherwise.
+/// it serves every block, random_item's otherwise.
 template <class T>
 random_body random_body_for(const job_batch<block_job<T>, block_geom>& b, const random::draw& d) {
-  if (!all_runs(b)) return random_body::any;
+  if (d.dist == random::distribution::dropout || !all_runs(b, random::elements_per_block<T>(d.dist)))
+    return random_body::any;
   switch (d.dist) {
     case random::distribution::uniform: return random::unit_range(d) ? random_body::uniform_unit : random_body::uniform;
     case random::distribution::normal: return random_body::normal;
-    case random::distribution::bernoulli: return random_body::bernoulli;
-    default: return random_body::any;
+    default: return random_body::bernoulli;
   }
 }
 
@@ -56,50 +69,81 @@ inline constexpr random::distribution distribution_of =
     : B == random_body::bernoulli ? random::distribution::bernoulli
                                   : random::distribution::uniform;
 
-/// Item `item` (random_item_elems elements) of a random draw's block that is one run of the
-/// global tensor from j.base, B (not `any`) being random_body_for's choice for the draw:
-/// random_item's values. A whole item that starts a Philox block draws its blocks with no
-/// look-up; the last item of a block, or every item of a block that starts inside a Philox
-/// block, takes each element's block (by_block).
+namespace detail {
+/// N pieces of a block served by random_run_item (all_runs), elements [e + p s, e + p s + M)
+/// for p < N, drawn as body B and stored; M below the piece only at the block's end. (The
+/// pieces' Philox rounds run side by side, sharing their keys.)
+template <class T, random_body B, int M, int N = 1>
+SPMD_HD void random_run_pieces(const block_job<T>& j, index_t e, index_t s, const random::draw& d, T identity) {
+  constexpr random::distribution dist = distribution_of<B>;
+  constexpr int H = random_piece_elems, Per = random::elements_per_block<T>(dist);
+  static_assert(H % Per == 0, "a piece holds whole Philox blocks");
+  T v[N][H];
+  if (j.identity) {
+    SPMD_UNROLL
+    for (int p = 0; p < N; ++p)
+      SPMD_UNROLL
+      for (int q = 0; q < H; ++q) v[p][q] = identity;
+  } else {
+    // e, s and the block's base start Philox blocks (all_runs): a piece is H / Per whole ones.
+    const std::uint64_t b = d.offset / 4 + static_cast<std::uint64_t>(j.base + e) / Per;
+    SPMD_UNROLL
+    for (int k = 0; k < H / Per; ++k)
+      SPMD_UNROLL
+      for (int p = 0; p < N; ++p) {
+        T lanes[4] = {};
+        random::draw_block_as<dist, B == random_body::uniform_unit>(
+            d, random::philox_stream_block(d.seed, b + static_cast<std::uint64_t>(p * s / Per) + k), lanes);
+        SPMD_UNROLL
+        for (int q = 0; q < Per; ++q) v[p][k * Per + q] = lanes[q];
+      }
+  }
+  SPMD_UNROLL
+  for (int p = 0; p < N; ++p) {
+    if constexpr (M == H) {
+      store_whole<T, H>(j.out + e + p * s, v[p]);  // aligned (all_runs)
+    } else {
+      SPMD_UNROLL
+      for (int q = 0; q < M; ++q) j.out[e + p * s + q] = v[p][q];
+    }
+  }
+}
+/// The piece of the block's last m elements (0 < m < H) from e.
+template <class T, random_body B, int M = 1>
+SPMD_HD void random_run_last(const block_job<T>& j, index_t e, int m, const random::draw& d, T identity) {
+  if constexpr (M < random_piece_elems) {
+    if (m == M) random_run_pieces<T, B, M>(j, e, 0, d, identity);
+    else random_run_last<T, B, M + 1>(j, e, m, d, identity);
+  }
+}
+}  // namespace detail
+
+/// Items a group of random_run_item's holds side by side: a warp's.
+inline constexpr int random_run_group = 32;
+
+/// Item `item` (random_item_elems elements) of a random draw's block that random_run_item
+/// serves (all_runs), B (not `any`) being random_body_for's choice for the draw:
+/// random_item's values.
+///
+/// An item is two pieces of random_piece_elems elements, so that a warp's store writes whole
+/// sectors: in a group of random_run_group items (a warp's, where the job's items start on
+/// a multiple of it) item l holds pieces l and random_run_group + l of the group's elements.
+/// (Holding its E consecutive elements, each thread's two 16-byte stores half-filled 32-byte
+/// sectors twice: ncu counted twice the sectors the bytes need, and L2 79% busy.) The last
+/// group of a block, if short, keeps consecutive items.
 template <class T, random_body B>
 SPMD_HD void random_run_item(const block_job<T>& j, index_t item, const random::draw& d, T identity) {
   static_assert(B != random_body::any, "spmd::cuda::random_run_item: made for one distribution (random_item serves any).");
-  constexpr random::distribution dist = distribution_of<B>;
-  constexpr bool unit = B == random_body::uniform_unit;
-  constexpr int E = random_item_elems;
-  constexpr int Per = random::elements_per_block<T>(dist);
-  static_assert(E % Per == 0, "an item holds whole Philox blocks");
-  index_t e0 = 0;
-  const int m = item_span<E>(item, j.n, e0);
-  const index_t a0 = j.base + e0;
-  T v[E];
-  if (j.identity) {  // its own store: nvcc otherwise set v to the identity before every draw
-    SPMD_UNROLL
-    for (int q = 0; q < E; ++q) v[q] = identity;
-    store_item<T, E>(j.out + e0, m, v);
+  constexpr int E = random_item_elems, H = random_piece_elems, G = random_run_group;
+  const index_t g0 = item / G * (G * E), l = item % G;
+  if (g0 + G * E <= j.n) {
+    detail::random_run_pieces<T, B, H, 2>(j, g0 + l * H, G * H, d, identity);
     return;
   }
-  if (m == E && (a0 & (Per - 1)) == 0) {
-    const std::uint64_t b = d.offset / 4 + static_cast<std::uint64_t>(a0) / Per;
-    SPMD_UNROLL
-    for (int k = 0; k < E / Per; ++k) {
-      T lanes[4] = {};
-      random::draw_block_as<dist, unit>(d, random::philox_stream_block(d.seed, b + k), lanes);
-      SPMD_UNROLL
-      for (int q = 0; q < Per; ++q) v[k * Per + q] = lanes[q];
-    }
-  } else {
-    index_t at[E];
-    SPMD_UNROLL
-    for (int q = 0; q < E; ++q) at[q] = a0 + q;
-    T lanes[4] = {};
-    detail::by_block<Per, E>(d, at, m, [&](int q, const random::philox_block& w, int lane, bool fresh) {
-      if (fresh) random::draw_block_as<dist, unit>(d, w, lanes);
-      // Constant indices only: an array indexed at run time would live in local memory.
-      v[q] = lane == 0 ? lanes[0] : lane == 1 ? lanes[1] : lane == 2 ? lanes[2] : lanes[3];
-    });
+  for (index_t e = item * E; e < item * E + E && e < j.n; e += H) {
+    if (j.n - e >= H) detail::random_run_pieces<T, B, H>(j, e, 0, d, identity);
+    else detail::random_run_last<T, B>(j, e, static_cast<int>(j.n - e), d, identity);
   }
-  store_item<T, E>(j.out + e0, m, v);
 }
 
 }  // namespace spmd::cuda
