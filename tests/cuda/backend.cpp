@@ -260,8 +260,8 @@ int main() {
       "bf16 R S(1)");
   on_device<std::int32_t, spmd::layout<M, spmd::placements<spmd::partial<spmd::reduce_op::max>, spmd::shard<0>>,
                                        spmd::extents<9, 5>>>("i32 P(max) S(0)");
-  tiled_transpose<float, 4096>("f32 4096 x 64 on mesh 8");
-  tiled_transpose<spmd::bfloat16, 8192>("bf16 8192 x 64 on mesh 8");
+  tiled_transpose<float, 8192>("f32 8192 x 64 on mesh 8");
+  tiled_transpose<spmd::bfloat16, 16384>("bf16 16384 x 64 on mesh 8");
   std::printf("cuda backend: %d checks, %d failed\n", checks, failures);
   return failures == 0 ? 0 : 1;
 }

@@ -472,13 +472,12 @@ inline void mark_uniform(step_table& t) {
 
 /// The 16-byte items from which a transposing step runs by tiles. The tile kernel reads and
 /// writes whole lines (S(0)->S(1) at 256 MiB: 0.86 of the floor tiled, 0.67 not, H200) but a
-/// block first fills shared memory, waits, then writes: a small step's latency. At 4 and 64
-/// KiB the step ran faster untiled (1.55 against 1.79 us, 1.64 against 2.22 us above an empty
-/// kernel: bench/results/step_kernels_h200_28j.txt), so a small step stays untiled. Between
-/// 64 KiB and 256 MiB nothing is measured yet; the two rates and that latency put the
-/// crossover near 4-8 MiB, and 1 MiB leaves every size measured tiled before as it was
-/// (bench/step_kernels' "by size" rows measure it on the next GPU).
-inline constexpr index_t tile_big = index_t{1} << 16;
+/// block first fills shared memory, waits, then writes: a small step's latency. On an H200
+/// (bench/results/step_kernels_h200_28m.txt, kernel time above an empty graph node) the step
+/// ran faster untiled up to 1 MiB (4 KiB: 1.55 against 1.72 us; 256 KiB: 1.84 against 2.53;
+/// 1 MiB: 2.05 against 2.63) and faster tiled from 4 MiB (3.44 against 3.96; 16 MiB: 8.35
+/// against 11.62). 2 MiB, between the two, is where the tiles start.
+inline constexpr index_t tile_big = index_t{1} << 17;
 
 /// Whether finish() runs a transposing step by tiles: from tile_big items (what the backend
 /// does), always (the emulation tests, which prove the tile path on small steps), never.
