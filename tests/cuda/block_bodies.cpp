@@ -206,16 +206,11 @@ long check_random(const spmd::layout_spec& spec, const shape_vec& global, spmd::
   // The body kernels/random.cuh launches for the batch (random_run_item made for the draw's
   // distribution where every block is a run), or random_item's whatever the blocks (general).
   auto run_body = [&](const cu::job_batch<cu::block_job<T>, cu::block_geom>& b, const rnd::draw& d, bool general) {
-    auto runs = [&]<cu::random_body B>() {
+    if (const cu::random_body body = general ? cu::random_body::any : cu::random_body_for(b, d); body != cu::random_body::any) {
       ++c.random_runs;
-      run_jobs(b, [&](const cu::block_job<T>& j, const cu::block_geom&, index_t e) { cu::random_run_item<T, B>(j, e, d, identity); });
-    };
-    switch (general ? cu::random_body::any : cu::random_body_for(b, d)) {
-      case cu::random_body::uniform_unit: return runs.template operator()<cu::random_body::uniform_unit>();
-      case cu::random_body::uniform: return runs.template operator()<cu::random_body::uniform>();
-      case cu::random_body::normal: return runs.template operator()<cu::random_body::normal>();
-      case cu::random_body::bernoulli: return runs.template operator()<cu::random_body::bernoulli>();
-      case cu::random_body::any: break;
+      return cu::with_run_body(body, [&]<cu::random_body B>() {
+        run_jobs(b, [&](const cu::block_job<T>& j, const cu::block_geom&, index_t e) { cu::random_run_item<T, B>(j, e, d, identity); });
+      });
     }
     run_jobs(b, [&](const cu::block_job<T>& j, const cu::block_geom& g, index_t e) { cu::random_item<T>(j, g, e, d, identity); });
   };

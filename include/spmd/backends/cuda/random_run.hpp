@@ -10,7 +10,7 @@
 // 0.60 of the write floor. Here the blocks are known to be runs that start a Philox block,
 // their outputs aligned (all_runs, checked on the host), so an item's global index is the
 // block's base plus the item's offset, and the kernel is made for one distribution (uniform
-// over [0, 1) on its own: its range arithmetic is the identity): 193 instructions an item
+// over [0, 1) on its own: its range arithmetic is the identity): about 195 instructions an item
 // and 28 registers for the uniform f32 draw. A warp's items lie side by side, so that its
 // stores fill whole sectors. The values are random_item's: the same Philox blocks, the same
 // per-lane functions (random::draw_block_as); tests/cuda/block_bodies.cpp runs both bodies
@@ -70,11 +70,11 @@ inline constexpr random::distribution distribution_of =
                                   : random::distribution::uniform;
 
 namespace detail {
-/// N pieces of a block served by random_run_item (all_runs), elements [e + p s, e + p s + M)
-/// for p < N, drawn as body B and stored; M below the piece only at the block's end. (The
+/// N pieces of a block served by random_run_item (all_runs), elements [e + p s, e + p s + m)
+/// for p < N, drawn as body B and stored; m below the piece only at the block's end. (The
 /// pieces' Philox rounds run side by side, sharing their keys.)
-template <class T, random_body B, int M, int N = 1>
-SPMD_HD void random_run_pieces(const block_job<T>& j, index_t e, index_t s, const random::draw& d, T identity) {
+template <class T, random_body B, int N = 1>
+SPMD_HD void random_run_pieces(const block_job<T>& j, index_t e, index_t s, int m, const random::draw& d, T identity) {
   constexpr random::distribution dist = distribution_of<B>;
   constexpr int H = random_piece_elems, Per = random::elements_per_block<T>(dist);
   static_assert(H % Per == 0, "a piece holds whole Philox blocks");
@@ -100,20 +100,13 @@ SPMD_HD void random_run_pieces(const block_job<T>& j, index_t e, index_t s, cons
   }
   SPMD_UNROLL
   for (int p = 0; p < N; ++p) {
-    if constexpr (M == H) {
+    if (m == H) {
       store_whole<T, H>(j.out + e + p * s, v[p]);  // aligned (all_runs)
     } else {
       SPMD_UNROLL
-      for (int q = 0; q < M; ++q) j.out[e + p * s + q] = v[p][q];
+      for (int q = 0; q < H; ++q)
+        if (q < m) j.out[e + p * s + q] = v[p][q];
     }
-  }
-}
-/// The piece of the block's last m elements (0 < m < H) from e.
-template <class T, random_body B, int M = 1>
-SPMD_HD void random_run_last(const block_job<T>& j, index_t e, int m, const random::draw& d, T identity) {
-  if constexpr (M < random_piece_elems) {
-    if (m == M) random_run_pieces<T, B, M>(j, e, 0, d, identity);
-    else random_run_last<T, B, M + 1>(j, e, m, d, identity);
   }
 }
 }  // namespace detail
@@ -137,12 +130,23 @@ SPMD_HD void random_run_item(const block_job<T>& j, index_t item, const random::
   constexpr int E = random_item_elems, H = random_piece_elems, G = random_run_group;
   const index_t g0 = item / G * (G * E), l = item % G;
   if (g0 + G * E <= j.n) {
-    detail::random_run_pieces<T, B, H, 2>(j, g0 + l * H, G * H, d, identity);
+    detail::random_run_pieces<T, B, 2>(j, g0 + l * H, G * H, H, d, identity);
     return;
   }
-  for (index_t e = item * E; e < item * E + E && e < j.n; e += H) {
-    if (j.n - e >= H) detail::random_run_pieces<T, B, H>(j, e, 0, d, identity);
-    else detail::random_run_last<T, B>(j, e, static_cast<int>(j.n - e), d, identity);
+  for (index_t e = item * E; e < item * E + E && e < j.n; e += H)
+    detail::random_run_pieces<T, B>(j, e, 0, j.n - e < H ? static_cast<int>(j.n - e) : H, d, identity);
+}
+
+/// f.template operator()<b>() for a body b that is not `any` (what a launch of
+/// random_run_item made for b runs); nothing for `any`.
+template <class F>
+void with_run_body(random_body b, F&& f) {
+  switch (b) {
+    case random_body::uniform_unit: return f.template operator()<random_body::uniform_unit>();
+    case random_body::uniform: return f.template operator()<random_body::uniform>();
+    case random_body::normal: return f.template operator()<random_body::normal>();
+    case random_body::bernoulli: return f.template operator()<random_body::bernoulli>();
+    case random_body::any: return;
   }
 }
 

@@ -37,13 +37,8 @@ void random_fill_runs(const job_batch<block_job<T>, block_geom>& jobs, const ran
 template <class T>
 void random_fill(const job_batch<block_job<T>, block_geom>& jobs, const random::draw& d, T identity,
                  cudaStream_t stream) {
-  switch (random_body_for(jobs, d)) {
-    case random_body::uniform_unit: return detail::random_fill_runs<random_body::uniform_unit>(jobs, d, identity, stream);
-    case random_body::uniform: return detail::random_fill_runs<random_body::uniform>(jobs, d, identity, stream);
-    case random_body::normal: return detail::random_fill_runs<random_body::normal>(jobs, d, identity, stream);
-    case random_body::bernoulli: return detail::random_fill_runs<random_body::bernoulli>(jobs, d, identity, stream);
-    case random_body::any: break;
-  }
+  if (const random_body body = random_body_for(jobs, d); body != random_body::any)
+    return with_run_body(body, [&]<random_body B>() { detail::random_fill_runs<B>(jobs, d, identity, stream); });
   detail::for_each_job<random_min_blocks>(
       jobs,
       [=] __device__(const block_job<T>& j, const block_geom& g, index_t e) { random_item<T>(j, g, e, d, identity); },
