@@ -1,6 +1,6 @@
 // bench/rng — random tensors on 8 simulated ranks against the memory-write floor and PyTorch.
 //
-//   meson compile -C build rng && build/bench/rng [--mib 256] [--no-torch]
+//   meson compile -C build rng && build/bench/rng [--mib 256] [--no-torch] [--isa avx512|avx2|scalar]
 //
 // uniform_ and normal_ (f32, f64, bf16, f16) in place on a dtensor of 256 MiB sharded S(0)
 // over 8 ranks of mesh<8> (each rank its own block, the simulation's threads sharing the
@@ -10,7 +10,8 @@
 // them the draws beat the floor on machines whose memset reads for ownership). Philox4x32-10 costs
 // 10 rounds of two 32x32->64 multiplies per 16 bytes of f32 output, so on a CPU the draw is
 // compute-bound: the header also shows one core's uniform f32 rate into a buffer that stays in
-// cache (the compute ceiling, times the threads). When `python3 -c "import torch"` works
+// cache (the compute ceiling, times the threads); --isa caps the host's vector path
+// (host/random_isa.hpp: the best the CPU has by default), to compare the paths. When `python3 -c "import torch"` works
 // (or $SPMD_BENCH_PYTHON names a Python that has torch), PyTorch's CPU uniform_ and normal_ on
 // the same bytes with the same thread count are timed the same way and shown beside.
 //
@@ -193,7 +194,7 @@ double paired_element_ratio(index_t elems, bool normal, int rounds = 9) {
 }
 
 /// Elements per second of one core drawing uniform f32 into a buffer that stays in cache:
-/// the compute ceiling of the host path this CPU takes (AVX2 or scalar).
+/// the compute ceiling of the host path the draws take (host/random_isa.hpp).
 double one_core_uniform_elems_per_s() {
   const index_t n = index_t{1} << 14;
   std::vector<float> out(static_cast<std::size_t>(n));
@@ -220,8 +221,16 @@ int main(int argc, char** argv) {
       mib = static_cast<std::size_t>(std::atoi(argv[++i]));
     } else if (a == "--no-torch") {
       with_torch = false;
+    } else if (a == "--isa" && i + 1 < argc && (std::strcmp(argv[i + 1], "avx512") == 0 ||
+                                                 std::strcmp(argv[i + 1], "avx2") == 0 ||
+                                                 std::strcmp(argv[i + 1], "scalar") == 0)) {
+      const std::string isa = argv[++i];
+      spmd::host::limit_draw_isa(isa == "avx512" ? spmd::host::random_isa::avx512
+                                 : isa == "avx2" ? spmd::host::random_isa::avx2
+                                                 : spmd::host::random_isa::scalar);
     } else {
-      std::fprintf(stderr, "rng: bad argument '%s' (usage: rng [--mib N>0] [--no-torch])\n", argv[i]);
+      std::fprintf(stderr, "rng: bad argument '%s' (usage: rng [--mib N>0] [--no-torch] [--isa avx512|avx2|scalar])\n",
+                   argv[i]);
       return 2;
     }
   }
@@ -236,7 +245,9 @@ int main(int argc, char** argv) {
               writes.memset / 1e9, writes.stream / 1e9, threads, blocks / 1e6);
   std::printf("# host draw path: %s; uniform f32 on one core, in cache: %.3f G elements/s (%.2f GB/s), "
               "x %d threads = %.2f GB/s (the compute ceiling)\n",
-              spmd::host::avx2::available() ? "AVX2 (8 blocks per register)" : "scalar lock step",
+              spmd::host::draw_isa() == spmd::host::random_isa::avx512 ? "AVX-512 (16 blocks per register)"
+              : spmd::host::draw_isa() == spmd::host::random_isa::avx2 ? "AVX2 (8 blocks per register)"
+                                                                       : "scalar lock step",
               core / 1e9, core * 4 / 1e9, threads, core * 4 * threads / 1e9);
   const torch_rates torch = with_torch ? measure_torch(bytes, threads) : torch_rates{};
   if (torch.gbps_of.empty()) std::printf("# PyTorch: not importable (or --no-torch), its rates are not shown\n");

@@ -9,9 +9,10 @@
 //   fill_run<T>(d, g, n, out)                  elements g .. g + n of the global tensor
 //
 // A box is walked as runs along its last dim (contiguous in the local and in the global
-// tensor); a run computes each Philox block once for all the elements it gives, eight blocks
-// per AVX2 register where the CPU has it (host/random_avx2.hpp), else sixteen in lock step in
-// scalar code that the compiler vectorises as far as the baseline ISA allows.
+// tensor); a run computes each Philox block once for all the elements it gives, sixteen
+// blocks per AVX-512 register or eight per AVX2 register where the CPU has them
+// (host/random_isa.hpp), else sixteen in lock step in scalar code that the compiler
+// vectorises as far as the baseline ISA allows.
 #pragma once
 
 #include <algorithm>
@@ -24,7 +25,7 @@
 #include "spmd/host/thread_pool.hpp"
 #include "spmd/host/element.hpp"
 #include "spmd/host/local_set.hpp"
-#include "spmd/host/random_avx2.hpp"
+#include "spmd/host/random_isa.hpp"
 #include "spmd/random/draw.hpp"
 
 namespace spmd::host {
@@ -78,7 +79,13 @@ void fill_run_as(const random::draw& d, std::uint64_t g, index_t n, T* SPMD_REST
     }
 #if SPMD_HOST_AVX2
     if constexpr (avx2_draws<T, Dist>) {
-      if (avx2::available()) {  // eight blocks per register (host/random_avx2.hpp)
+      const random_isa isa = draw_isa();
+      if (isa == random_isa::avx512) {  // sixteen blocks per register (host/random_avx512.hpp)
+        const index_t blocks = (n - k) / per / 16 * 16;
+        avx512::fill_blocks<T, Dist>(dd, dd.offset / 4 + (g + static_cast<std::uint64_t>(k)) / per, blocks, out + k);
+        k += blocks * per;
+      }
+      if (isa >= random_isa::avx2) {  // eight blocks per register (host/random_avx2.hpp)
         const index_t blocks = (n - k) / per / 8 * 8;
         avx2::fill_blocks<T, Dist>(dd, dd.offset / 4 + (g + static_cast<std::uint64_t>(k)) / per, blocks, out + k);
         k += blocks * per;

@@ -13,8 +13,8 @@
 // operation (add, sub, mul, div, sqrt: each correctly rounded, vector or not) on the same
 // operands in the same order, with the same constants (random::detail::fp<float>'s named
 // coefficients); selects replace the scalar code's ?:, and the bit manipulations are integer
-// operations. GCC and clang do not contract the separate intrinsics into FMAs under
-// -ffp-contract=off (-std=c++20's default); the target here does not even enable FMA.
+// operations. No product is fused with an add into an FMA (which GCC does wherever the
+// target has FMA, e.g. under -march=native): each goes through an empty asm (mul).
 // tests/random/avx2.cpp compares log, cos and sin over every 24-bit input and whole draws.
 //
 // Chosen at run time (`available()`: the CPU has AVX2 and F16C), so a default x86-64 build
@@ -153,7 +153,11 @@ SPMD_AVX2_FN void transpose(const __m256 (&v)[4], __m256 (&out)[4]) {
 // The scalar functions' arithmetic, lane by lane (random/draw.hpp names each step).
 SPMD_AVX2_FN __m256 add(__m256 a, __m256 b) { return _mm256_add_ps(a, b); }
 SPMD_AVX2_FN __m256 sub(__m256 a, __m256 b) { return _mm256_sub_ps(a, b); }
-SPMD_AVX2_FN __m256 mul(__m256 a, __m256 b) { return _mm256_mul_ps(a, b); }
+SPMD_AVX2_FN __m256 mul(__m256 a, __m256 b) {  // (the empty asm: random/draw.hpp's mul)
+  __m256 p = _mm256_mul_ps(a, b);
+  asm("" : "+x"(p));
+  return p;
+}
 SPMD_AVX2_FN __m256 select(__m256i mask, __m256 yes, __m256 no) {
   return _mm256_blendv_ps(no, yes, _mm256_castsi256_ps(mask));
 }

@@ -28,9 +28,9 @@
 // are integers, so the octant and the exponent are bit operations), then fixed polynomials
 // in + - * / and sqrt, which IEEE rounds the same everywhere. On the device every operation
 // is an explicit round-to-nearest intrinsic (__fmul_rn, ...), which nvcc never fuses into an
-// FMA; on the host the compiler must not contract a * b + c either, which is the default for
-// -std=c++20 on GCC and clang (GCC's -std=gnu++20 with FMA hardware, or -ffp-contract=fast,
-// would change the last bit of normal values: docs/random.md).
+// FMA; on the host the compiler must not contract a * b + c either, which GCC does in C++
+// wherever the target has FMA (-march=native, x86-64-v3), so every host product goes through
+// an empty asm the optimiser cannot see into (detail::mul; docs/random.md).
 #pragma once
 
 #include <cstdint>
@@ -95,8 +95,19 @@ template <class C>
 SPMD_HD inline C add(C a, C b) { return a + b; }
 template <class C>
 SPMD_HD inline C sub(C a, C b) { return a - b; }
+/// a * b, rounded: the empty asm hides the product from the compiler, so it cannot fuse it
+/// with an add into an FMA (GCC does in C++ wherever the target has FMA, whatever the -std,
+/// e.g. under -march=native; the device rounds twice). The asm emits no instruction.
 template <class C>
-SPMD_HD inline C mul(C a, C b) { return a * b; }
+SPMD_HD inline C mul(C a, C b) {
+  C p = a * b;
+#if defined(__x86_64__) || defined(__i386__)
+  asm("" : "+x"(p));
+#elif defined(__aarch64__)
+  asm("" : "+w"(p));
+#endif
+  return p;
+}
 template <class C>
 SPMD_HD inline C div(C a, C b) { return a / b; }
 template <class C>

@@ -1,12 +1,17 @@
-// tests/random/avx2.cpp — the host's AVX2 draw path (host/random_avx2.hpp) gives the scalar
-// functions' bits (random/draw.hpp, which the device runs too):
-//   - Box-Muller's log over every 24-bit input, and its cos and sin over every 24-bit angle;
+// tests/random/vector_paths.cpp — the host's vector draw paths, AVX-512
+// (host/random_avx512.hpp) and AVX2 (host/random_avx2.hpp), give the scalar functions' bits
+// (random/draw.hpp, which the device runs too):
+//   - Box-Muller's log over every 24-bit input, and its cos and sin over every 24-bit angle,
+//     at each width;
 //   - whole draws of f32, bf16 and f16, uniform and normal, against draw_at element by
-//     element: the fast path, bf16's exact one, the general one (NaN, values that round to
-//     `to`, an inexact scaled span), streaming stores, a counter whose low word wraps, runs
-//     that start and end off a block edge;
-//   - the fast bf16 rounding over every low half of 17 kinds of high half.
-// On a CPU without AVX2 and F16C the cases say so and check nothing.
+//     element, through fill_run with each path in turn (limit_draw_isa): the fast path, bf16's
+//     exact one, the general one (NaN, values that round to `to`, an inexact scaled span),
+//     streaming stores, a counter whose low word wraps, runs that start and end off a block
+//     edge;
+//   - the AVX2 path's fast bf16 rounding over every low half of 17 kinds of high half.
+// Built twice (tests/random/meson.build): as every test is, and with -march=native, where the
+// compiler may fuse a product and a sum into an FMA unless the code prevents it.
+// A path this CPU lacks is skipped with a message.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -17,6 +22,8 @@
 
 #include "spmd/host/random.hpp"
 #include "spmd/host/random_avx2.hpp"
+#include "spmd/host/random_avx512.hpp"
+#include "spmd/host/random_isa.hpp"
 #include "spmd/random/draw.hpp"
 
 namespace {
@@ -27,11 +34,26 @@ using spmd::index_t;
 using spmd::random::distribution;
 using spmd::random::draw;
 
+using spmd::host::random_isa;
+
 bool skip_without_avx2() {
   if (spmd::host::avx2::available()) return false;
   WARN("this CPU has no AVX2 and F16C: the AVX2 draw path is not checked here");
   return true;
 }
+bool skip_without_avx512() {
+  if (spmd::host::avx512::available()) return false;
+  WARN("this CPU has no AVX-512 (F, BW, DQ, VL): the AVX-512 draw path is not checked here");
+  return true;
+}
+
+/// Draws take at most `isa` while it lives.
+struct isa_limit {
+  explicit isa_limit(random_isa isa) { spmd::host::limit_draw_isa(isa); }
+  ~isa_limit() { spmd::host::limit_draw_isa(random_isa::avx512); }
+  isa_limit(const isa_limit&) = delete;
+  isa_limit& operator=(const isa_limit&) = delete;
+};
 
 #if SPMD_HOST_AVX2
 /// Box-Muller of eight lanes at a time through the vector functions.
@@ -78,10 +100,27 @@ bool skip_without_avx2() {
   return d::uniform_exact_bf16(p);
 }
 
+/// Box-Muller of sixteen lanes at a time through the AVX-512 functions.
+[[gnu::target(SPMD_AVX512_TARGET)]] void box_muller_avx512(const std::uint32_t* a, const std::uint32_t* b,
+                                                           float* c, float* s, std::size_t n) {
+  namespace d = spmd::host::avx512::detail;
+  for (std::size_t i = 0; i < n; i += 16) {
+    d::u32v va, vb;
+    std::memcpy(&va, a + i, sizeof va);
+    std::memcpy(&vb, b + i, sizeof vb);
+    d::f32v vc, vs;
+    d::box_muller(va, vb, vc, vs);
+    std::memcpy(c + i, &vc, sizeof vc);
+    std::memcpy(s + i, &vs, sizeof vs);
+  }
+}
+
 /// Lanes whose bits differ from the scalar box_muller, with one of them reported.
-std::size_t box_muller_mismatches(const std::vector<std::uint32_t>& a, const std::vector<std::uint32_t>& b) {
+std::size_t box_muller_mismatches(const std::vector<std::uint32_t>& a, const std::vector<std::uint32_t>& b,
+                                  random_isa isa) {
   std::vector<float> c(a.size()), s(a.size());
-  box_muller_avx2(a.data(), b.data(), c.data(), s.data(), a.size());
+  if (isa == random_isa::avx512) box_muller_avx512(a.data(), b.data(), c.data(), s.data(), a.size());
+  else box_muller_avx2(a.data(), b.data(), c.data(), s.data(), a.size());
   std::size_t bad = 0;
   for (std::size_t i = 0; i < a.size(); ++i) {
     const auto z = spmd::random::detail::box_muller<float>(a[i], b[i]);
@@ -166,25 +205,58 @@ void check_draws(const char* type) {
   }
 }
 
+/// The vector paths this CPU has, each with a message for one it lacks.
+std::vector<random_isa> vector_paths() {
+  std::vector<random_isa> have;
+  if (!skip_without_avx512()) have.push_back(random_isa::avx512);
+  if (!skip_without_avx2()) have.push_back(random_isa::avx2);
+  return have;
+}
+
+#if SPMD_HOST_AVX2
+/// The AVX-512 path's bf16 rounding (round_bf16, then two registers' high halves joined)
+/// against bfloat16::round_bits: mismatching values among x (a multiple of 32 values, no NaN).
+[[gnu::target(SPMD_AVX512_TARGET)]] std::size_t round_bf16_avx512_mismatches(const std::vector<float>& x) {
+  namespace d = spmd::host::avx512::detail;
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < x.size(); i += 32) {
+    d::f32v a, b;
+    std::memcpy(&a, x.data() + i, sizeof a);
+    std::memcpy(&b, x.data() + i + 16, sizeof b);
+    const d::u32v joined = d::join_high(d::round_bf16(a), d::round_bf16(b));
+    for (int l = 0; l < 16; ++l)
+      for (int h = 0; h < 2; ++h) {
+        const std::uint16_t got = static_cast<std::uint16_t>(joined[l] >> (16 * h));
+        const float v = x[i + static_cast<std::size_t>(16 * h + l)];
+        if (got != bfloat16::round_bits(v) && bad++ == 0)
+          UNSCOPED_INFO("first mismatch: " << v << " gives " << got << ", round_bits " << bfloat16::round_bits(v));
+      }
+  }
+  return bad;
+}
+#endif
+
 }  // namespace
 
-TEST_CASE("AVX2 Box-Muller: log over every 24-bit input, cos and sin over every angle", "[avx2]") {
-  if (skip_without_avx2()) return;
+TEST_CASE("vector Box-Muller: log over every 24-bit input, cos and sin over every angle", "[vector]") {
 #if SPMD_HOST_AVX2
   constexpr std::uint32_t all = std::uint32_t{1} << 24;
   std::vector<std::uint32_t> every(all), fixed(all);
   for (std::uint32_t i = 0; i < all; ++i) every[i] = i;
-  for (const std::uint32_t other : {0u, 0x5a5a5au, all - 1}) {
-    INFO("the other input " << other);
-    std::fill(fixed.begin(), fixed.end(), other);
-    CHECK(box_muller_mismatches(every, fixed) == 0);  // every radius
-    CHECK(box_muller_mismatches(fixed, every) == 0);  // every angle
+  for (const random_isa isa : vector_paths()) {
+    for (const std::uint32_t other : {0u, 0x5a5a5au, all - 1}) {
+      INFO(to_string(isa) << ", the other input " << other);
+      std::fill(fixed.begin(), fixed.end(), other);
+      CHECK(box_muller_mismatches(every, fixed, isa) == 0);  // every radius
+      CHECK(box_muller_mismatches(fixed, every, isa) == 0);  // every angle
+    }
   }
+#else
+  SUCCEED("no vector path on this target");
 #endif
 }
 
-TEST_CASE("AVX2 bf16 rounding: every low half under high halves of each kind", "[avx2]") {
-  if (skip_without_avx2()) return;
+TEST_CASE("vector bf16 rounding: every low half under high halves of each kind", "[vector]") {
 #if SPMD_HOST_AVX2
   // high halves: zeros, subnormals, odd and even mantissas, the largest finite values (which
   // round to infinity), infinities, both signs
@@ -194,25 +266,47 @@ TEST_CASE("AVX2 bf16 rounding: every low half under high halves of each kind", "
   for (const std::uint32_t h : highs)
     for (std::uint32_t l = 0; l < 0x10000; ++l)
       if (const float v = spmd::detail::bf16_bit_cast<float>((h << 16) | l); !std::isnan(v)) x.push_back(v);
-  x.resize((x.size() + 15) / 16 * 16, 0.0f);  // (NaNs left out: the fast path never sees one)
-  CHECK(join_bf16_mismatches(x) == 0);
+  x.resize((x.size() + 31) / 32 * 32, 0.0f);  // (NaNs left out: the fast paths never see one)
+  for (const random_isa isa : vector_paths()) {
+    INFO(to_string(isa));
+    CHECK((isa == random_isa::avx512 ? round_bf16_avx512_mismatches(x) : join_bf16_mismatches(x)) == 0);
+  }
+#else
+  SUCCEED("no vector path on this target");
 #endif
 }
 
-TEST_CASE("AVX2 draws equal draw_at bit for bit: f32", "[avx2]") {
-  if (skip_without_avx2()) return;
-  check_draws<float>("f32");
-}
-TEST_CASE("AVX2 draws equal draw_at bit for bit: bf16", "[avx2]") {
-  if (skip_without_avx2()) return;
-  check_draws<bfloat16>("bf16");
-}
-TEST_CASE("AVX2 draws equal draw_at bit for bit: f16", "[avx2]") {
-  if (skip_without_avx2()) return;
-  check_draws<float16>("f16");
+TEST_CASE("limit_draw_isa: draws take the path asked for, or the best below it", "[vector]") {
+  const random_isa best = spmd::host::best_draw_isa();
+  CHECK(spmd::host::draw_isa() == best);
+  {
+    const isa_limit at_most(random_isa::avx2);
+    CHECK(spmd::host::draw_isa() == (best == random_isa::scalar ? random_isa::scalar : random_isa::avx2));
+  }
+  {
+    const isa_limit at_most(random_isa::scalar);
+    CHECK(spmd::host::draw_isa() == random_isa::scalar);
+  }
+  CHECK(spmd::host::draw_isa() == best);
 }
 
-TEST_CASE("the fast uniform path is taken only where it is exact", "[avx2]") {
+/// check_draws<T> on each path: AVX-512, AVX2 and the scalar lock step.
+template <class T>
+void check_every_path(const char* type) {
+  std::vector<random_isa> paths = vector_paths();
+  paths.push_back(random_isa::scalar);
+  for (const random_isa isa : paths) {
+    INFO("the " << to_string(isa) << " path");
+    const isa_limit at_most(isa);
+    check_draws<T>(type);
+  }
+}
+
+TEST_CASE("vector draws equal draw_at bit for bit: f32", "[vector]") { check_every_path<float>("f32"); }
+TEST_CASE("vector draws equal draw_at bit for bit: bf16", "[vector]") { check_every_path<bfloat16>("bf16"); }
+TEST_CASE("vector draws equal draw_at bit for bit: f16", "[vector]") { check_every_path<float16>("f16"); }
+
+TEST_CASE("the fast uniform path is taken only where it is exact", "[vector]") {
 #if SPMD_HOST_AVX2
   using spmd::host::avx2::detail::uniform_fast;
   CHECK(uniform_fast<float>(0.f, 1.f, 1.f));
@@ -229,6 +323,16 @@ TEST_CASE("the fast uniform path is taken only where it is exact", "[avx2]") {
     CHECK_FALSE(exact_bf16(-0.1f, 0.1f));
     CHECK_FALSE(exact_bf16(-2.f, 3.f));   // 5k 2^-8 - 2 needs up to 11 bits
     CHECK_FALSE(exact_bf16(0.f, 0.75f));  // 3k 2^-10: 9 bits at k = 171
+  }
+  if (spmd::host::avx512::available()) {  // the AVX-512 path's own check of the same
+    using spmd::host::avx512::detail::uniform_exact_bf16;
+    const auto exact = [](float from, float to) { return uniform_exact_bf16({from, (to - from) / 256, false}); };
+    CHECK(exact(0.f, 1.f));
+    CHECK(exact(-1.f, 1.f));
+    CHECK(exact(0.f, 256.f));
+    CHECK_FALSE(exact(-0.1f, 0.1f));
+    CHECK_FALSE(exact(-2.f, 3.f));
+    CHECK_FALSE(exact(0.f, 0.75f));
   }
 #else
   SUCCEED("no AVX2 path on this target");
