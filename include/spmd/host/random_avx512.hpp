@@ -10,9 +10,8 @@
 // at twice the width: lane i of a register holds one block, the ten rounds, the uniform's
 // scaling and Box-Muller run on sixteen blocks in lock step, and a few shuffles put the values
 // in element order. Twice the lanes per instruction and twice the registers (32: the Philox
-// state of four registers in flight no longer spills) make a core draw uniform f32 1.9 times
-// as fast as AVX2 (bench/RESULTS.md, issue 27), past what memory takes on this machine's two
-// cores; the 16-bit types then write half the bytes for the same arithmetic.
+// state of four registers in flight no longer spills) draw uniform f32 1.85 times as fast as
+// AVX2 and normal f32 1.5 times (bench/RESULTS.md, issue 27).
 //
 // Bit for bit: the same IEEE operations on the same operands in the same order as the scalar
 // functions, with no product fused into an FMA (x86_avx512_vectors.hpp's mul). The draws whose
