@@ -9,6 +9,7 @@
 
 #include <cstdint>
 
+#include "spmd/core/atomic.hpp"  // (not <atomic>: core/atomic.hpp says why)
 #include "spmd/host/random_avx2.hpp"
 #include "spmd/host/random_avx512.hpp"
 
@@ -21,9 +22,7 @@ inline const char* to_string(random_isa isa) {
 }
 
 namespace detail {
-/// limit_draw_isa's value, read and written with the compiler's atomic builtins (<atomic>
-/// would add 0.2 s to every unit that includes the simulation, which does not need it).
-inline std::uint8_t random_isa_limit = static_cast<std::uint8_t>(random_isa::avx512);
+inline atomic_word<std::uint8_t> random_isa_limit{static_cast<std::uint8_t>(random_isa::avx512)};
 }  // namespace detail
 
 /// The best path this CPU has (checked once).
@@ -37,12 +36,12 @@ inline random_isa best_draw_isa() {
 /// Lets draws use at most `isa` (the best the CPU has if that is less); process-wide. For
 /// tests and benchmarks that compare the paths.
 inline void limit_draw_isa(random_isa isa) {
-  __atomic_store_n(&detail::random_isa_limit, static_cast<std::uint8_t>(isa), __ATOMIC_RELAXED);
+  detail::random_isa_limit.store(static_cast<std::uint8_t>(isa), order::relaxed);
 }
 
 /// The path draws take now: the best the CPU has, within limit_draw_isa's.
 inline random_isa draw_isa() {
-  const auto limit = static_cast<random_isa>(__atomic_load_n(&detail::random_isa_limit, __ATOMIC_RELAXED));
+  const auto limit = static_cast<random_isa>(detail::random_isa_limit.load(order::relaxed));
   return best_draw_isa() < limit ? best_draw_isa() : limit;
 }
 
