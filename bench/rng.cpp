@@ -221,13 +221,16 @@ int main(int argc, char** argv) {
       mib = static_cast<std::size_t>(std::atoi(argv[++i]));
     } else if (a == "--no-torch") {
       with_torch = false;
-    } else if (a == "--isa" && i + 1 < argc && (std::strcmp(argv[i + 1], "avx512") == 0 ||
-                                                 std::strcmp(argv[i + 1], "avx2") == 0 ||
-                                                 std::strcmp(argv[i + 1], "scalar") == 0)) {
+    } else if (a == "--isa" && i + 1 < argc) {
       const std::string isa = argv[++i];
-      spmd::host::limit_draw_isa(isa == "avx512" ? spmd::host::random_isa::avx512
-                                 : isa == "avx2" ? spmd::host::random_isa::avx2
-                                                 : spmd::host::random_isa::scalar);
+      using spmd::host::random_isa;
+      if (isa != "avx512" && isa != "avx2" && isa != "scalar") {
+        std::fprintf(stderr, "rng: bad --isa '%s' (avx512, avx2 or scalar)\n", isa.c_str());
+        return 2;
+      }
+      spmd::host::limit_draw_isa(isa == "avx512" ? random_isa::avx512
+                                 : isa == "avx2" ? random_isa::avx2
+                                                 : random_isa::scalar);
     } else {
       std::fprintf(stderr, "rng: bad argument '%s' (usage: rng [--mib N>0] [--no-torch] [--isa avx512|avx2|scalar])\n",
                    argv[i]);
@@ -245,10 +248,7 @@ int main(int argc, char** argv) {
               writes.memset / 1e9, writes.stream / 1e9, threads, blocks / 1e6);
   std::printf("# host draw path: %s; uniform f32 on one core, in cache: %.3f G elements/s (%.2f GB/s), "
               "x %d threads = %.2f GB/s (the compute ceiling)\n",
-              spmd::host::draw_isa() == spmd::host::random_isa::avx512 ? "AVX-512 (16 blocks per register)"
-              : spmd::host::draw_isa() == spmd::host::random_isa::avx2 ? "AVX2 (8 blocks per register)"
-                                                                       : "scalar lock step",
-              core / 1e9, core * 4 / 1e9, threads, core * 4 * threads / 1e9);
+              spmd::host::to_string(spmd::host::draw_isa()), core / 1e9, core * 4 / 1e9, threads, core * 4 * threads / 1e9);
   const torch_rates torch = with_torch ? measure_torch(bytes, threads) : torch_rates{};
   if (torch.gbps_of.empty()) std::printf("# PyTorch: not importable (or --no-torch), its rates are not shown\n");
   std::printf("# 8 simulated ranks (mesh<8>, S(0)), in place, %d threads; floor = bytes / write bandwidth\n",

@@ -29,7 +29,7 @@ using spmd::float16;
 using dist = spmd::random::distribution;
 using clock_type = std::chrono::steady_clock;
 
-/// The AVX2 path: fill_all's loop with G given.
+/// The AVX2 path: fill_all with G given.
 struct avx2_path {
   static constexpr const char* name = "AVX2";
   using path = av::path;
@@ -40,11 +40,7 @@ struct avx2_path {
     av::params p{};
     p.a = av::splat(a);  // the fast path's operands (fill_blocks' setup)
     p.b = av::splat(b);
-    const av::round_keys keys(7);
-    const std::uint64_t groups = static_cast<std::uint64_t>(blocks) / 8;
-    std::uint64_t g = 0;
-    for (; g + G <= groups; g += G) av::fill_groups<T, D, P, G>(p, keys, b0 + 8 * g, out + 32 * g);
-    for (; g < groups; ++g) av::fill_groups<T, D, P, 1>(p, keys, b0 + 8 * g, out + 32 * g);
+    av::fill_all<T, D, P, G>(p, 7, b0, blocks, out);
   }
 };
 /// The AVX-512 path: fill_all with G given.

@@ -15,7 +15,8 @@
 // coefficients); selects replace the scalar code's ?:, and the bit manipulations are integer
 // operations. No product is fused with an add into an FMA (which GCC does wherever the
 // target has FMA, e.g. under -march=native): each goes through an empty asm (mul).
-// tests/random/avx2.cpp compares log, cos and sin over every 24-bit input and whole draws.
+// tests/random/vector_paths.cpp compares log, cos and sin over every 24-bit input and whole
+// draws.
 //
 // Chosen at run time (`available()`: the CPU has AVX2 and F16C), so a default x86-64 build
 // uses it on the machines that have it; elsewhere, and for f64 and bernoulli, the scalar
@@ -407,10 +408,9 @@ template <class T, random::distribution Dist>
 inline constexpr int in_flight = Dist == random::distribution::uniform && std::is_same_v<T, float16> ? 3 : 4;
 
 /// Every group of eight blocks: G at a time, then one at a time.
-template <class T, random::distribution Dist, path P>
+template <class T, random::distribution Dist, path P, int G = in_flight<T, Dist>>
 SPMD_AVX2_FN void fill_all(const params& p, std::uint64_t seed, std::uint64_t b0, index_t blocks,
                            T* SPMD_RESTRICT out) {
-  constexpr int G = in_flight<T, Dist>;
   const round_keys keys(seed);
   const std::uint64_t groups = static_cast<std::uint64_t>(blocks) / 8;
   std::uint64_t g = 0;

@@ -235,7 +235,8 @@ SPMD_AVX512_FN void store_halves(const params& p, u16v x, u16v y, void* dst) {
                                           20, 52, 21, 53, 22, 54, 23, 55, 28, 60, 29, 61, 30, 62, 31, 63);
   const u32v a = as<u32v>(lo), b = as<u32v>(hi);
   store(p, dst, __builtin_shufflevector(a, a, 0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15));
-  store(p, static_cast<char*>(dst) + 64, __builtin_shufflevector(b, b, 0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15));
+  store(p, static_cast<char*>(dst) + 64,
+        __builtin_shufflevector(b, b, 0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15));
 }
 
 /// bf16: p01 and p23 hold words 0, 1 and 2, 3 of each lane's block as 16-bit pairs in a
@@ -275,6 +276,15 @@ SPMD_AVX512_FN void store_group(const params& p, const f32v (&v)[4], T* dst) {
   }
 }
 
+/// A uniform's values from the low `digits` bits k of each lane: k ((to - from) 2^-digits) +
+/// from, the scalar x (to - from) + from with x = k 2^-digits, the same real product
+/// (uniform_fast checks that the scaled span is exact).
+template <class T>
+SPMD_AVX512_FN f32v uniform_values(const params& p, u32v words) {
+  constexpr std::uint32_t mask = (1u << random::detail::digits<T>) - 1;
+  return add(mul(to_float(words & mask), p.b), p.a);
+}
+
 /// Blocks b .. b + 16G - 1 into out (64 G elements).
 template <class T, random::distribution Dist, path P, int G>
 SPMD_AVX512_FN void fill_groups(const params& p, const round_keys& keys, std::uint64_t b, T* SPMD_RESTRICT out) {
@@ -286,11 +296,8 @@ SPMD_AVX512_FN void fill_groups(const params& p, const round_keys& keys, std::ui
   for (int g = 0; g < G; ++g) {
     f32v v[4];
     if constexpr (Dist == random::distribution::uniform) {
-      // k ((to - from) 2^-digits) + from: the scalar x (to - from) + from, x = k 2^-digits,
-      // with the same real product (uniform_fast checks that the scaled span is exact)
-      constexpr std::uint32_t mask = (1u << random::detail::digits<T>) - 1;
 #pragma GCC unroll 4
-      for (int j = 0; j < 4; ++j) v[j] = add(mul(to_float(c[j][g] & mask), p.b), p.a);
+      for (int j = 0; j < 4; ++j) v[j] = uniform_values<T>(p, c[j][g]);
     } else {
       constexpr std::uint32_t low24 = (1u << 24) - 1;
 #pragma GCC unroll 2
@@ -334,7 +341,7 @@ template <class T, random::distribution Dist, path P, int G = in_flight<T, Dist>
   const params p(d);
   u32v low{};
   for (std::uint32_t k = 0; k < 256; k += 16)
-    low |= bits(add(mul(to_float(splat(k) + u32v{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}), p.b), p.a));
+    low |= bits(uniform_values<bfloat16>(p, splat(k) + u32v{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}));
   for (int l = 0; l < 16; ++l)
     if ((low[l] & 0xffffu) != 0) return false;
   return true;
@@ -363,7 +370,8 @@ void fill_blocks(const random::draw& d, std::uint64_t b0, index_t blocks, T* SPM
   if (!fast && (Dist == random::distribution::uniform || std::is_same_v<T, bfloat16>))
     return avx2::fill_blocks<T, Dist>(d, b0, blocks, out);  // the general path's checks
   const std::size_t bytes = static_cast<std::size_t>(blocks) * 4 * sizeof(T);
-  const detail::draw_params p{a, scale, bytes >= (std::size_t{1} << 20) && reinterpret_cast<std::uintptr_t>(out) % 64 == 0};
+  const bool stream = bytes >= (std::size_t{1} << 20) && reinterpret_cast<std::uintptr_t>(out) % 64 == 0;
+  const detail::draw_params p{a, scale, stream};
   using detail::path;
   if constexpr (std::is_same_v<T, bfloat16> && Dist == random::distribution::uniform) {
     if (detail::uniform_exact_bf16(p)) return detail::fill_all<T, Dist, path::exact>(p, d.seed, b0, blocks, out);

@@ -101,7 +101,7 @@ SPMD_HD inline C sub(C a, C b) { return a - b; }
 template <class C>
 SPMD_HD inline C mul(C a, C b) {
   C p = a * b;
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(__x86_64__) || defined(__SSE2__)  // ("x": an SSE register)
   asm("" : "+x"(p));
 #elif defined(__aarch64__)
   asm("" : "+w"(p));
