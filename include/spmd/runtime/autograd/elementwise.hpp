@@ -25,7 +25,7 @@ namespace spmd::runtime {
   template <class Forced = void, element T, class L, class B, class GP>                       \
   auto fname(const variable<T, L, B, GP>& x) {                                                \
     auto y = runtime::fname<Forced>(x.value());                                               \
-    auto saved = std::make_shared<decltype(y)>(y);                                             \
+    auto saved = share(y);                                                              \
     return autograd_detail::make_result(                                                       \
         std::move(y), #fname,                                                                  \
         [x, saved](const auto& g) {                                                            \
@@ -125,7 +125,7 @@ struct binary_grad<ops::minimum_fn> : extremum_grad<ops::minimum_fn> {};
 template <class Fn, class Forced, class X, class Y>
 auto binary_record(const X& x, const Y& y, const char* name) {
   auto out = ew_detail::binary_apply<Fn, Forced>(value_of(x), value_of(y));
-  auto saved = std::make_shared<decltype(out)>(out);
+  auto saved = share(out);
   return make_result(
       std::move(out), name,
       [x = keep(x), y = keep(y), saved](const auto& g) {
@@ -141,7 +141,7 @@ auto binary_record(const X& x, const Y& y, const char* name) {
 template <class Fn, bool ScalarLeft, class Forced, element T, class L, class B, class GP, class S>
 auto scalar_record(const variable<T, L, B, GP>& x, S c, const char* name) {
   auto out = ew_detail::scalar_apply<Fn, ScalarLeft, Forced>(x.value(), c);
-  auto saved = std::make_shared<decltype(out)>(out);
+  auto saved = share(out);
   const T cv = ew_detail::scalar_as<T>(c);
   return make_result(
       std::move(out), name,

@@ -18,7 +18,7 @@ namespace spmd::runtime {
 template <int Dim, class Forced = void, element T, class L, class B, class GP>
 auto softmax(const variable<T, L, B, GP>& x) {
   auto y = runtime::softmax<Dim, Forced>(x.value());
-  auto saved = std::make_shared<decltype(y)>(y);
+  auto saved = share(y);
   return autograd_detail::make_result(
       std::move(y), "softmax",
       [x, saved](const auto& g) {
@@ -32,7 +32,7 @@ auto softmax(const variable<T, L, B, GP>& x) {
 template <int Dim, class Forced = void, element T, class L, class B, class GP>
 auto log_softmax(const variable<T, L, B, GP>& x) {
   auto y = runtime::log_softmax<Dim, Forced>(x.value());
-  auto saved = std::make_shared<decltype(y)>(y);
+  auto saved = share(y);
   return autograd_detail::make_result(
       std::move(y), "log_softmax",
       [x, saved](const auto& g) {
@@ -82,7 +82,7 @@ auto layer_norm_input_grad(const GH& gh, const XH& xh, const X& x, double eps) {
 template <int NormDims, class Forced = void, element T, class L, class B, class GP>
 auto layer_norm(const variable<T, L, B, GP>& x, double eps = 1e-5) {
   auto y = runtime::layer_norm<NormDims, Forced>(x.value(), eps);
-  auto saved = std::make_shared<decltype(y)>(y);
+  auto saved = share(y);
   return autograd_detail::make_result(
       std::move(y), "layer_norm",
       [x, saved, eps](const auto& g) {

@@ -14,8 +14,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <memory>
-#include <optional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -23,26 +21,30 @@
 #include <vector>
 
 #include "spmd/core/atomic.hpp"
+#include "spmd/core/maybe.hpp"
+#include "spmd/runtime/autograd/shared.hpp"
 #include "spmd/runtime/dtensor.hpp"
 #include "spmd/runtime/ops/elementwise.hpp"
 
 namespace spmd::runtime {
 
-/// A node of the tape, without its types: what the engine needs.
-class node_base {
+class node_base;
+/// A node's inputs: handles to the nodes of the operands that need gradients.
+using node_inputs = std::vector<ref<node_base>>;
+
+/// A node of the tape, without its types: what the engine needs. Owned by the variables
+/// whose node it is and by the nodes it is an input of (shared.hpp).
+class node_base : public counted {
  public:
-  node_base(std::string name, std::vector<std::shared_ptr<node_base>> inputs, bool leaf)
+  node_base(std::string name, node_inputs inputs, bool leaf)
       : name_(std::move(name)), inputs_(std::move(inputs)), leaf_(leaf) {}
-  virtual ~node_base() = default;
-  node_base(const node_base&) = delete;
-  node_base& operator=(const node_base&) = delete;
 
   /// The op that made it ("matmul", "redistribute", ...) or the leaf's name.
   const std::string& name() const { return name_; }
   bool is_leaf() const { return leaf_; }
   /// True once a backward without retain_graph has run through it (its saved tensors gone).
   bool freed() const { return freed_; }
-  const std::vector<std::shared_ptr<node_base>>& inputs() const { return inputs_; }
+  const node_inputs& inputs() const { return inputs_; }
 
   /// Sends the accumulated gradient to the inputs (a leaf keeps it). Called by the engine
   /// once every consumer has contributed.
@@ -54,7 +56,7 @@ class node_base {
 
  protected:
   std::string name_;
-  std::vector<std::shared_ptr<node_base>> inputs_;
+  node_inputs inputs_;
   bool leaf_;
   bool freed_ = false;
 };
@@ -184,8 +186,8 @@ class grad_node : public node_base {
     accumulate(dtensor<T, L, B>(g));
   }
 
-  const std::optional<grad_type>& grad() const { return grad_; }
-  std::optional<grad_type>& grad() { return grad_; }
+  const maybe<grad_type>& grad() const { return grad_; }
+  maybe<grad_type>& grad() { return grad_; }
   /// Keep the gradient of this non-leaf after backward (torch's retain_grad()).
   void retain_grad() { retain_grad_ = true; }
 
@@ -200,7 +202,7 @@ class grad_node : public node_base {
   }
 
  protected:
-  grad_node(std::string name, std::vector<std::shared_ptr<node_base>> inputs)
+  grad_node(std::string name, node_inputs inputs)
       : node_base(std::move(name), std::move(inputs), false) {}
   /// Sends g to the inputs (an op's result; a leaf has nothing to do).
   virtual void backward(const grad_type&) {}
@@ -208,7 +210,7 @@ class grad_node : public node_base {
   virtual void release() {}
 
  private:
-  std::optional<grad_type> grad_;
+  maybe<grad_type> grad_;
   bool retain_grad_ = false;
 };
 
@@ -217,8 +219,10 @@ class grad_node : public node_base {
 template <element T, class GL, class B, class F>
 class op_node final : public grad_node<T, GL, B> {
  public:
-  op_node(std::string name, std::vector<std::shared_ptr<node_base>> inputs, F fn)
-      : grad_node<T, GL, B>(std::move(name), std::move(inputs)), fn_(std::move(fn)) {}
+  op_node(std::string name, node_inputs inputs, F fn)
+      : grad_node<T, GL, B>(std::move(name), std::move(inputs)) {
+    fn_.emplace(std::move(fn));
+  }
 
  private:
   void backward(const typename grad_node<T, GL, B>::grad_type& g) override {
@@ -226,7 +230,7 @@ class op_node final : public grad_node<T, GL, B> {
   }
   void release() override { fn_.reset(); }
 
-  std::optional<F> fn_;
+  maybe<F> fn_;
 };
 
 inline void queue_callback(std::function<void()> f) {

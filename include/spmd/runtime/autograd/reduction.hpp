@@ -21,7 +21,7 @@ auto reduce(const variable<T, L, B, GP>& x) {
   constexpr bool keeps_result = Kind == ops::reduce_kind::max || Kind == ops::reduce_kind::min;
   // max and min need their result backwards (which elements won); sum and mean do not.
   auto saved = [&] {
-    if constexpr (keeps_result) return std::make_shared<decltype(y)>(y);
+    if constexpr (keeps_result) return share(y);
     else return nullptr;
   }();
   return autograd_detail::make_result(

@@ -16,7 +16,6 @@
 // recorded: code that does not differentiate pays nothing.
 #pragma once
 
-#include <memory>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -104,9 +103,9 @@ class variable {
   static constexpr std::size_t rank = L::rank;
 
   /// A constant: no gradient is computed for it.
-  variable(value_type v) : value_(std::make_shared<value_type>(std::move(v))) {}  // NOLINT
+  variable(value_type v) : value_(std::move(v)) {}  // NOLINT
   /// (Internal) a value and its node (null: a constant).
-  variable(detail::internal_t, std::shared_ptr<value_type> v, std::shared_ptr<node_type> n)
+  variable(detail::internal_t, shared_value<value_type> v, ref<node_type> n)
       : value_(std::move(v)), node_(std::move(n)) {}
 
   /// The tensor. Shared by every copy of this variable.
@@ -115,7 +114,7 @@ class variable {
   /// operation saved changes what its backward computes, as in PyTorch without the
   /// version check: update parameters after backward, under no_grad.
   value_type& value() { return *value_; }
-  const std::shared_ptr<value_type>& value_ptr() const { return value_; }
+  const shared_value<value_type>& value_ptr() const { return value_; }
 
   const L& layout() const { return value_->layout(); }
   dims<rank> shape() const { return value_->shape(); }
@@ -126,7 +125,7 @@ class variable {
   bool is_leaf() const { return node_ == nullptr || node_->is_leaf(); }
   /// The name in messages: the leaf's, or the op that made it.
   std::string name() const { return node_ ? node_->name() : std::string("a constant"); }
-  const std::shared_ptr<node_type>& node() const { return node_; }
+  const ref<node_type>& node() const { return node_; }
 
   /// True when a backward has left a gradient here.
   bool has_grad() const { return node_ && node_->grad().has_value(); }
@@ -186,8 +185,8 @@ class variable {
   }
 
  private:
-  std::shared_ptr<value_type> value_;
-  std::shared_ptr<node_type> node_;
+  shared_value<value_type> value_;
+  ref<node_type> node_;
 };
 
 /// x as a leaf that requires a gradient (torch's x.requires_grad_()); `name` appears in
@@ -201,8 +200,8 @@ auto requires_grad(dtensor<T, L, B> x, std::string name = "a leaf") {
   using GP = std::conditional_t<std::is_void_v<GradPlacements>,
                                 default_grad_placements_t<typename L::placements_type>, GradPlacements>;
   using V = variable<T, L, B, GP>;
-  return V(detail::internal_t{}, std::make_shared<dtensor<T, L, B>>(std::move(x)),
-           std::make_shared<typename V::node_type>(std::move(name)));
+  return V(detail::internal_t{}, shared_value<dtensor<T, L, B>>(std::move(x)),
+           make_ref<typename V::node_type>(std::move(name)));
 }
 
 /// A dtensor as a constant variable (no gradient), or a variable as it is.
@@ -229,15 +228,22 @@ namespace autograd_detail {
 
 /// The node of an input (null for a dtensor or a constant).
 template <class X>
-std::shared_ptr<node_base> node_of(const X& x) {
+ref<node_base> node_of(const X& x) {
   if constexpr (is_variable<X>) return x.node();
   else return nullptr;
+}
+
+/// True when operand x needs a gradient (its backward terms are worth computing).
+template <class X>
+bool wants(const X& x) {
+  if constexpr (is_variable<X>) return x.node() != nullptr;
+  else return false;
 }
 
 /// True when an op on these operands must be recorded: grad mode on and one needs a gradient.
 template <class... X>
 bool recording(const X&... x) {
-  return is_grad_enabled() && ((node_of(x) != nullptr) || ...);
+  return is_grad_enabled() && (wants(x) || ...);
 }
 
 /// The result of a recorded op: `y` with a node named `name` whose backward is `fn`
@@ -247,9 +253,9 @@ template <class GP = void, element T, class L, class B, class Fn, class... X>
 auto make_result(dtensor<T, L, B>&& y, const char* name, Fn&& fn, const X&... operands) {
   using P = std::conditional_t<std::is_void_v<GP>, default_grad_placements_t<typename L::placements_type>, GP>;
   using V = variable<T, L, B, P>;
-  auto value = std::make_shared<dtensor<T, L, B>>(std::move(y));
+  shared_value<dtensor<T, L, B>> value(std::move(y));
   if (!recording(operands...)) return V(detail::internal_t{}, std::move(value), nullptr);
-  std::vector<std::shared_ptr<node_base>> inputs;
+  node_inputs inputs;
   inputs.reserve(sizeof...(X));
   (
       [&] {
@@ -257,8 +263,7 @@ auto make_result(dtensor<T, L, B>&& y, const char* name, Fn&& fn, const X&... op
       }(),
       ...);
   using N = op_node<T, typename V::grad_layout, B, std::decay_t<Fn>>;
-  std::shared_ptr<typename V::node_type> node =
-      std::make_shared<N>(name, std::move(inputs), std::forward<Fn>(fn));
+  ref<typename V::node_type> node = make_ref<N>(name, std::move(inputs), std::forward<Fn>(fn));
   return V(detail::internal_t{}, std::move(value), std::move(node));
 }
 
@@ -268,13 +273,6 @@ void send(const X& x, G&& g) {
   if constexpr (is_variable<X>) {
     if (x.node()) x.node()->accumulate(std::forward<G>(g));
   }
-}
-
-/// True when operand x needs a gradient (its backward terms are worth computing).
-template <class X>
-bool wants(const X& x) {
-  if constexpr (is_variable<X>) return x.node() != nullptr;
-  else return false;
 }
 
 }  // namespace autograd_detail

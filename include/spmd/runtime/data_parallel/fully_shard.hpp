@@ -119,7 +119,7 @@ class fsdp_unit {
     state(fsdp_options o, Ps... ps) : params(std::move(ps)...), options(o) {}
     std::tuple<Ps...> params;
     fsdp_options options;
-    std::tuple<std::shared_ptr<typename compute_type<Ps>::value_type>...> gathered;
+    std::tuple<shared_value<typename compute_type<Ps>::value_type>...> gathered;
     bool held = false;  // the gathered values are valid
     std::shared_ptr<bucket_type> bucket;
     bool prefetched = false;                 // an all_gather started early, not yet used
@@ -165,7 +165,7 @@ class fsdp_unit {
         (
             [&] {
               auto& slot = std::get<I>(gathered);
-              if (!slot) slot = std::make_shared<std::remove_cvref_t<decltype(*slot)>>(std::move(std::get<I>(full)));
+              if (!slot) slot = std::remove_cvref_t<decltype(slot)>(std::move(std::get<I>(full)));
               else *slot = std::move(std::get<I>(full));
             }(),
             ...);
@@ -232,8 +232,7 @@ class fsdp_unit {
         autograd_detail::send(y, g);
       };
       using N = op_node<typename Y::element_type, typename Y::grad_layout, typename Y::backend_type, decltype(fn)>;
-      std::shared_ptr<N0> node =
-          std::make_shared<N>("fully_shard", std::vector<std::shared_ptr<node_base>>{y.node()}, std::move(fn));
+      ref<N0> node = make_ref<N>("fully_shard", node_inputs{y.node()}, std::move(fn));
       return Y(detail::internal_t{}, y.value_ptr(), std::move(node));
     }
   }
@@ -295,8 +294,7 @@ class fsdp_unit {
       bucket->template arrive<I>(detail::cast_dtensor<Rd>(g));
     };
     using N = op_node<C, typename W::grad_layout, B, decltype(fn)>;
-    std::shared_ptr<typename W::node_type> node =
-        std::make_shared<N>("fully_shard", std::vector<std::shared_ptr<node_base>>{p.node()}, std::move(fn));
+    ref<typename W::node_type> node = make_ref<N>("fully_shard", node_inputs{p.node()}, std::move(fn));
     return W(detail::internal_t{}, std::move(value), std::move(node));
   }
 
