@@ -17,11 +17,9 @@
 //          no_grad_forward_instr=<worst Ir ratio of the forward on variables under no_grad
 //          against the same forward on plain dtensors>
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -29,12 +27,11 @@
 #include "spmd/backends/sim/sim.hpp"
 #include "spmd/runtime/autograd.hpp"
 
+#include "callgrind.hpp"
+#include "timing.hpp"
+
 #if defined(SPMD_HAVE_CBLAS)
 #include <cblas.h>
-#endif
-#if __has_include(<valgrind/callgrind.h>)
-#include <valgrind/callgrind.h>
-#define SPMD_BENCH_CALLGRIND 1
 #endif
 
 namespace {
@@ -42,37 +39,11 @@ namespace {
 using namespace spmd;
 namespace rt = spmd::runtime;
 namespace sim = spmd::sim;
-using clock_type = std::chrono::steady_clock;
 using Mesh = mesh<2, 4>::named<"dp", "tp">;
 constexpr int dp = 2, tp = 4;
 
-bool callgrind_mode = false;
+/// Calls counted per path under callgrind.
 constexpr int instr_calls = 20;
-
-template <class F>
-double ns_per_call(F&& f, double min_seconds) {
-  long calls = 1;
-  for (;;) {
-    const auto t0 = clock_type::now();
-    for (long i = 0; i < calls; ++i) f();
-    const double s = std::chrono::duration<double>(clock_type::now() - t0).count();
-    if (s >= min_seconds) return s * 1e9 / static_cast<double>(calls);
-    calls *= 2;
-  }
-}
-
-template <class F>
-void count_instructions(F&& f, const std::string& name) {
-#ifdef SPMD_BENCH_CALLGRIND
-  for (int i = 0; i < 3; ++i) f();
-  CALLGRIND_ZERO_STATS;
-  for (int i = 0; i < instr_calls; ++i) f();
-  CALLGRIND_DUMP_STATS_AT(name.c_str());
-#else
-  (void)f;
-  (void)name;
-#endif
-}
 
 std::vector<float> values(std::size_t n, unsigned seed) {
   std::vector<float> v(n);
@@ -229,15 +200,15 @@ void bench_forward(int samples, double secs) {
     asm volatile("" : : "r"(&y) : "memory");
   };
   const std::string shape = std::to_string(B) + "x" + std::to_string(D) + "x" + std::to_string(H);
-  if (callgrind_mode) {
-    count_instructions(plain, shape + "|forward-dtensor");
-    count_instructions(no_grad, shape + "|forward-no_grad");
+  if (bench::callgrind_mode) {
+    bench::count_instructions(plain, shape + "|forward-dtensor", 3, instr_calls);
+    bench::count_instructions(no_grad, shape + "|forward-no_grad", 3, instr_calls);
     return;
   }
   double ta = 1e300, tb = 1e300;
   for (int s = 0; s < samples; ++s) {
-    ta = std::min(ta, ns_per_call(plain, secs));
-    tb = std::min(tb, ns_per_call(no_grad, secs));
+    ta = std::min(ta, bench::ns_per_call(plain, secs));
+    tb = std::min(tb, bench::ns_per_call(no_grad, secs));
   }
   forward_rows.push_back({shape, ta, tb});
 }
@@ -278,52 +249,25 @@ void bench_case(std::vector<row>& rows, int samples, double secs) {
     x.zero_grad(), up.weight.zero_grad(), up.bias.zero_grad(), down.weight.zero_grad(), down.bias.zero_grad();
   }
   const std::string shape = std::to_string(B) + "x" + std::to_string(D) + "x" + std::to_string(H);
-  if (callgrind_mode) {
-    count_instructions(with_autograd, shape + "|autograd");
-    count_instructions(written_by_hand, shape + "|hand");
+  if (bench::callgrind_mode) {
+    bench::count_instructions(with_autograd, shape + "|autograd", 3, instr_calls);
+    bench::count_instructions(written_by_hand, shape + "|hand", 3, instr_calls);
     return;
   }
   double ta = 1e300, tb = 1e300;
   for (int s = 0; s < samples; ++s) {
     if (s % 2 == 0) {
-      ta = std::min(ta, ns_per_call(with_autograd, secs));
-      tb = std::min(tb, ns_per_call(written_by_hand, secs));
+      ta = std::min(ta, bench::ns_per_call(with_autograd, secs));
+      tb = std::min(tb, bench::ns_per_call(written_by_hand, secs));
     } else {
-      tb = std::min(tb, ns_per_call(written_by_hand, secs));
-      ta = std::min(ta, ns_per_call(with_autograd, secs));
+      tb = std::min(tb, bench::ns_per_call(written_by_hand, secs));
+      ta = std::min(ta, bench::ns_per_call(with_autograd, secs));
     }
   }
   rows.push_back({shape, ta, tb});
 #else
   (void)rows, (void)samples, (void)secs;
 #endif
-}
-
-std::map<std::string, double> callgrind_counts(const char* self) {
-  std::map<std::string, double> out;
-  if (std::system("valgrind --version > /dev/null 2>&1") != 0) return out;
-  const std::string prefix = "/tmp/spmd_backward_overhead_callgrind";
-  std::system(("rm -f " + prefix + ".*").c_str());
-  const std::string cmd = "OPENBLAS_NUM_THREADS=1 valgrind --tool=callgrind --callgrind-out-file=" + prefix +
-                          ".%p " + self + " --callgrind > /dev/null 2>&1";
-  if (std::system(cmd.c_str()) != 0) return out;
-  FILE* ls = popen(("ls " + prefix + ".*").c_str(), "r");
-  char path[512];
-  while (ls && std::fgets(path, sizeof path, ls)) {
-    std::string p(path);
-    p.erase(p.find_last_not_of("\n") + 1);
-    std::ifstream f(p);
-    std::string line, name;
-    double ir = -1;
-    while (std::getline(f, line)) {
-      if (line.rfind("desc: Trigger: Client Request: ", 0) == 0) name = line.substr(31);
-      if (line.rfind("summary: ", 0) == 0) ir = std::atof(line.c_str() + 9);
-    }
-    if (!name.empty() && ir >= 0) out[name] = ir / instr_calls;
-  }
-  if (ls) pclose(ls);
-  std::system(("rm -f " + prefix + ".*").c_str());
-  return out;
 }
 
 }  // namespace
@@ -334,17 +278,17 @@ int main(int argc, char** argv) {
   return 0;
 #endif
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
-  callgrind_mode = argc > 1 && std::strcmp(argv[1], "--callgrind") == 0;
+  bench::callgrind_mode = argc > 1 && std::strcmp(argv[1], "--callgrind") == 0;
   const int samples = quick ? 3 : 7;
   const double secs = quick ? 0.05 : 0.2;
   std::vector<row> rows;
   bench_case<16, 32, 64>(rows, samples, secs);
   bench_case<64, 256, 1024>(rows, samples, secs);
-  if (!callgrind_mode) bench_case<256, 1024, 4096>(rows, samples, secs);
+  if (!bench::callgrind_mode) bench_case<256, 1024, 4096>(rows, samples, secs);
   bench_forward<16, 32, 64>(samples, secs);
   bench_forward<64, 256, 1024>(samples, secs);
-  if (callgrind_mode) return 0;
-  const std::map<std::string, double> instr = callgrind_counts(argv[0]);
+  if (bench::callgrind_mode) return 0;
+  const std::map<std::string, double> instr = bench::callgrind_counts(argv[0], "backward_overhead", instr_calls, "OPENBLAS_NUM_THREADS=1");
   std::printf("%-16s %14s %14s %8s %14s %14s %8s\n", "B x D x H", "autograd ns", "by hand ns", "ratio",
               "autograd Ir", "by hand Ir", "Ir ratio");
   double worst = 0, worst_instr = 0;

@@ -23,10 +23,8 @@
 // prints both tables, and its RESULT gives the worse level's figure for each.
 #include <algorithm>
 #include <cstdlib>
-#include <fstream>
 #include <map>
 #include <sstream>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -41,66 +39,37 @@
 #include "spmd/runtime/ops/reduction.hpp"
 #include "spmd/backends/sim/sim.hpp"
 
-#if __has_include(<valgrind/callgrind.h>)
-#include <valgrind/callgrind.h>
-#define SPMD_BENCH_CALLGRIND 1
-#endif
+#include "callgrind.hpp"
+#include "timing.hpp"
 
 namespace {
 
 using namespace spmd;
 namespace sim = spmd::sim;
-using clock_type = std::chrono::steady_clock;
 using Mesh = mesh<2, 4>;
 
-template <class F>
-double ns_per_call(F&& f, double min_seconds) {
-  long calls = 1;
-  for (;;) {  // find a count that takes long enough to time
-    const auto t0 = clock_type::now();
-    for (long i = 0; i < calls; ++i) f();
-    const double s = std::chrono::duration<double>(clock_type::now() - t0).count();
-    if (s >= min_seconds) return s * 1e9 / static_cast<double>(calls);
-    calls *= 2;
-  }
-}
-
-/// In `--callgrind` mode (under valgrind): each case's two loops, counted separately.
-bool callgrind_mode = false;
+/// Calls counted per path under callgrind (bench/callgrind.hpp).
 constexpr int instr_calls = 200;
 std::string current_case;
-
-template <class F>
-void count_instructions(F&& f, const std::string& name) {
-#ifdef SPMD_BENCH_CALLGRIND
-  for (int i = 0; i < 5; ++i) f();  // warm: pool blocks, schedules, caches
-  CALLGRIND_ZERO_STATS;
-  for (int i = 0; i < instr_calls; ++i) f();
-  CALLGRIND_DUMP_STATS_AT(name.c_str());
-#else
-  (void)f;
-  (void)name;
-#endif
-}
 
 /// Minimum time per call of each of two functions, sampled alternately and in alternating
 /// order (a b, b a, ...): whichever runs first in a pair pays for the other's allocator and
 /// cache state, about 10% at the smallest sizes, so a fixed order would bias the ratio.
 template <class A, class B>
 std::pair<double, double> compare(A&& a, B&& b, int samples, double min_seconds) {
-  if (callgrind_mode) {
-    count_instructions(a, current_case + "|dtensor");
-    count_instructions(b, current_case + "|raw");
+  if (bench::callgrind_mode) {
+    bench::count_instructions(a, current_case + "|dtensor", 5, instr_calls);
+    bench::count_instructions(b, current_case + "|raw", 5, instr_calls);
     return {0, 0};
   }
   double ta = 1e300, tb = 1e300;
   for (int s = 0; s < samples; ++s) {
     if (s % 2 == 0) {
-      ta = std::min(ta, ns_per_call(a, min_seconds));
-      tb = std::min(tb, ns_per_call(b, min_seconds));
+      ta = std::min(ta, bench::ns_per_call(a, min_seconds));
+      tb = std::min(tb, bench::ns_per_call(b, min_seconds));
     } else {
-      tb = std::min(tb, ns_per_call(b, min_seconds));
-      ta = std::min(ta, ns_per_call(a, min_seconds));
+      tb = std::min(tb, bench::ns_per_call(b, min_seconds));
+      ta = std::min(ta, bench::ns_per_call(a, min_seconds));
     }
   }
   return {ta, tb};
@@ -198,40 +167,11 @@ void bench_sum(std::vector<row>& rows, int samples, double secs) {
 }
 
 
-/// Instructions per call of each small case's two paths, from the callgrind run of this
-/// program (`self --callgrind` under valgrind); empty when valgrind is missing or fails.
-std::map<std::string, double> callgrind_counts(const char* self) {
-  std::map<std::string, double> out;
-  if (std::system("valgrind --version > /dev/null 2>&1") != 0) return out;
-  const std::string prefix = "/tmp/spmd_op_overhead_callgrind";
-  std::system(("rm -f " + prefix + ".*").c_str());
-  const std::string cmd = "valgrind --tool=callgrind --callgrind-out-file=" + prefix +
-                          ".%p " + self + " --callgrind > /dev/null 2>&1";
-  if (std::system(cmd.c_str()) != 0) return out;
-  FILE* ls = popen(("ls " + prefix + ".*").c_str(), "r");
-  char path[512];
-  while (ls && std::fgets(path, sizeof path, ls)) {
-    std::string p(path);
-    p.erase(p.find_last_not_of("\n") + 1);
-    std::ifstream f(p);
-    std::string line, name;
-    double ir = -1;
-    while (std::getline(f, line)) {
-      if (line.rfind("desc: Trigger: Client Request: ", 0) == 0) name = line.substr(31);
-      if (line.rfind("summary: ", 0) == 0) ir = std::atof(line.c_str() + 9);
-    }
-    if (!name.empty() && ir >= 0) out[name] = ir / instr_calls;
-  }
-  if (ls) pclose(ls);
-  std::system(("rm -f " + prefix + ".*").c_str());
-  return out;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
-  callgrind_mode = argc > 1 && std::strcmp(argv[1], "--callgrind") == 0;
+  bench::callgrind_mode = argc > 1 && std::strcmp(argv[1], "--callgrind") == 0;
   const int samples = quick ? 4 : 10;
   const double secs = quick ? 0.02 : 0.05;
   std::vector<row> rows;
@@ -239,22 +179,22 @@ int main(int argc, char** argv) {
   bench_add<8, 8>(rows, samples, secs);
   bench_add<16, 32>(rows, samples, secs);
   bench_add<64, 128>(rows, samples, secs);
-  if (!callgrind_mode) {
+  if (!bench::callgrind_mode) {
     bench_add<256, 512>(rows, samples, secs);
     bench_add<1024, 2048>(rows, samples, secs);
   }
   bench_matmul<4, 4, 16>(rows, samples, secs);
   bench_matmul<16, 16, 32>(rows, samples, secs);
   bench_matmul<64, 64, 128>(rows, samples, secs);
-  if (!callgrind_mode) bench_matmul<256, 256, 512>(rows, samples, secs);
+  if (!bench::callgrind_mode) bench_matmul<256, 256, 512>(rows, samples, secs);
   bench_sum<64, 1>(rows, samples, secs);
   bench_sum<64, 8>(rows, samples, secs);
   bench_sum<256, 32>(rows, samples, secs);
-  if (callgrind_mode) return 0;
+  if (bench::callgrind_mode) return 0;
   bench_sum<4096, 32>(rows, samples, secs);
   bench_sum<16384, 128>(rows, samples, secs);
 
-  std::map<std::string, double> instr = callgrind_counts(argv[0]);
+  std::map<std::string, double> instr = bench::callgrind_counts(argv[0], "op_overhead", instr_calls);
   std::printf("# built with %s\n", SPMD_BENCH_OPT);
   std::printf("%-11s %-14s %10s %14s %14s %8s %12s %12s %8s\n", "op", "global shape", "per rank",
               "dtensor ns", "raw ns", "ratio", "dtensor Ir", "raw Ir", "Ir ratio");

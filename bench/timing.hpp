@@ -1,5 +1,5 @@
-// bench/timing.hpp — the clock the host benchmarks share: seconds since a point, and the
-// median of a few timed runs after a warm one.
+// bench/timing.hpp — the clock the host benchmarks share: seconds since a point, the median
+// of a few timed runs after a warm one, and the time per call of a fast function.
 #pragma once
 
 #include <algorithm>
@@ -26,6 +26,17 @@ double median_s(F&& f, int runs = 5) {
   }
   std::sort(s.begin(), s.end());
   return s[s.size() / 2];
+}
+
+/// Nanoseconds per call of f, over a count of calls (doubled until) that takes min_seconds.
+template <class F>
+double ns_per_call(F&& f, double min_seconds) {
+  for (long calls = 1;; calls *= 2) {
+    const auto t0 = clock_type::now();
+    for (long i = 0; i < calls; ++i) f();
+    const double s = seconds_since(t0);
+    if (s >= min_seconds) return s * 1e9 / static_cast<double>(calls);
+  }
 }
 
 }  // namespace bench
