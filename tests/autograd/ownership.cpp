@@ -41,18 +41,18 @@ struct derived_obj final : base_obj {
 TEST_CASE("handles: the last owner destroys the object, once", "[autograd][ownership]") {
   REQUIRE(base_obj::alive == 0);
   {
-    rt::ref<derived_obj> a = rt::make_ref<derived_obj>();
+    rt::counted_ref<derived_obj> a = rt::make_counted<derived_obj>();
     CHECK(a.owners() == 1);
     CHECK(base_obj::alive == 1);
     CHECK(tracked::alive == 1);
-    rt::ref<base_obj> b = a;  // derived to base: the same object
+    rt::counted_ref<base_obj> b = a;  // derived to base: the same object
     CHECK(a.owners() == 2);
     CHECK(b->id() == 2);
     CHECK(b.get() == static_cast<base_obj*>(a.get()));
-    rt::ref<base_obj> c = std::move(b);
+    rt::counted_ref<base_obj> c = std::move(b);
     CHECK(b == nullptr);
     CHECK(a.owners() == 2);
-    std::vector<rt::ref<base_obj>> many(5, c);
+    std::vector<rt::counted_ref<base_obj>> many(5, c);
     CHECK(a.owners() == 7);
     many.clear();
     a.reset();
@@ -63,12 +63,12 @@ TEST_CASE("handles: the last owner destroys the object, once", "[autograd][owner
     CHECK(base_obj::alive == 0);
     CHECK(tracked::alive == 0);  // the derived part's members too (virtual destructor)
   }
-  rt::ref<base_obj> n;
+  rt::counted_ref<base_obj> n;
   CHECK(!n);
   CHECK(n.owners() == 0);
   n.reset();  // a null handle's reset does nothing
-  rt::ref<base_obj> self = rt::make_ref<base_obj>();
-  const rt::ref<base_obj>& alias = self;
+  rt::counted_ref<base_obj> self = rt::make_counted<base_obj>();
+  const rt::counted_ref<base_obj>& alias = self;
   self = alias;  // assignment to itself keeps the object
   CHECK(self.owners() == 1);
   CHECK(self->id() == 1);

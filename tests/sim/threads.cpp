@@ -251,10 +251,10 @@ TEST_CASE("the tape's handles: copied and dropped on several threads, destroyed 
     int sum = -1;
     {
       std::vector<std::thread> ts;
-      runtime::ref<obj> first = runtime::make_ref<obj>(&sum);
+      runtime::counted_ref<obj> first = runtime::make_counted<obj>(&sum);
       for (int t = 0; t < 4; ++t)
         ts.emplace_back([h = first, t] {
-          std::vector<runtime::ref<obj>> copies(100, h);
+          std::vector<runtime::counted_ref<obj>> copies(100, h);
           h->slots[t] = t + 1;
           copies.clear();
         });

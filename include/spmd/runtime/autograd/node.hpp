@@ -30,7 +30,7 @@ namespace spmd::runtime {
 
 class node_base;
 /// A node's inputs: handles to the nodes of the operands that need gradients.
-using node_inputs = std::vector<ref<node_base>>;
+using node_inputs = std::vector<counted_ref<node_base>>;
 
 /// A node of the tape, without its types: what the engine needs. Owned by the variables
 /// whose node it is and by the nodes it is an input of (shared.hpp).

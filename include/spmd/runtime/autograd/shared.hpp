@@ -7,7 +7,7 @@
 // tests/autograd/grad_shape.cpp, 46,548 functions and 3.4 MB of a 14.7 MB object at -O0
 // (bench/RESULTS.md, "The tape's compile time"). Here the count sits in the object (an
 // intrusive count, atomic as std::shared_ptr's is), every copy, move and release is the one
-// non-template `handle`, and a type adds only its constructor and destructor.
+// non-template `shared_handle`, and a type adds only its constructor and destructor.
 #pragma once
 
 #include <cstddef>
@@ -28,27 +28,27 @@ class counted {
   virtual ~counted() = default;
 
  private:
-  friend class handle;
+  friend class shared_handle;
   atomic_word<long> refs_{1};  // a new object has its first owner
 };
 
 /// Shared ownership of a counted object (null, or one owner among others); not a template,
 /// so copying, moving and dropping compile once.
-class handle {
+class shared_handle {
  public:
-  handle() = default;
-  handle(std::nullptr_t) noexcept {}  // NOLINT: null converts, as for pointers
+  shared_handle() = default;
+  shared_handle(std::nullptr_t) noexcept {}  // NOLINT: null converts, as for pointers
   /// Adopts p: a new object (count 1), owned by this handle from now on.
-  explicit handle(counted* p) noexcept : p_(p) {}
-  handle(const handle& o) noexcept : p_(o.p_) {
+  explicit shared_handle(counted* p) noexcept : p_(p) {}
+  shared_handle(const shared_handle& o) noexcept : p_(o.p_) {
     if (p_) p_->refs_.fetch_add(1, order::relaxed);
   }
-  handle(handle&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
-  handle& operator=(handle o) noexcept {
+  shared_handle(shared_handle&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
+  shared_handle& operator=(shared_handle o) noexcept {
     std::swap(p_, o.p_);
     return *this;
   }
-  ~handle() { reset(); }
+  ~shared_handle() { reset(); }
 
   /// Drops this owner; the last one deletes the object. (acq_rel: every owner's writes
   /// happen before the destructor, as with std::shared_ptr.)
@@ -56,7 +56,7 @@ class handle {
     if (counted* p = std::exchange(p_, nullptr); p && p->refs_.fetch_sub(1, order::acq_rel) == 1) delete p;
   }
   explicit operator bool() const noexcept { return p_ != nullptr; }
-  friend bool operator==(const handle& a, std::nullptr_t) noexcept { return a.p_ == nullptr; }
+  friend bool operator==(const shared_handle& a, std::nullptr_t) noexcept { return a.p_ == nullptr; }
   /// How many handles own the object (0 for null): for tests.
   long owners() const noexcept { return p_ ? p_->refs_.load(order::relaxed) : 0; }
 
@@ -66,20 +66,20 @@ class handle {
 
 /// A handle to an object of type N (a counted), for handles of the untyped base to be one type.
 template <class N>
-class ref : public handle {
-  static_assert(std::is_base_of_v<counted, N>, "spmd::ref: N must derive from spmd::runtime::counted.");
+class counted_ref : public shared_handle {
+  static_assert(std::is_base_of_v<counted, N>, "spmd::counted_ref: N must derive from spmd::runtime::counted.");
 
  public:
-  ref() = default;
-  ref(std::nullptr_t) noexcept {}  // NOLINT
-  explicit ref(N* p) noexcept : handle(p) {}
+  counted_ref() = default;
+  counted_ref(std::nullptr_t) noexcept {}  // NOLINT
+  explicit counted_ref(N* p) noexcept : shared_handle(p) {}
   /// A handle to a derived type's object, seen as N.
   template <class D>
     requires(std::is_base_of_v<N, D> && !std::is_same_v<N, D>)
-  ref(const ref<D>& d) noexcept : handle(d) {}  // NOLINT
+  counted_ref(const counted_ref<D>& d) noexcept : shared_handle(d) {}  // NOLINT
   template <class D>
     requires(std::is_base_of_v<N, D> && !std::is_same_v<N, D>)
-  ref(ref<D>&& d) noexcept : handle(std::move(d)) {}  // NOLINT
+  counted_ref(counted_ref<D>&& d) noexcept : shared_handle(std::move(d)) {}  // NOLINT
 
   N* get() const noexcept { return static_cast<N*>(p_); }
   N* operator->() const noexcept { return get(); }
@@ -88,14 +88,14 @@ class ref : public handle {
 
 /// A new N(args...), owned by the returned handle.
 template <class N, class... A>
-ref<N> make_ref(A&&... a) {
-  return ref<N>(new N(std::forward<A>(a)...));
+counted_ref<N> make_counted(A&&... a) {
+  return counted_ref<N>(new N(std::forward<A>(a)...));
 }
 
 /// A value on the heap, shared by handles (copies of a variable are one tensor; a saved
 /// tensor outlives the op that saved it).
 template <class V>
-class shared_value : public handle {
+class shared_value : public shared_handle {
   struct box final : counted {
     template <class... A>
     explicit box(A&&... a) : value(std::forward<A>(a)...) {}
@@ -106,7 +106,7 @@ class shared_value : public handle {
   shared_value() = default;
   shared_value(std::nullptr_t) noexcept {}  // NOLINT
   /// A new heap copy of v.
-  explicit shared_value(V v) : handle(new box(std::move(v))) {}
+  explicit shared_value(V v) : shared_handle(new box(std::move(v))) {}
 
   V* get() const noexcept { return p_ ? &static_cast<box*>(p_)->value : nullptr; }
   V* operator->() const noexcept { return get(); }

@@ -105,7 +105,7 @@ class variable {
   /// A constant: no gradient is computed for it.
   variable(value_type v) : value_(std::move(v)) {}  // NOLINT
   /// (Internal) a value and its node (null: a constant).
-  variable(detail::internal_t, shared_value<value_type> v, ref<node_type> n)
+  variable(detail::internal_t, shared_value<value_type> v, counted_ref<node_type> n)
       : value_(std::move(v)), node_(std::move(n)) {}
 
   /// The tensor. Shared by every copy of this variable.
@@ -125,7 +125,7 @@ class variable {
   bool is_leaf() const { return node_ == nullptr || node_->is_leaf(); }
   /// The name in messages: the leaf's, or the op that made it.
   std::string name() const { return node_ ? node_->name() : std::string("a constant"); }
-  const ref<node_type>& node() const { return node_; }
+  const counted_ref<node_type>& node() const { return node_; }
 
   /// True when a backward has left a gradient here.
   bool has_grad() const { return node_ && node_->grad().has_value(); }
@@ -186,7 +186,7 @@ class variable {
 
  private:
   shared_value<value_type> value_;
-  ref<node_type> node_;
+  counted_ref<node_type> node_;
 };
 
 /// x as a leaf that requires a gradient (torch's x.requires_grad_()); `name` appears in
@@ -201,7 +201,7 @@ auto requires_grad(dtensor<T, L, B> x, std::string name = "a leaf") {
                                 default_grad_placements_t<typename L::placements_type>, GradPlacements>;
   using V = variable<T, L, B, GP>;
   return V(detail::internal_t{}, shared_value<dtensor<T, L, B>>(std::move(x)),
-           make_ref<typename V::node_type>(std::move(name)));
+           make_counted<typename V::node_type>(std::move(name)));
 }
 
 /// A dtensor as a constant variable (no gradient), or a variable as it is.
@@ -228,7 +228,7 @@ namespace autograd_detail {
 
 /// The node of an input (null for a dtensor or a constant).
 template <class X>
-ref<node_base> node_of(const X& x) {
+counted_ref<node_base> node_of(const X& x) {
   if constexpr (is_variable<X>) return x.node();
   else return nullptr;
 }
@@ -263,7 +263,7 @@ auto make_result(dtensor<T, L, B>&& y, const char* name, Fn&& fn, const X&... op
       }(),
       ...);
   using N = op_node<T, typename V::grad_layout, B, std::decay_t<Fn>>;
-  ref<typename V::node_type> node = make_ref<N>(name, std::move(inputs), std::forward<Fn>(fn));
+  counted_ref<typename V::node_type> node = make_counted<N>(name, std::move(inputs), std::forward<Fn>(fn));
   return V(detail::internal_t{}, std::move(value), std::move(node));
 }
 

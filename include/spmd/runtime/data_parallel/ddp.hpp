@@ -221,7 +221,7 @@ class ddp_model {
     auto bucket = std::get<static_cast<std::size_t>(bucket_of[I])>(buckets_);
     auto fn = [bucket](const typename W::grad_type& g) { bucket->template arrive<position<I>()>(g); };
     using N = op_node<T, typename W::grad_layout, B, decltype(fn)>;
-    ref<typename W::node_type> node = make_ref<N>("ddp", node_inputs{p.node()}, std::move(fn));
+    counted_ref<typename W::node_type> node = make_counted<N>("ddp", node_inputs{p.node()}, std::move(fn));
     return W(detail::internal_t{}, p.value_ptr(), std::move(node));
   }
 

@@ -232,7 +232,7 @@ class fsdp_unit {
         autograd_detail::send(y, g);
       };
       using N = op_node<typename Y::element_type, typename Y::grad_layout, typename Y::backend_type, decltype(fn)>;
-      ref<N0> node = make_ref<N>("fully_shard", node_inputs{y.node()}, std::move(fn));
+      counted_ref<N0> node = make_counted<N>("fully_shard", node_inputs{y.node()}, std::move(fn));
       return Y(detail::internal_t{}, y.value_ptr(), std::move(node));
     }
   }
@@ -294,7 +294,8 @@ class fsdp_unit {
       bucket->template arrive<I>(detail::cast_dtensor<Rd>(g));
     };
     using N = op_node<C, typename W::grad_layout, B, decltype(fn)>;
-    ref<typename W::node_type> node = make_ref<N>("fully_shard", node_inputs{p.node()}, std::move(fn));
+    counted_ref<typename W::node_type> node =
+        make_counted<N>("fully_shard", node_inputs{p.node()}, std::move(fn));
     return W(detail::internal_t{}, std::move(value), std::move(node));
   }
 
