@@ -166,7 +166,6 @@ void bench_sum(std::vector<row>& rows, int samples, double secs) {
   rows.push_back({"sum(dim 1)", std::to_string(R) + "x" + std::to_string(C), (long)(R * C / Mesh::size), d, r});
 }
 
-
 }  // namespace
 
 int main(int argc, char** argv) {

@@ -22,7 +22,8 @@ class maybe {
   ~maybe() { reset(); }
 
   /// Destroys the value held, if any, then holds T(args...). (When that throws, nothing is
-  /// held.)
+  /// held. The arguments must not refer to the value held: it is gone before they are used;
+  /// pass a new value, as grad_node::accumulate does.)
   template <class... A>
   T& emplace(A&&... args) {
     reset();

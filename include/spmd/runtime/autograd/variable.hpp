@@ -25,6 +25,7 @@
 #include "spmd/core/placement.hpp"
 #include "spmd/runtime/autograd/grad_mode.hpp"
 #include "spmd/runtime/autograd/node.hpp"
+#include "spmd/runtime/autograd/shared.hpp"
 #include "spmd/runtime/dtensor.hpp"
 
 namespace spmd::runtime {
