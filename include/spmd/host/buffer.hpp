@@ -270,7 +270,7 @@ class buffer {
   /// Let go of the block, then hold a new one of `elems` (none when elems <= 0): what
   /// `*this = buffer(elems)` does, without the temporary, inlined where an operator gives
   /// each rank its output (bench/op_overhead).
-  [[gnu::always_inline]] void renew(index_t elems) {
+  SPMD_FORCE_INLINE void renew(index_t elems) {
     reset();
     if (elems <= 0) return;
     cls_ = detail::buffer_pool::class_of(static_cast<std::size_t>(elems) * sizeof(T));
@@ -298,7 +298,7 @@ class buffer {
   }
   /// True when this is the block's only owner (it may be written in place). Forced inline:
   /// every write access of an operator's output asks it.
-  [[gnu::always_inline]] bool unique() const {
+  SPMD_FORCE_INLINE bool unique() const {
     if (!data_) return false;
     const count_t* c = owners_.load(order::acquire);
     return c == nullptr || c->load(order::acquire) == 1;

@@ -30,9 +30,9 @@
 #define SPMD_SIM_UNROLL
 #endif
 #if defined(__GNUC__)
-#define SPMD_SIM_INLINE [[gnu::always_inline]] inline
+#define SPMD_SIM_INLINE SPMD_FORCE_INLINE inline
 #define SPMD_SIM_NOINLINE [[gnu::noinline]]
-#define SPMD_SIM_INLINE_LAMBDA __attribute__((always_inline))
+#define SPMD_SIM_INLINE_LAMBDA SPMD_FORCE_INLINE_LAMBDA
 #else
 #define SPMD_SIM_INLINE inline
 #define SPMD_SIM_NOINLINE

@@ -27,7 +27,7 @@ class strided_view {
 
   /// A row-major contiguous view of `shape` at `data`. Forced inline, as the operators make
   /// one per rank and input (bench/op_overhead: g++ -O2 kept it out of line in apply).
-  [[gnu::always_inline]] constexpr strided_view(T* data, const shape_vec& shape) : data_(data), extents_(shape) {
+  SPMD_FORCE_INLINE constexpr strided_view(T* data, const shape_vec& shape) : data_(data), extents_(shape) {
     strides_.n = shape.size();
     index_t s = 1;
     for (int d = shape.size() - 1; d >= 0; --d) {

@@ -12,6 +12,7 @@
 #include <string>
 #include <utility>
 
+#include "spmd/core/config.hpp"
 #include "spmd/core/layout_spec.hpp"
 #include "spmd/host/element.hpp"
 #include "spmd/host/local_set.hpp"
@@ -56,7 +57,7 @@ class maybe_span {
 /// lambda, g++ stopped inlining the op's body into its caller (bench/op_overhead at -O2:
 /// +115 instructions per small add; written out, +6).
 template <class Work, class Watch>
-[[gnu::always_inline]] inline decltype(auto) around(Work&& work, Watch&& watch) {
+SPMD_FORCE_INLINE inline decltype(auto) around(Work&& work, Watch&& watch) {
   detail::maybe_span s;
   if (active()) [[unlikely]]
     s.open(watch);
@@ -66,7 +67,7 @@ template <class Work, class Watch>
 /// The same for work queued on a device: sync() waits for the device before the span opens
 /// and again before it closes, so the span is the work's device time.
 template <class Work, class Watch, class Sync>
-[[gnu::always_inline]] inline void around_synced(Work&& work, Watch&& watch, Sync&& sync) {
+SPMD_FORCE_INLINE inline void around_synced(Work&& work, Watch&& watch, Sync&& sync) {
   if (!active()) [[likely]] {
     work();
     return;
