@@ -9,14 +9,19 @@
 //              [--resume CK.safetensors] [--json]
 //
 // --backend mpi and nccl run under `mpirun -np D*T`; the first process prints. Exit codes: 0
-// success, 2 bad input (a flag, a mesh not built, a file that does not fit the model; nothing
-// is written), 1 an unexpected failure. Errors go to stderr.
+// success, 2 bad input (a flag, a mesh not built, a file that does not fit the model, an output
+// in a directory that is missing or not writable; nothing is written), 1 an unexpected failure.
+// Errors go to stderr.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <system_error>
+
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 
@@ -62,6 +67,22 @@ void parse_mesh(train_options& o) {
                       "parallel over T); the meshes built are " + meshes_built("sim"));
 }
 
+/// A file the run will write (--save, --checkpoint), checked before anything trains: a
+/// directory that is missing or not writable would otherwise fail the run at its end, with
+/// its work lost. (Under MPI every process checks: only the first reports.)
+void check_output(const std::string& flag, const std::string& path) {
+  if (path.empty()) return;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw usage_error(flag + " " + path + ": is a directory; name a file");
+  const fs::path parent = fs::path(path).parent_path();
+  const std::string dir = parent.empty() ? "." : parent.string();
+  if (!fs::is_directory(dir, ec))
+    throw usage_error(flag + " " + path + ": the directory " + dir + " does not exist");
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    throw usage_error(flag + " " + path + ": the directory " + dir + " is not writable");
+}
+
 void check(train_options& o) {
   auto one_of = [](const std::string& flag, const std::string& v, std::initializer_list<const char*> ok) {
     std::string list;
@@ -89,6 +110,8 @@ void check(train_options& o) {
   if (!o.checkpoint.empty() && (o.checkpoint_at < 1 || o.checkpoint_at > o.steps))
     throw usage_error("--checkpoint-at " + std::to_string(o.checkpoint_at) + ": must be a step in 1.." +
                       std::to_string(o.steps));
+  check_output("--save", o.save);
+  check_output("--checkpoint", o.checkpoint);
   const model_spec spec = spec_of(o.model);
   if (spec.heads > 0 && spec.heads % o.tp != 0)
     throw usage_error("--mesh " + o.mesh + ": tensor parallel over " + std::to_string(o.tp) + " does not divide the " +

@@ -11,10 +11,11 @@ for the MPI backend (train_mpi_meshes); cases on a mesh not built are left out, 
            written from the definitions alone); bf16 within 3e-2 of f32; the loss falls.
   resume   a checkpoint after 10 of 20 steps on 2x4, resumed on 4x2, on one device and with DDP
            on 8 and on 3 (each where built): the
-           remaining losses continue the uninterrupted curve.
+           remaining losses continue the uninterrupted curve; resumed at --steps, nothing trains.
   options  SGD, --clip (the norms before clipping are reported; the steps change), the
            table without --json, the JSON fields in the contract's order.
-  errors   bad input exits 2 with a message naming the problem, and writes nothing.
+  errors   bad input exits 2 with a message naming the problem, and writes nothing; an output
+           that cannot be written is refused before anything trains.
   mpi      mpirun -np D*T --backend mpi against --backend sim: bit-identical losses and
            --save files; a wrong process count exits 2.
 Python's numpy and safetensors are needed (make_inputs.py); without them the test skips (77).
@@ -169,6 +170,11 @@ def resume(d):
         same = train_json(*f.args(model, "2x4", "--resume", ck))
         if same:
             check(same["losses"] == full["losses"][10:], f"{model}: resumed on 2x4 is not bit-identical")
+        # Resumed at --steps: nothing to train, and the table says so (no NaN losses).
+        p, cmd = run("--model", model, "--mesh", "2x4", "--init", f.init, "--data", f.data, "--steps", 10,
+                     "--resume", ck)
+        check(p.returncode == 0 and "0 steps from step 10, nothing left to train" in p.stdout and
+              "nan" not in p.stdout, f"{cmd}: exit {p.returncode}\n{p.stdout}\n{p.stderr}")
 
 
 def options(d):
@@ -254,6 +260,15 @@ def errors(d):
         check(all(w in p.stderr for w in words), f"{cmd}: the message does not name {words}: {p.stderr!r}")
         check(p.stdout == "", f"{cmd}: printed {p.stdout!r}")
         check(not os.path.exists(out) and not os.path.exists(ck), f"{cmd}: wrote a file")
+    # An output that cannot be written is refused before anything trains, not after the run.
+    nowhere = os.path.join(d, "absent-dir", "out.st")
+    for args, words in ((["--save", nowhere], ["--save", "absent-dir", "does not exist"]),
+                        (["--save", d], ["--save", "is a directory"]),
+                        (["--checkpoint", nowhere, "--checkpoint-at", "2"], ["--checkpoint", "absent-dir", "does not exist"])):
+        p, cmd = run("--model", "gpt", "--mesh", mesh, "--init", f.init, "--data", f.data, "--steps", STEPS, *args)
+        check(p.returncode == 2, f"{cmd}: exit {p.returncode} (2 expected)\n{p.stderr}")
+        check(all(w in p.stderr for w in words), f"{cmd}: the message does not name {words}: {p.stderr!r}")
+        check(p.stdout == "", f"{cmd}: trained before refusing: {p.stdout!r}")
 
 
 def mpi(d):

@@ -53,12 +53,16 @@ void print_result(const train_options& o, const train_result& r) {
   }
   double ms = 0;
   for (double t : r.step_ms) ms += t;
-  std::printf("\n%s on mesh %s (%s, %s, %s, %s, lr %g%s): %zu steps%s, loss %.9g -> %.9g, %.2f ms per step\n",
-              o.model.c_str(), o.mesh.c_str(), o.backend.c_str(), o.dp_mode.c_str(), o.dtype.c_str(),
-              o.optimizer.c_str(), o.lr, o.clip ? (", clip " + std::to_string(*o.clip)).c_str() : "",
-              r.losses.size(), r.first_step ? (" from step " + std::to_string(r.first_step)).c_str() : "",
-              r.losses.empty() ? NAN : r.losses.front(), r.losses.empty() ? NAN : r.losses.back(),
-              r.step_ms.empty() ? 0.0 : ms / static_cast<double>(r.step_ms.size()));
+  const std::string clip = o.clip ? ", clip " + std::to_string(*o.clip) : "";
+  const std::string from = r.first_step ? " from step " + std::to_string(r.first_step) : "";
+  std::printf("\n%s on mesh %s (%s, %s, %s, %s, lr %g%s): %zu steps%s", o.model.c_str(), o.mesh.c_str(),
+              o.backend.c_str(), o.dp_mode.c_str(), o.dtype.c_str(), o.optimizer.c_str(), o.lr, clip.c_str(),
+              r.losses.size(), from.c_str());
+  if (r.losses.empty())  // resumed at --steps: the checkpoint is the end of the run
+    std::printf(", nothing left to train (the checkpoint is at --steps %lld)\n", static_cast<long long>(o.steps));
+  else
+    std::printf(", loss %.9g -> %.9g, %.2f ms per step\n", r.losses.front(), r.losses.back(),
+                r.step_ms.empty() ? 0.0 : ms / static_cast<double>(r.step_ms.size()));
   std::printf("bytes per rank (parameters + gradients + optimizer state, the most any rank holds): %lld\n",
               static_cast<long long>(r.bytes_per_rank));
   std::printf("collectives per step:");
