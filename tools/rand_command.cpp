@@ -19,6 +19,7 @@
 #include "spmd/io/placement_text.hpp"
 #include "spmd/random/generator.hpp"
 
+#include "element_limit.hpp"
 #include "json_out.hpp"
 
 namespace {
@@ -111,12 +112,8 @@ int run_rand(const rand_options& o) {
   const spmd::mesh_shape_vec mesh = spmd::parse_mesh(o.mesh);
   const spmd::shape_vec shape = spmd::parse_shape(o.shape);
   const spmd::layout_spec spec = spmd::checked_spec(mesh, spmd::parse_placements(o.placements), shape.size());
-  spmd::index_t total = 1;
-  for (const spmd::index_t e : shape) total *= e;
-  if (total * spec.mesh_size() > max_rand_elements)
-    throw std::invalid_argument("shape '" + o.shape + "' on mesh '" + o.mesh + "' is too large for rand (" +
-                                std::to_string(total) + " elements on " + std::to_string(spec.mesh_size()) +
-                                " ranks; at most " + std::to_string(max_rand_elements) + " in all)");
+  if (spmd_tools::elements_within(shape, spec.mesh_size(), max_rand_elements) < 0)
+    throw std::invalid_argument(spmd_tools::too_large("rand", o.shape, o.mesh, spec.mesh_size(), max_rand_elements));
   if (o.dtype == "f32") return rand_as<float>(o, spec, shape, dist, seed, offset);
   if (o.dtype == "f64") return rand_as<double>(o, spec, shape, dist, seed, offset);
   if (o.dtype == "bf16") return rand_as<spmd::bfloat16>(o, spec, shape, dist, seed, offset);

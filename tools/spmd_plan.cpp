@@ -52,6 +52,7 @@
 #include "spmd/io/svg.hpp"
 #include "spmd/io/visualize.hpp"
 
+#include "element_limit.hpp"
 #include "explain_command.hpp"
 #include "json_out.hpp"
 #include "load_command.hpp"
@@ -391,12 +392,10 @@ template <class T>
 int run_as(const plan_options& o) {
   const spmd::index_t element_bytes = sizeof(T);
   const transition t = plan_transition(o, element_bytes);
-  spmd::index_t total = 1;
-  for (spmd::index_t e : t.shape) total *= e;
-  if (total * t.from.mesh_size() > max_run_elements)
-    throw std::invalid_argument("shape '" + o.shape + "' on mesh '" + o.mesh + "' is too large for run (" +
-                                std::to_string(total) + " elements on " + std::to_string(t.from.mesh_size()) +
-                                " ranks; at most " + std::to_string(max_run_elements) + " in all)");
+  const spmd::index_t total = spmd_tools::elements_within(t.shape, t.from.mesh_size(), max_run_elements);
+  if (total < 0)
+    throw std::invalid_argument(
+        spmd_tools::too_large("run", o.shape, o.mesh, t.from.mesh_size(), max_run_elements));
   std::vector<T> global(static_cast<std::size_t>(total));
   for (spmd::index_t i = 0; i < total; ++i) global[static_cast<std::size_t>(i)] = static_cast<T>(i);
   if (o.backend == "mpi") return run_mpi<T>(o, t, global);

@@ -155,6 +155,10 @@ def main():
         (["run", "--mesh", "2x2", "--shape", "5", "--from", "S(0)", "--to", "R,R"], "placements"),
         (["plan", "--mesh", "2x2", "--shape", "5", "--from", "P(sum),P(max)", "--to", "R,R"], "P(max)"),
         (["run", "--mesh", "4", "--shape", "5", "--from", "S(0)"], "--to"),
+        (["run", "--mesh", "4", "--shape", "100000,1000", "--from", "S(0)", "--to", "R"], "too large"),
+        # the shape's product overflows int64: refused, not wrapped past the check
+        (["run", "--mesh", "2x4", "--shape", "4000000000000,4000000000000", "--from", "S(0),R", "--to", "R,S(1)"],
+         "too large"),
     ]:
         r = tool(*args)
         check(r.returncode == 2 and r.stdout == "" and needle in r.stderr,

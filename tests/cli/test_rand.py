@@ -160,6 +160,7 @@ def main():
         (["--dtype", "i32"], "bad dtype 'i32'"),
         (["--placements", "S(2)"], "S(2)"),
         (["--shape", "100000,1000"], "too large"),
+        (["--shape", "4000000000000,4000000000000"], "too large"),  # the product overflows int64
         (["--seed", "-1"], "bad seed '-1'"),
         (["--seed", "18446744073709551616"], "bad seed"),
     ]:

@@ -2,6 +2,7 @@
 // with_rank) against the reference model, for a generated list of layout types.
 #include <algorithm>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -300,4 +301,33 @@ TEST_CASE("a dynamic layout and its static twin agree", "[typed]") {
       CHECK(d.local_extents<decltype(rc)::value>().values() == st.values());
     });
   }
+}
+
+TEST_CASE("run-time extents a layout refuses: negative, or more than 2^62 elements", "[typed]") {
+  using D = spmd::layout<N23, placements<shard<1>, replicate>, spmd::dextents<2>>;
+  using E = spmd::dextents<2>;
+  const auto message = [](index_t a, index_t b) {
+    try {
+      const D d{E{a, b}};
+      (void)d;
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  // spmd::dyn (-1) marks a run-time extent in a type; as a value it is a negative size.
+  CHECK(message(-1, 7) == "spmd::layout: extents (-1, 7): extent -1 at dim 0 is negative");
+  CHECK(message(4, -3) == "spmd::layout: extents (4, -3): extent -3 at dim 1 is negative");
+  // 4e12 x 4e12 overflows index_t: refused before any block is computed.
+  CHECK(message(4000000000000, 4000000000000) ==
+        "spmd::layout: extents (4000000000000, 4000000000000) hold more than 2^62 elements");
+  CHECK(message(index_t{1} << 31, index_t{1} << 32) ==
+        "spmd::layout: extents (2147483648, 4294967296) hold more than 2^62 elements");
+  // The limit itself, and empty tensors however long their other dims, are tensors.
+  CHECK(message(index_t{1} << 31, index_t{1} << 31) == "accepted");
+  CHECK(message(index_t{1} << 30, index_t{1} << 32) == "accepted");
+  CHECK(message(2, index_t{1} << 61) == "accepted");
+  CHECK(message(4, index_t{1} << 61) != "accepted");
+  CHECK(message(0, index_t{1} << 62) == "accepted");
+  CHECK(message(0, 0) == "accepted");
 }

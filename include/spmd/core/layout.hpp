@@ -11,6 +11,8 @@
 #pragma once
 
 #include <cstddef>
+#include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "spmd/core/config.hpp"
@@ -32,6 +34,39 @@ struct block {
 };
 
 namespace detail {
+
+/// The most elements a layout's global tensor may hold: 2^62, as host tensors and the text
+/// forms accept, so that block arithmetic and element counts never overflow index_t.
+inline constexpr index_t max_layout_elements = index_t{1} << 62;
+
+/// Whether run-time extents are a tensor's: none negative (spmd::dyn marks a run-time extent
+/// in a type; it is not a size), at most max_layout_elements in all.
+SPMD_HD constexpr bool extents_ok(const shape_vec& e) {
+  bool empty = false;
+  for (const index_t x : e) {
+    if (x < 0) return false;
+    empty = empty || x == 0;
+  }
+  if (empty) return true;
+  index_t n = 1;
+  for (const index_t x : e) {
+    if (n > max_layout_elements / x) return false;
+    n *= x;
+  }
+  return true;
+}
+
+/// The std::invalid_argument a layout throws for extents that extents_ok refuses, naming them.
+[[noreturn, gnu::cold, gnu::noinline]] inline void throw_bad_extents(const shape_vec& e) {
+  std::string text;
+  for (const index_t x : e) text += (text.empty() ? "" : ", ") + std::to_string(x);
+  for (int d = 0; d < e.size(); ++d)
+    if (e[d] < 0)
+      throw std::invalid_argument("spmd::layout: extents (" + text + "): extent " + std::to_string(e[d]) +
+                                  " at dim " + std::to_string(d) + " is negative");
+  throw std::invalid_argument("spmd::layout: extents (" + text + ") hold more than 2^62 elements");
+}
+
 // The compile-time checks are static_asserts on the result of the same make_spec()
 // the CLI calls at run time, so both report the same problems.
 template <class Mesh, class Placements, std::size_t Rank>
@@ -79,7 +114,14 @@ class layout {
   static constexpr std::size_t rank = Extents::rank();
 
   constexpr layout() = default;
-  SPMD_HD constexpr explicit layout(Extents e) : ext_(e) {}
+  /// @throws std::invalid_argument when a run-time extent is negative or the extents hold
+  /// more than 2^62 elements (checked on the host; no element count can overflow after).
+  SPMD_HD constexpr explicit layout(Extents e) : ext_(e) {
+#if !defined(__CUDA_ARCH__)
+    if constexpr (!Extents::is_static())
+      if (!detail::extents_ok(e.to_vec())) detail::throw_bad_extents(e.to_vec());
+#endif
+  }
 
   /// The validated value form: normalised placements with explicit shard order.
   SPMD_HD static constexpr layout_spec spec() {
