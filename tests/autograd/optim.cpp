@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -135,6 +136,17 @@ TEST_CASE("bad optimizer input is refused naming the value", "[optim]") {
   CHECK_THROWS_WITH(rt::sgd(rt::sgd_options{.lr = -1}, w), Catch::Contains("lr -1"));
   CHECK_THROWS_WITH(rt::sgd(rt::sgd_options{.nesterov = true}, w), Catch::Contains("nesterov"));
   CHECK_THROWS_WITH(rt::adamw(rt::adamw_options{.beta1 = 1.0}, w), Catch::Contains("beta1 1"));
+  // torch.optim's `not 0.0 <= x`: NaN refused as well as negatives, weight_decay included.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  CHECK_THROWS_WITH(rt::sgd(rt::sgd_options{.lr = nan}, w), Catch::Contains("lr nan is not a number"));
+  CHECK_THROWS_WITH(rt::sgd(rt::sgd_options{.weight_decay = -0.5}, w), Catch::Contains("weight_decay -0.5"));
+  CHECK_THROWS_WITH(rt::sgd(rt::sgd_options{.momentum = nan}, w), Catch::Contains("momentum nan"));
+  CHECK_THROWS_WITH(rt::sgd(rt::sgd_options{.dampening = nan}, w), Catch::Contains("dampening nan"));
+  CHECK_THROWS_WITH(rt::adamw(rt::adamw_options{.lr = nan}, w), Catch::Contains("lr nan"));
+  CHECK_THROWS_WITH(rt::adamw(rt::adamw_options{.eps = nan}, w), Catch::Contains("eps nan"));
+  CHECK_THROWS_WITH(rt::adamw(rt::adamw_options{.weight_decay = -1}, w), Catch::Contains("weight_decay -1"));
+  CHECK_THROWS_WITH(rt::adamw(rt::adamw_options{.beta2 = nan}, w), Catch::Contains("beta2 nan"));
+  CHECK_NOTHROW(rt::adamw(rt::adamw_options{.lr = 0, .eps = 0, .weight_decay = 0}, w));
   rt::variable<float, L, sim::backend> constant(sim::distribute_tensor<L>(values(4, 1)));
   CHECK_THROWS_WITH(rt::adamw(rt::adamw_options{}, constant), Catch::Contains("does not require a gradient"));
   // No gradient yet: the step skips the parameter, as torch's does.

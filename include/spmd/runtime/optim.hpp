@@ -204,6 +204,14 @@ std::size_t block_bytes(const V& p, index_t mesh_rank) {
   return static_cast<std::size_t>(p.layout().local_size(mesh_rank)) * sizeof(typename V::element_type);
 }
 
+/// An option that must be a number >= 0 (torch.optim's `not 0.0 <= x`, which refuses NaN
+/// too; torch's SGD lets a NaN lr through, spmd refuses it everywhere).
+inline void check_non_negative(const char* who, const char* name, double v) {
+  if (!(v >= 0))
+    throw std::invalid_argument(std::string("spmd::") + who + ": " + name + " " + std::to_string(v) +
+                                (v < 0 ? " is negative" : " is not a number"));
+}
+
 template <class V>
 void check_trainable(const V& p, const char* who) {
   if (!p.requires_grad())
@@ -291,9 +299,11 @@ class sgd : public optim_detail::param_group<sgd<Ps...>, Ps...> {
 
  public:
   explicit sgd(sgd_options o, Ps... params) : base("sgd", std::move(params)...), opt_(o) {
-    if (o.lr < 0) throw std::invalid_argument("spmd::sgd: lr " + std::to_string(o.lr) + " is negative");
-    if (o.momentum < 0)
-      throw std::invalid_argument("spmd::sgd: momentum " + std::to_string(o.momentum) + " is negative");
+    optim_detail::check_non_negative("sgd", "lr", o.lr);
+    optim_detail::check_non_negative("sgd", "momentum", o.momentum);
+    optim_detail::check_non_negative("sgd", "weight_decay", o.weight_decay);
+    if (!(o.dampening == o.dampening))
+      throw std::invalid_argument("spmd::sgd: dampening " + std::to_string(o.dampening) + " is not a number");
     if (o.nesterov && (o.momentum <= 0 || o.dampening != 0))
       throw std::invalid_argument("spmd::sgd: nesterov needs a momentum > 0 and dampening 0");
   }
@@ -363,12 +373,13 @@ class adamw : public optim_detail::param_group<adamw<Ps...>, Ps...> {
   };
 
   explicit adamw(adamw_options o, Ps... params) : base("adamw", std::move(params)...), opt_(o) {
-    if (o.lr < 0) throw std::invalid_argument("spmd::adamw: lr " + std::to_string(o.lr) + " is negative");
+    optim_detail::check_non_negative("adamw", "lr", o.lr);
     if (!(o.beta1 >= 0 && o.beta1 < 1))
       throw std::invalid_argument("spmd::adamw: beta1 " + std::to_string(o.beta1) + " is outside [0, 1)");
     if (!(o.beta2 >= 0 && o.beta2 < 1))
       throw std::invalid_argument("spmd::adamw: beta2 " + std::to_string(o.beta2) + " is outside [0, 1)");
-    if (o.eps < 0) throw std::invalid_argument("spmd::adamw: eps " + std::to_string(o.eps) + " is negative");
+    optim_detail::check_non_negative("adamw", "eps", o.eps);
+    optim_detail::check_non_negative("adamw", "weight_decay", o.weight_decay);
   }
   /// Parameter I's state (empty before its first step).
   template <std::size_t I>
