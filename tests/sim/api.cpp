@@ -1,6 +1,7 @@
 // tests/sim/api.cpp — the typed DTensor API of spmd::sim: distribute_tensor / full_tensor
 // round trips for every placement, local / to_local / from_local and its errors,
 // factories, the communication counter.
+#include <stdexcept>
 #include <tuple>
 
 #include "api_common.hpp"
@@ -186,6 +187,9 @@ TEST_CASE("local and to_local by rank id", "[api]") {
   CHECK(x.local(0).size() == 0);
   CHECK(x.local(0).rank() == 2);
   CHECK(x.to_local(7).data.empty());
+  // A negative rank is no process's: refused, naming it.
+  CHECK_THROWS_WITH(x.to_local(-1), Catch::Contains("rank -1 is negative"));
+  CHECK_THROWS_AS(x.local(-2), std::out_of_range);
   // Views write through.
   auto y = sim::zeros<float, L>();
   y.local(5)(1, 0) = 3.f;

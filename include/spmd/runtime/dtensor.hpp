@@ -238,6 +238,9 @@ class dtensor {
   }
   /// Mesh index of mesh_rank, or -1 outside the mesh; throws for a rank held elsewhere.
   index_t held_index(index_t mesh_rank) const {
+    // A rank outside the mesh holds an empty local; a negative one is no process's rank.
+    if (mesh_rank < 0)
+      throw std::out_of_range("spmd::" + std::string(B::name) + ": rank " + std::to_string(mesh_rank) + " is negative");
     const index_t i = mesh_type::index_of(mesh_rank);
     if (i >= 0 && !locals_.holds(i))
       throw std::out_of_range("spmd::" + std::string(B::name) + ": rank " +
