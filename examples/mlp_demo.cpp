@@ -100,8 +100,8 @@ int run(const char* backend_name, bool print) {
     if (print) std::printf(args...);
   };
 
-  say("spmd demo: a 2-layer MLP forward on mesh 2x4 (dp=%d, tp=%d), %s backend\n", dp, tp,
-      backend_name);
+  say("spmd demo: a 2-layer MLP forward on mesh 2x4 (dp=%lld, tp=%lld), %s backend\n",
+      static_cast<long long>(Mesh::extent(dp)), static_cast<long long>(Mesh::extent(tp)), backend_name);
   say("x (%lld, %lld) [S(0), R]; W1 (%lld, %lld) column-parallel on tp; "
       "W2 (%lld, %lld) row-parallel on tp\n\n",
       (long long)batch, (long long)d_model, (long long)d_hidden, (long long)d_model,
