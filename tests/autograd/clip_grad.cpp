@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "../common/values.hpp"
@@ -93,6 +94,8 @@ TEST_CASE("clip_grad_norm_ refuses what it cannot do, naming it", "[clip]") {
   setup s;
   CHECK_THROWS_WITH(rt::clip_grad_norm_(1.0, 1.0, s.w), Catch::Contains("norm_type 1"));
   CHECK_THROWS_WITH(rt::clip_grad_norm_(-1.0, s.w), Catch::Contains("max_norm -1"));
+  CHECK_THROWS_WITH(rt::clip_grad_norm_(std::numeric_limits<double>::quiet_NaN(), s.w),
+                    Catch::Contains("max_norm nan is not a number"));
   s.w.zero_grad(), s.b.zero_grad(), s.p.zero_grad();
   CHECK(rt::clip_grad_norm_(1.0, s.w, s.b).full_tensor()[0] == 0.f);  // no gradients: norm 0
 }

@@ -87,7 +87,8 @@ template <class Scalar, class... Ps>
 void clip_grads_with_norm_(double max_norm, const Scalar& total, Ps&... params) {
   using T = typename Scalar::value_type;
   if (!(max_norm >= 0))
-    throw std::invalid_argument("spmd::clip_grads_with_norm_: max_norm " + std::to_string(max_norm) + " is negative");
+    throw std::invalid_argument("spmd::clip_grads_with_norm_: max_norm " + std::to_string(max_norm) +
+                                (max_norm < 0 ? " is negative" : " is not a number"));
   const Scalar coef = runtime::minimum(runtime::div(static_cast<T>(max_norm), runtime::add(total, static_cast<T>(1e-6))),
                                        static_cast<T>(1));
   auto scale = [&](auto& p) {
@@ -110,7 +111,8 @@ auto clip_grad_norm_(double max_norm, double norm_type, Ps&... params) {
     throw std::invalid_argument("spmd::clip_grad_norm_: norm_type " + std::to_string(norm_type) +
                                 " is not supported (2 or inf_norm)");
   if (!(max_norm >= 0))
-    throw std::invalid_argument("spmd::clip_grad_norm_: max_norm " + std::to_string(max_norm) + " is negative");
+    throw std::invalid_argument("spmd::clip_grad_norm_: max_norm " + std::to_string(max_norm) +
+                                (max_norm < 0 ? " is negative" : " is not a number"));
   using First = std::tuple_element_t<0, std::tuple<Ps...>>;
   using Mesh = typename First::mesh_type;
   using T = typename First::element_type;
