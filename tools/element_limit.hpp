@@ -4,12 +4,13 @@
 // The text forms accept extents and mesh sizes up to 2^62 each (io/placement_text.hpp), so
 // the product of a shape, or of a shape and the rank count, can overflow index_t (undefined
 // behaviour; a wrapped product passed the check and the command died allocating). The
-// product is therefore bounded factor by factor.
+// product is therefore bounded factor by factor (core/element_count.hpp).
 #pragma once
 
 #include <string>
 
 #include "spmd/core/config.hpp"
+#include "spmd/core/element_count.hpp"
 #include "spmd/core/small_array.hpp"
 
 namespace spmd_tools {
@@ -17,15 +18,7 @@ namespace spmd_tools {
 /// The elements of `shape`, when the tensor held once on each of `ranks` ranks is at most
 /// `limit` elements in all; -1 when it is more.
 inline spmd::index_t elements_within(const spmd::shape_vec& shape, spmd::index_t ranks, spmd::index_t limit) {
-  for (const spmd::index_t e : shape)
-    if (e == 0) return 0;
-  const spmd::index_t bound = limit / (ranks > 0 ? ranks : 1);
-  spmd::index_t total = 1;
-  for (const spmd::index_t e : shape) {
-    if (total > bound / e) return -1;
-    total *= e;
-  }
-  return total;
+  return spmd::elements_within(shape, limit / (ranks > 0 ? ranks : 1));
 }
 
 /// The message when a tensor is over the limit: "shape '...' on mesh '...' is too large for

@@ -1,6 +1,8 @@
 // tests/static/extents.cpp — spmd::extents: static and dynamic extents in one type.
+#include <array>
 #include <type_traits>
 
+#include <spmd/core/element_count.hpp>
 #include <spmd/spmd.hpp>
 
 namespace {
@@ -88,3 +90,16 @@ static_assert(sv.size() == 2 && !sv.empty() && sv[1] == 1 && !(sv == d.to_vec())
 }  // namespace
 
 int main() { return 0; }
+
+// Element counts bounded factor by factor (core/element_count.hpp): the count, or -1 past the
+// limit, with no product overflowing on the way; an empty tensor holds 0 however long its
+// other dims.
+static_assert(spmd::elements_within(std::array<spmd::index_t, 2>{6, 4}, 24) == 24);
+static_assert(spmd::elements_within(std::array<spmd::index_t, 2>{6, 4}, 23) == -1);
+static_assert(spmd::elements_within(std::array<spmd::index_t, 0>{}, 1) == 1);
+static_assert(spmd::elements_within(std::array<spmd::index_t, 2>{spmd::index_t{1} << 31, spmd::index_t{1} << 31},
+                                    spmd::max_elements) == spmd::max_elements);
+static_assert(spmd::elements_within(std::array<spmd::index_t, 2>{4000000000000, 4000000000000}, spmd::max_elements) ==
+              -1);
+static_assert(spmd::elements_within(std::array<spmd::index_t, 3>{spmd::index_t{1} << 62, spmd::index_t{1} << 62, 0},
+                                    spmd::max_elements) == 0);

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "spmd/core/config.hpp"
+#include "spmd/core/element_count.hpp"
 #include "spmd/core/extents.hpp"
 #include "spmd/core/layout_spec.hpp"
 #include "spmd/core/mesh.hpp"
@@ -35,25 +36,12 @@ struct block {
 
 namespace detail {
 
-/// The most elements a layout's global tensor may hold: 2^62, as host tensors and the text
-/// forms accept, so that block arithmetic and element counts never overflow index_t.
-inline constexpr index_t max_layout_elements = index_t{1} << 62;
-
 /// Whether run-time extents are a tensor's: none negative (spmd::dyn marks a run-time extent
-/// in a type; it is not a size), at most max_layout_elements in all.
+/// in a type; it is not a size), at most max_elements in all.
 SPMD_HD constexpr bool extents_ok(const shape_vec& e) {
-  bool empty = false;
-  for (const index_t x : e) {
+  for (const index_t x : e)
     if (x < 0) return false;
-    empty = empty || x == 0;
-  }
-  if (empty) return true;
-  index_t n = 1;
-  for (const index_t x : e) {
-    if (n > max_layout_elements / x) return false;
-    n *= x;
-  }
-  return true;
+  return elements_within(e, max_elements) >= 0;
 }
 
 /// The std::invalid_argument a layout throws for extents that extents_ok refuses, naming them.

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "spmd/core/config.hpp"
+#include "spmd/core/element_count.hpp"
 #include "spmd/host/view.hpp"
 
 namespace spmd::host {
@@ -54,19 +55,15 @@ struct host_tensor {
 
  private:
   static index_t checked_numel(const std::vector<index_t>& shape, const char* who) {
-    index_t n = 1;
-    for (std::size_t d = 0; d < shape.size(); ++d) {
+    for (std::size_t d = 0; d < shape.size(); ++d)
       if (shape[d] < 0)
         throw std::invalid_argument(std::string("spmd::sim::host_tensor::") + who + ": extent " +
                                     std::to_string(shape[d]) + " of dim " + std::to_string(d) +
                                     " is negative");
-      if (shape[d] != 0 && n > (index_t{1} << 62) / shape[d])
-        throw std::invalid_argument(std::string("spmd::sim::host_tensor::") + who +
-                                    ": the shape has more than 2^62 elements (dim " +
-                                    std::to_string(d) + ", extent " + std::to_string(shape[d]) +
-                                    ")");
-      n *= shape[d];
-    }
+    const index_t n = elements_within(shape, max_elements);
+    if (n < 0)
+      throw std::invalid_argument(std::string("spmd::sim::host_tensor::") + who +
+                                  ": the shape has more than 2^62 elements");
     return n;
   }
   shape_vec view_shape() const {

@@ -39,6 +39,7 @@
 
 #include "spmd/host/element.hpp"
 #include "spmd/core/box_runs.hpp"
+#include "spmd/core/element_count.hpp"
 #include "spmd/core/layout_spec.hpp"
 #include "spmd/io/json.hpp"  // not nlohmann/json: 2.5 s of every including unit
 
@@ -143,15 +144,13 @@ inline std::vector<tensor_entry> parse_header(const char* text, std::size_t n, i
     tensor_entry e;
     e.name = m.key;
     e.type = parse_dtype(dtype_v->text, where);
-    index_t elems = 1;
     for (const json::value& d : shape_v->items) {
-      if (!d.is_size() || d.as_size() > (std::uint64_t{1} << 62))
+      if (!d.is_size() || d.as_size() > static_cast<std::uint64_t>(max_elements))
         throw checkpoint_error(where + ": shape " + json::dump(*shape_v) + " is not a list of sizes >= 0");
       e.shape.push_back(static_cast<index_t>(d.as_size()));
-      if (e.shape.back() != 0 && elems > (index_t{1} << 62) / e.shape.back())
-        throw checkpoint_error(where + ": shape " + json::dump(*shape_v) + " is too large");
-      elems *= e.shape.back();
     }
+    const index_t elems = elements_within(e.shape, max_elements);
+    if (elems < 0) throw checkpoint_error(where + ": shape " + json::dump(*shape_v) + " is too large");
     for (const json::value& o : offsets_v->items)
       if (!o.is_size())
         throw checkpoint_error(where + ": data_offsets " + json::dump(*offsets_v) + " are not sizes");

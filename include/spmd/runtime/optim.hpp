@@ -302,7 +302,7 @@ class sgd : public optim_detail::param_group<sgd<Ps...>, Ps...> {
     optim_detail::check_non_negative("sgd", "lr", o.lr);
     optim_detail::check_non_negative("sgd", "momentum", o.momentum);
     optim_detail::check_non_negative("sgd", "weight_decay", o.weight_decay);
-    if (!(o.dampening == o.dampening))
+    if (std::isnan(o.dampening))
       throw std::invalid_argument("spmd::sgd: dampening " + std::to_string(o.dampening) + " is not a number");
     if (o.nesterov && (o.momentum <= 0 || o.dampening != 0))
       throw std::invalid_argument("spmd::sgd: nesterov needs a momentum > 0 and dampening 0");
