@@ -11,8 +11,14 @@
 
 namespace spmd {
 
-/// The longest placement text: "P(product)" or "S(-7)[7]".
+/// The longest text of a valid placement (a layout's: shard dims and orders below 8):
+/// "P(product)" or "S(-7)[7]".
 inline constexpr int placement_chars = 10;
+
+/// The longest text of any placement value, valid or not (a parsed list is checked against a
+/// mesh only later, so its dims and orders are any int): "S(-2147483648)[-2147483648]".
+inline constexpr int any_placement_chars = 27;
+static_assert(sizeof(int) == 4, "any_placement_chars assumes a 32-bit int");
 
 /// p into t; a shard's order as "[k]" when `order` (a trace: the dim is sharded on several
 /// mesh dims; a placement list: the order is not the default).

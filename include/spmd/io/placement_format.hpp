@@ -20,8 +20,11 @@
 
 namespace spmd {
 
-/// The longest placements text: max_mesh_dims placements joined by ','.
+/// The longest placements text of a layout: max_mesh_dims placements joined by ','.
 inline constexpr int placements_chars = max_mesh_dims * (placement_chars + 1);
+/// The same for a raw list, whose dims and orders are any int (format_placement(s) of what
+/// parse_placements accepted must parse back to it, however large the numbers).
+inline constexpr int any_placements_chars = max_mesh_dims * (any_placement_chars + 1);
 
 /// "R", "S(0)", "S(1)[2]" (the bracket when p.order is explicit), "P(sum)".
 template <int N>
@@ -48,14 +51,14 @@ constexpr void put_placements(fixed_text<N>& t, const layout_spec& spec) {
 }
 
 inline std::string format_placement(const placement& p) {
-  fixed_text<placement_chars> t;
+  fixed_text<any_placement_chars> t;
   put_placement(t, p);
   return std::string(t.view());
 }
 
 /// A raw placement list joined by ',' (inverse of parse_placements).
 inline std::string format_placements(const placement_vec& ps) {
-  fixed_text<placements_chars> t;
+  fixed_text<any_placements_chars> t;
   for (int m = 0; m < ps.size(); ++m) {
     if (m) t.put(',');
     put_placement(t, ps[m]);
