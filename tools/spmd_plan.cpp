@@ -64,9 +64,6 @@ constexpr int exit_ok = 0;
 constexpr int exit_internal = 1;
 constexpr int exit_bad_input = 2;
 
-/// The most ranks `layout` lists (one line or JSON object each).
-constexpr spmd::index_t max_listed_ranks = spmd::index_t{1} << 20;
-
 using spmd_plan::json_list;
 using spmd_plan::json_number;
 
@@ -112,10 +109,7 @@ int run_layout(const layout_options& o) {
   const spmd::shape_vec shape = spmd::parse_shape(o.shape);
   const spmd::placement_vec raw = spmd::parse_placements(o.placements);
   const spmd::layout_spec spec = spmd::checked_spec(mesh, raw, shape.size());
-  if (spec.mesh_size() > max_listed_ranks)
-    throw std::invalid_argument("mesh '" + o.mesh + "' has " + std::to_string(spec.mesh_size()) +
-                                " ranks; spmd-plan layout lists at most " +
-                                std::to_string(max_listed_ranks));
+  spmd_tools::check_ranks("layout", o.mesh, spec.mesh_size());
   if (!o.svg.empty()) write_file(o.svg, spmd::io::svg(spec, shape));
 
   if (o.json) {
@@ -392,6 +386,7 @@ template <class T>
 int run_as(const plan_options& o) {
   const spmd::index_t element_bytes = sizeof(T);
   const transition t = plan_transition(o, element_bytes);
+  spmd_tools::check_ranks("run", o.mesh, t.from.mesh_size(), spmd_tools::max_run_ranks);
   const spmd::index_t total = spmd_tools::elements_within(t.shape, t.from.mesh_size(), max_run_elements);
   if (total < 0)
     throw std::invalid_argument(

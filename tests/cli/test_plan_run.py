@@ -159,6 +159,11 @@ def main():
         # the shape's product overflows int64: refused, not wrapped past the check
         (["run", "--mesh", "2x4", "--shape", "4000000000000,4000000000000", "--from", "S(0),R", "--to", "R,S(1)"],
          "too large"),
+        # an empty tensor passes the element limit; the rank count has its own (a gather's
+        # schedule grows with ranks^2: 16384 ranks died allocating, found by fuzz_cli)
+        (["run", "--mesh", "16384", "--shape", "0", "--from", "S(0)", "--to", "R", "--dtype", "i64"],
+         "mesh '16384' has 16384 ranks; spmd-plan run takes at most 4096"),
+        (["run", "--mesh", "2446424122581960476", "--shape", "0", "--from", "S(0)", "--to", "R"], "ranks"),
     ]:
         r = tool(*args)
         check(r.returncode == 2 and r.stdout == "" and needle in r.stderr,
