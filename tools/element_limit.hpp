@@ -22,19 +22,21 @@ inline spmd::index_t elements_within(const spmd::shape_vec& shape, spmd::index_t
   return spmd::elements_within(shape, limit / (ranks > 0 ? ranks : 1));
 }
 
-/// The most ranks a command lists (one line or JSON object each, and per-rank state while it
-/// works). Meshes of up to 2^62 ranks parse, so that plans for them can be shown; an empty
-/// tensor passes every element limit, so the rank count needs its own.
+/// The most ranks a command lists or holds. Meshes of up to 2^62 ranks parse, so that plans
+/// for them can be shown; an empty tensor passes every element limit, so the rank count needs
+/// limits of its own, chosen so that a command stays well under 1 GB (also under ASan, whose
+/// fuzzer stops at 2 GB):
+/// - `layout` lists each rank's box: 2^20 ranks take 0.6 GB as JSON;
+/// - `rand` and `load` also hold each rank's local tensor and data: 2^16 ranks;
+/// - `run` builds each step's schedule, one piece per rank and group member (ranks^2 on a
+///   1-D mesh, 280 bytes each): 2^10 ranks.
 inline constexpr spmd::index_t max_listed_ranks = spmd::index_t{1} << 20;
-
-/// The most ranks `run` executes: a gather's schedule holds one piece per rank and group
-/// member, ranks^2 on a 1-D mesh (4096 ranks: 1.7 s and 400 MB; 16384 ranks do not fit in
-/// 24 GiB).
-inline constexpr spmd::index_t max_run_ranks = spmd::index_t{1} << 12;
+inline constexpr spmd::index_t max_data_ranks = spmd::index_t{1} << 16;
+inline constexpr spmd::index_t max_run_ranks = spmd::index_t{1} << 10;
 
 /// Throws std::invalid_argument naming the mesh when it has more than `limit` ranks.
 inline void check_ranks(const std::string& command, const std::string& mesh, spmd::index_t ranks,
-                        spmd::index_t limit = max_listed_ranks) {
+                        spmd::index_t limit) {
   if (ranks > limit)
     throw std::invalid_argument("mesh '" + mesh + "' has " + std::to_string(ranks) + " ranks; spmd-plan " +
                                 command + " takes at most " + std::to_string(limit));

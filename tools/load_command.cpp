@@ -55,7 +55,7 @@ int show(const load_options& o, const spmd::io::safetensors_file& f, const spmd:
   for (const spmd::index_t x : e.shape) global.push_back(x);
   const spmd::layout_spec spec =
       spmd::checked_spec(spmd::parse_mesh(o.mesh), spmd::parse_placements(o.placements), global.size());
-  spmd_tools::check_ranks("load", o.mesh, spec.mesh_size());
+  spmd_tools::check_ranks("load", o.mesh, spec.mesh_size(), spmd_tools::max_data_ranks);
   if (spmd_tools::elements_within(global, spec.mesh_size(), max_load_elements) < 0)
     throw std::invalid_argument("tensor '" + o.tensor + "' on mesh '" + o.mesh + "' is too large to print (" +
                                 std::to_string(e.elements()) + " elements on " + std::to_string(spec.mesh_size()) +

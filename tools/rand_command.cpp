@@ -112,7 +112,7 @@ int run_rand(const rand_options& o) {
   const spmd::mesh_shape_vec mesh = spmd::parse_mesh(o.mesh);
   const spmd::shape_vec shape = spmd::parse_shape(o.shape);
   const spmd::layout_spec spec = spmd::checked_spec(mesh, spmd::parse_placements(o.placements), shape.size());
-  spmd_tools::check_ranks("rand", o.mesh, spec.mesh_size());
+  spmd_tools::check_ranks("rand", o.mesh, spec.mesh_size(), spmd_tools::max_data_ranks);
   if (spmd_tools::elements_within(shape, spec.mesh_size(), max_rand_elements) < 0)
     throw std::invalid_argument(spmd_tools::too_large("rand", o.shape, o.mesh, spec.mesh_size(), max_rand_elements));
   if (o.dtype == "f32") return rand_as<float>(o, spec, shape, dist, seed, offset);

@@ -109,7 +109,7 @@ int run_layout(const layout_options& o) {
   const spmd::shape_vec shape = spmd::parse_shape(o.shape);
   const spmd::placement_vec raw = spmd::parse_placements(o.placements);
   const spmd::layout_spec spec = spmd::checked_spec(mesh, raw, shape.size());
-  spmd_tools::check_ranks("layout", o.mesh, spec.mesh_size());
+  spmd_tools::check_ranks("layout", o.mesh, spec.mesh_size(), spmd_tools::max_listed_ranks);
   if (!o.svg.empty()) write_file(o.svg, spmd::io::svg(spec, shape));
 
   if (o.json) {

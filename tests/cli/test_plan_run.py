@@ -162,7 +162,8 @@ def main():
         # an empty tensor passes the element limit; the rank count has its own (a gather's
         # schedule grows with ranks^2: 16384 ranks died allocating, found by fuzz_cli)
         (["run", "--mesh", "16384", "--shape", "0", "--from", "S(0)", "--to", "R", "--dtype", "i64"],
-         "mesh '16384' has 16384 ranks; spmd-plan run takes at most 4096"),
+         "mesh '16384' has 16384 ranks; spmd-plan run takes at most 1024"),
+        (["run", "--mesh", "3735", "--shape", "4", "--from", "S(0)", "--to", "R", "--dtype", "i64"], "3735 ranks"),
         (["run", "--mesh", "2446424122581960476", "--shape", "0", "--from", "S(0)", "--to", "R"], "ranks"),
     ]:
         r = tool(*args)

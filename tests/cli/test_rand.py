@@ -161,7 +161,7 @@ def main():
         (["--placements", "S(2)"], "S(2)"),
         (["--shape", "100000,1000"], "too large"),
         (["--shape", "4000000000000,4000000000000"], "too large"),  # the product overflows int64
-        (["--mesh", "2097152", "--shape", "0"], "mesh '2097152' has 2097152 ranks; spmd-plan rand takes at most"),
+        (["--mesh", "131072", "--shape", "0"], "mesh '131072' has 131072 ranks; spmd-plan rand takes at most"),
         (["--seed", "-1"], "bad seed '-1'"),
         (["--seed", "18446744073709551616"], "bad seed"),
     ]:
