@@ -53,6 +53,14 @@ bool first_process() {
   return true;
 }
 
+/// A flag's number as a user would write it ("1e-09", "-1", "nan"), not std::to_string's
+/// fixed six decimals ("-0.000000").
+std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
 void parse_mesh(train_options& o) {
   const std::string& m = o.mesh;
   auto number = [&](const std::string& s) {
@@ -99,16 +107,16 @@ void check(train_options& o) {
   one_of("--optimizer", o.optimizer, {"adamw", "sgd"});
   parse_mesh(o);
   if (o.steps < 1) throw usage_error("--steps " + std::to_string(o.steps) + ": train at least one step");
-  if (!(o.lr > 0) || !std::isfinite(o.lr)) throw usage_error("--lr " + std::to_string(o.lr) + ": must be positive");
+  if (!(o.lr > 0) || !std::isfinite(o.lr)) throw usage_error("--lr " + number_text(o.lr) + ": must be positive");
   if (o.clip && (!(*o.clip > 0) || !std::isfinite(*o.clip)))
-    throw usage_error("--clip " + std::to_string(*o.clip) + ": must be positive");
+    throw usage_error("--clip " + number_text(*o.clip) + ": must be positive");
   if (o.dtype == "bf16" && o.dp_mode == "ddp")
     throw usage_error("--dtype bf16 is FSDP's mixed precision (bf16 compute, f32 reduction and parameters): use it "
                       "with --dp fsdp");
-  if (o.checkpoint.empty() != (o.checkpoint_at == 0))
+  if (o.checkpoint.empty() != !o.checkpoint_at)
     throw usage_error("--checkpoint and --checkpoint-at go together: the file and the step after which it is written");
-  if (!o.checkpoint.empty() && (o.checkpoint_at < 1 || o.checkpoint_at > o.steps))
-    throw usage_error("--checkpoint-at " + std::to_string(o.checkpoint_at) + ": must be a step in 1.." +
+  if (o.checkpoint_at && (*o.checkpoint_at < 1 || *o.checkpoint_at > o.steps))
+    throw usage_error("--checkpoint-at " + std::to_string(*o.checkpoint_at) + ": must be a step in 1.." +
                       std::to_string(o.steps));
   check_output("--save", o.save);
   check_output("--checkpoint", o.checkpoint);

@@ -260,6 +260,14 @@ def errors(d):
         check(all(w in p.stderr for w in words), f"{cmd}: the message does not name {words}: {p.stderr!r}")
         check(p.stdout == "", f"{cmd}: printed {p.stdout!r}")
         check(not os.path.exists(out) and not os.path.exists(ck), f"{cmd}: wrote a file")
+    # Values named as written: a step 0 is a bad step (not a missing flag), a tiny negative
+    # clip is not printed as "-0.000000".
+    for args, words in ((["--checkpoint", ck, "--checkpoint-at", "0"], ["--checkpoint-at 0", "must be a step in 1.."]),
+                        (["--clip", "-1e-9"], ["--clip -1e-09", "must be positive"])):
+        p, cmd = run("--model", "gpt", "--mesh", mesh, "--init", f.init, "--data", f.data, "--steps", STEPS, *args)
+        check(p.returncode == 2, f"{cmd}: exit {p.returncode} (2 expected)\n{p.stderr}")
+        check(all(w in p.stderr for w in words), f"{cmd}: the message does not name {words}: {p.stderr!r}")
+        check(p.stdout == "" and not os.path.exists(ck), f"{cmd}: trained or wrote before refusing")
     # An output that cannot be written is refused before anything trains, not after the run.
     nowhere = os.path.join(d, "absent-dir", "out.st")
     for args, words in ((["--save", nowhere], ["--save", "absent-dir", "does not exist"]),

@@ -32,7 +32,7 @@ struct train_options {
   std::optional<double> clip;      // max global 2-norm
   std::string save;                // final parameters
   std::string checkpoint;          // training state after checkpoint_at steps
-  std::int64_t checkpoint_at = 0;
+  std::optional<std::int64_t> checkpoint_at;  // given or not (0 is a value, refused)
   std::string resume;              // training state to continue from
   bool json = false;
 };

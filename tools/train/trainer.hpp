@@ -84,7 +84,7 @@ train_result run(const train_options& o, const inputs& in, const model_spec& spe
                      comm.count(spmd::step_kind::reduce_scatter), comm.count(spmd::step_kind::all_to_all)};
     r.step_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     if (table) progress(s + 1, o.steps, loss, n, r.step_ms.back());
-    if (!o.checkpoint.empty() && s + 1 == o.checkpoint_at)
+    if (!o.checkpoint.empty() && o.checkpoint_at && s + 1 == *o.checkpoint_at)
       spmd::io::save_training_state(o.checkpoint, opt, {.step = s + 1, .generator = {}});
   }
   if (!o.save.empty()) {
