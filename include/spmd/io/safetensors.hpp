@@ -31,6 +31,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -161,10 +162,16 @@ inline std::vector<tensor_entry> parse_header(const char* text, std::size_t n, i
                              " bytes of data (a truncated file?)");
     e.begin = static_cast<index_t>(b);
     e.end = static_cast<index_t>(en);
-    if (e.end - e.begin != elems * dtype_bytes(e.type))
-      throw checkpoint_error(where + ": " + dtype_name(e.type) + " " + shape_text(e.shape) + " needs " +
-                             std::to_string(elems * dtype_bytes(e.type)) + " bytes, its data_offsets give " +
-                             std::to_string(e.end - e.begin));
+    // elems (up to 2^62) times the element size can overflow index_t: compare by division
+    // first, and name a size that large by its factors.
+    const index_t size = dtype_bytes(e.type), have = e.end - e.begin;
+    if (elems > have / size || elems * size != have) {
+      const std::string needs = elems <= std::numeric_limits<index_t>::max() / size
+                                    ? std::to_string(elems * size)
+                                    : std::to_string(elems) + " x " + std::to_string(size);
+      throw checkpoint_error(where + ": " + dtype_name(e.type) + " " + shape_text(e.shape) + " needs " + needs +
+                             " bytes, its data_offsets give " + std::to_string(have));
+    }
     out.push_back(std::move(e));
   }
   std::sort(out.begin(), out.end(), [](const tensor_entry& a, const tensor_entry& b) { return a.name < b.name; });
