@@ -31,7 +31,6 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
-#include <limits>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -150,8 +149,12 @@ inline std::vector<tensor_entry> parse_header(const char* text, std::size_t n, i
         throw checkpoint_error(where + ": shape " + json::dump(*shape_v) + " is not a list of sizes >= 0");
       e.shape.push_back(static_cast<index_t>(d.as_size()));
     }
-    const index_t elems = elements_within(e.shape, max_elements);
-    if (elems < 0) throw checkpoint_error(where + ": shape " + json::dump(*shape_v) + " is too large");
+    // Bounded in bytes, not elements, so that elems * size below cannot overflow index_t.
+    const index_t size = dtype_bytes(e.type);
+    const index_t elems = elements_within(e.shape, max_elements / size);
+    if (elems < 0)
+      throw checkpoint_error(where + ": " + dtype_name(e.type) + " shape " + json::dump(*shape_v) +
+                             " is too large (more than 2^62 bytes)");
     for (const json::value& o : offsets_v->items)
       if (!o.is_size())
         throw checkpoint_error(where + ": data_offsets " + json::dump(*offsets_v) + " are not sizes");
@@ -162,16 +165,10 @@ inline std::vector<tensor_entry> parse_header(const char* text, std::size_t n, i
                              " bytes of data (a truncated file?)");
     e.begin = static_cast<index_t>(b);
     e.end = static_cast<index_t>(en);
-    // elems (up to 2^62) times the element size can overflow index_t: compare by division
-    // first, and name a size that large by its factors.
-    const index_t size = dtype_bytes(e.type), have = e.end - e.begin;
-    if (elems > have / size || elems * size != have) {
-      const std::string needs = elems <= std::numeric_limits<index_t>::max() / size
-                                    ? std::to_string(elems * size)
-                                    : std::to_string(elems) + " x " + std::to_string(size);
-      throw checkpoint_error(where + ": " + dtype_name(e.type) + " " + shape_text(e.shape) + " needs " + needs +
-                             " bytes, its data_offsets give " + std::to_string(have));
-    }
+    if (e.end - e.begin != elems * size)
+      throw checkpoint_error(where + ": " + dtype_name(e.type) + " " + shape_text(e.shape) + " needs " +
+                             std::to_string(elems * size) + " bytes, its data_offsets give " +
+                             std::to_string(e.end - e.begin));
     out.push_back(std::move(e));
   }
   std::sort(out.begin(), out.end(), [](const tensor_entry& a, const tensor_entry& b) { return a.name < b.name; });
