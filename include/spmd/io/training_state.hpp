@@ -123,14 +123,16 @@ inline std::int64_t parse_int(const std::map<std::string, std::string>& meta, co
   const auto it = meta.find(key);
   if (it == meta.end())
     throw checkpoint_error(path + ": the metadata has no '" + key + "' (not a complete spmd training checkpoint)");
-  try {
-    std::size_t used = 0;
-    const long long v = std::stoll(it->second, &used);
-    if (used != it->second.size() || v < 0) throw std::invalid_argument("");
-    return v;
-  } catch (const std::exception&) {
-    throw checkpoint_error(path + ": metadata '" + key + "' is '" + it->second + "', not a count >= 0");
+  // Digits only, as the writer puts them: no sign, space or exponent that stoll would take.
+  const std::string& text = it->second;
+  std::int64_t v = 0;
+  bool ok = !text.empty() && text.size() <= 18;  // 18 digits cannot overflow
+  for (const char c : text) {
+    ok = ok && c >= '0' && c <= '9';
+    if (ok) v = v * 10 + (c - '0');
   }
+  if (!ok) throw checkpoint_error(path + ": metadata '" + key + "' is '" + text + "', not a count >= 0");
+  return v;
 }
 
 /// Parameter I's value and optimizer state from `file`, in the parameter's layout.
