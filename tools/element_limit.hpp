@@ -27,12 +27,10 @@ inline spmd::index_t elements_within(const spmd::shape_vec& shape, spmd::index_t
 /// limits of its own, chosen so that a command stays well under 1 GB (also under ASan, whose
 /// fuzzer stops at 2 GB):
 /// - `layout` lists each rank's box: 2^20 ranks take 0.6 GB as JSON;
-/// - `rand` and `load` also hold each rank's local tensor and data: 2^16 ranks;
-/// - `run` builds each step's schedule, one piece per rank and group member (ranks^2 on a
-///   1-D mesh, 280 bytes each): 2^10 ranks.
+/// - `rand`, `load` and `run` also hold each rank's local tensor and data (and `run` each
+///   step's schedule, linear in the ranks): 2^16 ranks.
 inline constexpr spmd::index_t max_listed_ranks = spmd::index_t{1} << 20;
 inline constexpr spmd::index_t max_data_ranks = spmd::index_t{1} << 16;
-inline constexpr spmd::index_t max_run_ranks = spmd::index_t{1} << 10;
 
 /// Throws std::invalid_argument naming the mesh when it has more than `limit` ranks.
 inline void check_ranks(const std::string& command, const std::string& mesh, spmd::index_t ranks,

@@ -386,7 +386,7 @@ template <class T>
 int run_as(const plan_options& o) {
   const spmd::index_t element_bytes = sizeof(T);
   const transition t = plan_transition(o, element_bytes);
-  spmd_tools::check_ranks("run", o.mesh, t.from.mesh_size(), spmd_tools::max_run_ranks);
+  spmd_tools::check_ranks("run", o.mesh, t.from.mesh_size(), spmd_tools::max_data_ranks);
   const spmd::index_t total = spmd_tools::elements_within(t.shape, t.from.mesh_size(), max_run_elements);
   if (total < 0)
     throw std::invalid_argument(

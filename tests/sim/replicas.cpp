@@ -10,13 +10,16 @@
 #include <algorithm>
 #include <bit>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
+#include <span>
 #include <utility>
 #include <vector>
 
 #include <catch2/catch.hpp>
 
 #include "spmd/backends/sim/sim.hpp"
+#include "spmd/io/placement_text.hpp"
 #include "spmd/ops/rule.hpp"
 #include "spmd/runtime/ops/apply.hpp"
 #include "spmd/runtime/ops/elementwise.hpp"
@@ -266,4 +269,61 @@ TEST_CASE("operators on replicas compute each distinct block once", "[replicas]"
   const auto s = sim::apply(plus_rank{}, x);
   CHECK(distinct(s.locals()) == 8);
   for (index_t r = 0; r < 8; ++r) CHECK(s.local(r).data()[1] == g[static_cast<std::size_t>(r / 4) * 24 + 1] + static_cast<float>(r));
+}
+
+namespace {
+
+/// The rule the twin search follows, as it was written before it was sorted by key: for each
+/// held r, the first held q < r with same(q, r), by comparing every earlier rank.
+template <class Same>
+std::vector<index_t> twins_by_scan(host::held_range held, index_t n, Same&& same) {
+  std::vector<index_t> out(static_cast<std::size_t>(n), -1);
+  for (index_t r = held.lo; r < held.hi; ++r)
+    for (index_t q = held.lo; q < r; ++q)
+      if (same(q, r)) {
+        out[static_cast<std::size_t>(r)] = q;
+        break;
+      }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("many ranks: each rank shares the first equal block, found by key", "[replicas]") {
+  // distribute and the factories find replicas by sorting the ranks on a key of their block
+  // (n log n; comparing every earlier rank took 87 s at 65,536 ranks). Against the scan, on a
+  // 2-d mesh of 1,536 ranks, uneven and empty blocks, Partial splits, and a process's part.
+  const mesh_shape_vec mesh = parse_mesh("48x32");
+  const shape_vec global = parse_shape("100,7");
+  int layouts = 0;
+  for (const char* p : {"S(0),R", "R,S(1)", "S(0),S(0)", "S(1),S(0)", "P,S(1)", "S(0),P(max)", "R,R", "P,P"}) {
+    const layout_spec spec = checked_spec(mesh, parse_placements(p), 2);
+    const index_t n = spec.mesh_size();
+    const std::vector<host::detail::rank_slice> plan = host::detail::slices(spec, global);
+    for (const host::held_range held : {host::held_range{0, n}, host::held_range{517, 1203}}) {
+      const auto same_slice = [&](index_t q, index_t r) {
+        const auto& a = plan[static_cast<std::size_t>(q)];
+        const auto& b = plan[static_cast<std::size_t>(r)];
+        return a.part == b.part && a.shape == b.shape && a.geo == b.geo;
+      };
+      CHECK(host::detail::slice_twins(plan, n, held) == twins_by_scan(held, n, same_slice));
+      const auto same_generated = [&](index_t q, index_t r) {
+        const local_box a = box_at(spec, global, unravel(spec.mesh, q));
+        const local_box b = box_at(spec, global, unravel(spec.mesh, r));
+        const bool ia = host::holds_identity(spec, q), ib = host::holds_identity(spec, r);
+        return ia == ib && a.shape == b.shape && (ia || a.offset == b.offset);
+      };
+      CHECK(host::generated_twins(spec, global, held) == twins_by_scan(held, n, same_generated));
+    }
+    // And the data: every rank's block is the global tensor's, replicas held once.
+    const std::vector<float> g = iota(700);
+    const host::local_set<float> set = sim::distribute<float>(std::span<const float>(g), spec, global);
+    CHECK(host::full_tensor<float>(set, spec, global) == g);
+    ++layouts;
+  }
+  CHECK(layouts == 8);
+  // Keys that all collide still give the scan's answer: equal ranks are compared, not keys.
+  const auto same_mod = [](index_t q, index_t r) { return q % 7 == r % 7; };
+  CHECK(host::detail::first_equal(host::held_range{0, 300}, 300, [](index_t) { return std::uint64_t{1}; }, same_mod) ==
+        twins_by_scan(host::held_range{0, 300}, 300, same_mod));
 }

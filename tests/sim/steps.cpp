@@ -491,3 +491,28 @@ TEST_CASE("layouts that differ only on mesh dims of size 1 hold the same blocks"
     CHECK(simref::box(e, {7, 4}, r) == simref::box(d, {7, 4}, r));
   }
 }
+
+TEST_CASE("a gather's schedule grows with the ranks, not their square", "[steps]") {
+  // An all_gather to R on a 1-D mesh: the group's first member assembles one piece from each
+  // member, the others copy its block (replicate). The ops, and the room reserved for them,
+  // are linear in the ranks: reserving ranks x group size asked 75 GB at 16,384 ranks.
+  const index_t n = 16384;
+  const ivec m{n};
+  const auto S0 = spec(m, {spmd::make_shard(0)}, 1);
+  const auto R = spec(m, {spmd::make_replicate()}, 1);
+  const spmd::step_schedule s =
+      spmd::build_schedule({step_kind::all_gather, 1u, reduce_op::sum, S0, R}, simref::to_shape({4 * n}));
+  REQUIRE(s.error == spmd::step_error::none);
+  CHECK(s.ops.size() == static_cast<std::size_t>(2 * n - 1));  // n pieces, n - 1 replicas
+  CHECK(s.ops.capacity() <= static_cast<std::size_t>(2 * n));
+  std::size_t copies = 0;
+  for (const spmd::sched_op& o : s.ops) copies += o.code == spmd::op_code::copy && o.dst == 0;
+  CHECK(copies == static_cast<std::size_t>(n));
+  // An all_to_all has a piece for every pair whose boxes meet: those it has, and only those.
+  const auto S1 = spec(m, {spmd::make_shard(1)}, 2);
+  const auto S0b = spec(m, {spmd::make_shard(0)}, 2);
+  const spmd::step_schedule t =
+      spmd::build_schedule({step_kind::all_to_all, 1u, reduce_op::sum, S0b, S1}, simref::to_shape({n, 3}));
+  REQUIRE(t.error == spmd::step_error::none);
+  CHECK(t.ops.size() == 3 * static_cast<std::size_t>(n));  // 3 columns: 3 ranks receive, from each row
+}
