@@ -10,12 +10,13 @@
 // what 64 separate copies would take (the sum of the ranks' local sizes, as LocalTensor
 // stores them), and the process's peak resident set.
 // Then many ranks (run-time layouts, 1-D meshes of 4,096 to 65,536 ranks, 4 elements a rank):
-// distribute, S(0) -> R and S(0) -> S(1), whose cost per rank should not grow with the ranks.
+// distribute, S(0) -> R, S(0) -> S(1) and R -> S(0), whose cost per rank should not grow with
+// the ranks.
 // The last line: RESULT scale_forward_ms=<1 thread> scale_forward_all_ms=<all threads>
 //                       scale_memory=<held / per-rank copies, weights> runtime_path_ratio=
 //                       <64-rank runtime path / 32-rank compile-time path, us per rank>
 //                       many_ranks_growth=<us per rank at 65,536 ranks / at 4,096, the worst
-//                       of the three>
+//                       of the four>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -134,11 +135,11 @@ double small_us() {
   return ms * 1000.0 / 200.0;
 }
 
-/// us per rank of distribute, and of redistributing S(0) to R and to S(1), on a 1-D mesh of
+/// us per rank of distribute, of redistributing S(0) to R and to S(1), and R to S(0), on a 1-D mesh of
 /// n ranks, 4 elements a rank (run-time layouts: each call builds its schedules, as the
 /// first call of a shape does). Median of 3.
 struct many_ranks_us {
-  double distribute = 0, gather = 0, all_to_all = 0;
+  double distribute = 0, gather = 0, all_to_all = 0, chunk = 0;
 };
 many_ranks_us many_ranks(index_t n) {
   const mesh_shape_vec mesh = parse_mesh(std::to_string(n));
@@ -166,6 +167,12 @@ many_ranks_us many_ranks(index_t n) {
     auto y = sim::execute<float>(to_s1, square, z);
     asm volatile("" : : "r"(&y) : "memory");
   });
+  const sim::local_set<float> w = sim::distribute<float>(std::span<const float>(g), r, rows);
+  const plan to_s0 = make_plan(r, s0, 16.0 * n).value;
+  out.chunk = per_rank([&] {
+    auto y = sim::execute<float>(to_s0, rows, w);
+    asm volatile("" : : "r"(&y) : "memory");
+  });
   return out;
 }
 
@@ -188,16 +195,17 @@ int main(int argc, char** argv) {
   std::printf("  %2d ranks: %8.2f us (%.3f us per rank)  runtime path (cached schedules)\n", 64,
               us64, us64 / 64);
   std::printf("\nMany ranks: a 1-D mesh, 4 f32 elements a rank, run-time layouts (us per rank):\n");
-  std::printf("  %7s %12s %12s %12s\n", "ranks", "distribute", "S(0)->R", "S(0)->S(1)");
+  std::printf("  %7s %12s %12s %12s %12s\n", "ranks", "distribute", "S(0)->R", "S(0)->S(1)", "R->S(0)");
   const index_t few = 4096, most = quick ? 16384 : 65536;
   many_ranks_us first{}, last{};
   for (index_t n = few; n <= most; n *= 4) {
     const many_ranks_us t = many_ranks(n);
-    std::printf("  %7lld %12.3f %12.3f %12.3f\n", static_cast<long long>(n), t.distribute, t.gather, t.all_to_all);
+    std::printf("  %7lld %12.3f %12.3f %12.3f %12.3f\n", static_cast<long long>(n), t.distribute, t.gather,
+                t.all_to_all, t.chunk);
     (n == few ? first : last) = t;
   }
   const double growth = std::max({last.distribute / first.distribute, last.gather / first.gather,
-                                  last.all_to_all / first.all_to_all});
+                                  last.all_to_all / first.all_to_all, last.chunk / first.chunk});
   std::printf("RESULT scale_forward_ms=%.2f scale_forward_all_ms=%.2f scale_memory=%.3f "
               "runtime_path_ratio=%.3f many_ranks_growth=%.3f\n",
               ms1, ms_all, mem, (us64 / 64) / (us32 / 32), growth);

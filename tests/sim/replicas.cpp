@@ -324,6 +324,56 @@ TEST_CASE("many ranks: each rank shares the first equal block, found by key", "[
   CHECK(layouts == 8);
   // Keys that all collide still give the scan's answer: equal ranks are compared, not keys.
   const auto same_mod = [](index_t q, index_t r) { return q % 7 == r % 7; };
-  CHECK(host::detail::first_equal(host::held_range{0, 300}, 300, [](index_t) { return std::uint64_t{1}; }, same_mod) ==
-        twins_by_scan(host::held_range{0, 300}, 300, same_mod));
+  CHECK(first_equal(300, [](index_t r) { return r >= 40; }, [](index_t) { return std::uint64_t{1}; }, same_mod) ==
+        twins_by_scan(host::held_range{40, 300}, 300, same_mod));
+}
+
+TEST_CASE("a step's twins: the first earlier rank with the same shape and ops, found by key", "[replicas]") {
+  // build_replica_plan's candidates against the scan that defines them, on the steps of
+  // plans between layouts of a 2-d mesh (uneven blocks, empty ones, every step kind).
+  const mesh_shape_vec mesh = parse_mesh("12x8");
+  const shape_vec global = parse_shape("50,30");
+  const char* layouts[] = {"R,R", "S(0),R", "R,S(0)", "S(0),S(1)", "S(1),S(0)", "P,R", "R,P", "S(0),S(0)"};
+  int steps = 0, with_twins = 0;
+  for (const char* a : layouts)
+    for (const char* b : layouts) {
+      const plan_result r = make_plan(checked_spec(mesh, parse_placements(a), 2),
+                                      checked_spec(mesh, parse_placements(b), 2), 6000.0);
+      REQUIRE(r.ok());
+      for (const step_schedule& s : build_schedules(r.value, global)) {
+        const sim::replica_plan p = sim::build_replica_plan(s);
+        const index_t n = static_cast<index_t>(s.ranks.size());
+        const auto ops_of = [&](index_t x) {
+          std::vector<sched_op> v;
+          for (const sched_op& o : s.ops)
+            if (o.code != op_code::replicate && o.dst == x) v.push_back(o);
+          return v;
+        };
+        const auto same_ops = [&](index_t q, index_t x) {
+          const std::vector<sched_op> u = ops_of(q), v = ops_of(x);
+          if (u.empty() || u.size() != v.size()) return false;
+          for (std::size_t k = 0; k < u.size(); ++k)
+            if (u[k].code != v[k].code || !(u[k].geo == v[k].geo)) return false;
+          return true;
+        };
+        std::vector<index_t> want(static_cast<std::size_t>(n), -1);
+        for (index_t x = 0; x < n; ++x) {
+          const rank_plan& px = s.ranks[static_cast<std::size_t>(x)];
+          if (p.from[static_cast<std::size_t>(x)] >= 0 || px.how == disposition::keep || px.elems == 0) continue;
+          for (index_t q = 0; q < x; ++q) {
+            const rank_plan& pq = s.ranks[static_cast<std::size_t>(q)];
+            if (p.from[static_cast<std::size_t>(q)] < 0 && pq.how != disposition::keep && pq.shape == px.shape &&
+                same_ops(q, x)) {
+              want[static_cast<std::size_t>(x)] = q;
+              break;
+            }
+          }
+        }
+        CHECK(p.twin == want);
+        ++steps;
+        with_twins += std::any_of(want.begin(), want.end(), [](index_t t) { return t >= 0; });
+      }
+    }
+  CHECK(steps > 50);
+  CHECK(with_twins > 5);  // the cases exercise the search, not only its empty answer
 }

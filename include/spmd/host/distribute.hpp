@@ -48,6 +48,7 @@
 #include <utility>
 #include <vector>
 
+#include "spmd/core/first_equal.hpp"
 #include "spmd/core/layout_spec.hpp"
 #include "spmd/core/mesh_groups.hpp"
 #include "spmd/host/element.hpp"
@@ -89,47 +90,6 @@ SPMD_SIM_NOINLINE void split_partial(T* p, index_t size, reduce_op op, index_t j
 
 using host::shape_text;
 
-}  // namespace detail
-
-namespace detail {
-
-/// Mixes v into the hash h (a multiplicative step; equal inputs give equal hashes).
-constexpr std::uint64_t mix(std::uint64_t h, index_t v) {
-  h ^= static_cast<std::uint64_t>(v) + 0x9e3779b97f4a7c15u + (h << 6) + (h >> 2);
-  return h * 0xff51afd7ed558ccdu;
-}
-
-/// For each held mesh index r, the first held q < r with same(q, r), or -1: ranks whose
-/// locals are equal by construction share the first one's buffer (local_set::share) instead
-/// of a copy. key(r) must be equal wherever same is true (a hash of what same compares): the
-/// ranks are sorted by it, so that each is compared only with the earlier ranks of its key,
-/// and of those only the first of each set of equals. n log n, where comparing every earlier
-/// rank took 87 s for 65,536 ranks of distinct blocks.
-template <class Key, class Same>
-std::vector<index_t> first_equal(held_range held, index_t n_ranks, Key&& key, Same&& same) {
-  std::vector<index_t> twins(static_cast<std::size_t>(n_ranks), -1);
-  std::vector<std::pair<std::uint64_t, index_t>> order;
-  order.reserve(static_cast<std::size_t>(held.count()));
-  for (const index_t r : held.indices()) order.emplace_back(key(r), r);
-  std::sort(order.begin(), order.end());
-  for (std::size_t b = 0; b < order.size();) {
-    std::size_t e = b + 1;
-    while (e < order.size() && order[e].first == order[b].first) ++e;
-    for (std::size_t i = b + 1; i < e; ++i) {  // [b, e): one key, by mesh index
-      const index_t r = order[i].second;
-      for (std::size_t j = b; j < i; ++j) {
-        const index_t q = order[j].second;  // the first equal is a first: it has no twin
-        if (twins[static_cast<std::size_t>(q)] < 0 && same(q, r)) {
-          twins[static_cast<std::size_t>(r)] = q;
-          break;
-        }
-      }
-    }
-    b = e;
-  }
-  return twins;
-}
-
 /// What distribute does for each rank, independent of the element type.
 struct rank_slice {
   shape_vec shape{};
@@ -150,16 +110,16 @@ SPMD_SIM_NOINLINE inline std::vector<rank_slice> slices(const layout_spec& spec,
   return out;
 }
 
-/// first_equal over slices: the same block (geometry from the global tensor) of the same
+/// first_equal over the held slices: the same block (geometry from the global tensor) of the same
 /// Partial split.
 SPMD_SIM_NOINLINE inline std::vector<index_t> slice_twins(const std::vector<rank_slice>& plan, index_t n_ranks,
                                                           held_range held) {
   return first_equal(
-      held, n_ranks,
+      n_ranks, [&](index_t r) { return held.contains(r); },
       [&](index_t r) {
         const rank_slice& s = plan[static_cast<std::size_t>(r)];
-        std::uint64_t h = mix(mix(0, s.part), s.geo.soff);
-        for (const index_t e : s.shape) h = mix(h, e);
+        std::uint64_t h = hash_mix(hash_mix(0, s.part), s.geo.soff);
+        for (const index_t e : s.shape) h = hash_mix(h, e);
         return h;
       },
       [&](index_t q, index_t r) {
@@ -242,14 +202,14 @@ inline std::vector<index_t> generated_twins(const layout_spec& spec, const shape
     boxes.push_back(box_at(spec, global, unravel(spec.mesh, r)));
     id.push_back(holds_identity(spec, r));
   }
-  return detail::first_equal(
-      held, spec.mesh_size(),
+  return first_equal(
+      spec.mesh_size(), [&](index_t r) { return held.contains(r); },
       [&](index_t r) {
         const auto i = static_cast<std::size_t>(r);
-        std::uint64_t h = detail::mix(0, id[i]);
-        for (const index_t e : boxes[i].shape) h = detail::mix(h, e);
+        std::uint64_t h = hash_mix(0, id[i]);
+        for (const index_t e : boxes[i].shape) h = hash_mix(h, e);
         if (!id[i])
-          for (const index_t o : boxes[i].offset) h = detail::mix(h, o);
+          for (const index_t o : boxes[i].offset) h = hash_mix(h, o);
         return h;
       },
       [&](index_t q, index_t r) {
