@@ -110,8 +110,8 @@ SPMD_SIM_NOINLINE inline std::vector<rank_slice> slices(const layout_spec& spec,
   return out;
 }
 
-/// first_equal over the held slices: the same block (geometry from the global tensor) of the same
-/// Partial split.
+/// first_equal over the held slices: the same block (geometry from the global tensor) of
+/// the same Partial split.
 SPMD_SIM_NOINLINE inline std::vector<index_t> slice_twins(const std::vector<rank_slice>& plan, index_t n_ranks,
                                                           held_range held) {
   return first_equal(
@@ -157,8 +157,8 @@ local_set<T> distribute(std::span<const T> data, const layout_spec& spec,
   local_set<T> out(spec.mesh_size(), held);
   for (const index_t r : held.indices()) {
     const detail::rank_slice& s = plan[static_cast<std::size_t>(r)];
-    if (const index_t twin = twins[static_cast<std::size_t>(r)]; twin >= 0) {  // the same block of the same split: a replica
-      out.share(r, twin);
+    if (const index_t twin = twins[static_cast<std::size_t>(r)]; twin >= 0) {
+      out.share(r, twin);  // the same block of the same split: a replica
       continue;
     }
     out.assign(r, s.shape);
