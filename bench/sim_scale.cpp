@@ -155,24 +155,17 @@ many_ranks_us many_ranks(index_t n) {
     auto x = sim::distribute<float>(std::span<const float>(g), s0, rows);
     asm volatile("" : : "r"(&x) : "memory");
   });
-  const sim::local_set<float> x = sim::distribute<float>(std::span<const float>(g), s0, rows);
-  const plan to_r = make_plan(s0, r, 16.0 * n).value;
-  out.gather = per_rank([&] {
-    auto y = sim::execute<float>(to_r, rows, x);
-    asm volatile("" : : "r"(&y) : "memory");
-  });
-  const sim::local_set<float> z = sim::distribute<float>(std::span<const float>(g), s0b, square);
-  const plan to_s1 = make_plan(s0b, s1, 16.0 * n).value;
-  out.all_to_all = per_rank([&] {
-    auto y = sim::execute<float>(to_s1, square, z);
-    asm volatile("" : : "r"(&y) : "memory");
-  });
-  const sim::local_set<float> w = sim::distribute<float>(std::span<const float>(g), r, rows);
-  const plan to_s0 = make_plan(r, s0, 16.0 * n).value;
-  out.chunk = per_rank([&] {
-    auto y = sim::execute<float>(to_s0, rows, w);
-    asm volatile("" : : "r"(&y) : "memory");
-  });
+  const auto redistribute = [&](const layout_spec& from, const layout_spec& to, const shape_vec& shape) {
+    const sim::local_set<float> x = sim::distribute<float>(std::span<const float>(g), from, shape);
+    const plan p = make_plan(from, to, 16.0 * n).value;
+    return per_rank([&] {
+      auto y = sim::execute<float>(p, shape, x);
+      asm volatile("" : : "r"(&y) : "memory");
+    });
+  };
+  out.gather = redistribute(s0, r, rows);
+  out.all_to_all = redistribute(s0b, s1, square);
+  out.chunk = redistribute(r, s0, rows);
   return out;
 }
 

@@ -28,7 +28,8 @@ inline spmd::index_t elements_within(const spmd::shape_vec& shape, spmd::index_t
 /// fuzzer stops at 2 GB):
 /// - `layout` lists each rank's box: 2^20 ranks take 0.6 GB as JSON;
 /// - `rand`, `load` and `run` also hold each rank's local tensor and data (and `run` each
-///   step's schedule, linear in the ranks): 2^16 ranks.
+///   step's schedule: a few ops per rank, and an all_to_all's pieces, at most one per
+///   element): 2^16 ranks.
 inline constexpr spmd::index_t max_listed_ranks = spmd::index_t{1} << 20;
 inline constexpr spmd::index_t max_data_ranks = spmd::index_t{1} << 16;
 

@@ -203,55 +203,40 @@ TEST_CASE("resume: bad checkpoints are refused naming what is wrong, and change 
   // A file without one optimizer entry (a model's plain checkpoint of the same tensors).
   io::save_tensors<sim::backend>(other, {}, std::pair<std::string_view, const std::remove_cvref_t<decltype(m.w1.value())>&>("w1", m.w1.value()));
   CHECK_THROWS_WITH(io::load_training_state(other, opt), Catch::Contains("holds no training state"));
-  {
-    // The optimizer's name but no exp_avg_sq for b2: written by hand, every other entry present.
+  // Training states written by hand: every entry, the step's metadata as `step`, and b2's
+  // exp_avg_sq only when it is passed (`last`).
+  const auto& s0 = *opt.state_of<0>();
+  const auto& s1 = *opt.state_of<1>();
+  const auto& s2 = *opt.state_of<2>();
+  const auto& s3 = *opt.state_of<3>();
+  using P = std::pair<std::string_view, const std::remove_cvref_t<decltype(m.w1.value())>&>;
+  using PB = std::pair<std::string_view, const std::remove_cvref_t<decltype(m.b1.value())>&>;
+  using P2 = std::pair<std::string_view, const std::remove_cvref_t<decltype(m.w2.value())>&>;
+  using PB2 = std::pair<std::string_view, const std::remove_cvref_t<decltype(m.b2.value())>&>;
+  const auto write = [&](const std::string& step, const auto&... last) {
     io::save_options o;
-    o.metadata = {{"spmd.optimizer", "adamw"}, {"spmd.step", "1"}, {"w1.step", "1"}, {"b1.step", "1"},
+    o.metadata = {{"spmd.optimizer", "adamw"}, {"spmd.step", step}, {"w1.step", "1"}, {"b1.step", "1"},
                   {"w2.step", "1"}, {"b2.step", "1"}};
-    const auto& s0 = *opt.state_of<0>();
-    const auto& s1 = *opt.state_of<1>();
-    const auto& s2 = *opt.state_of<2>();
-    const auto& s3 = *opt.state_of<3>();
-    using P = std::pair<std::string_view, const std::remove_cvref_t<decltype(m.w1.value())>&>;
-    using PB = std::pair<std::string_view, const std::remove_cvref_t<decltype(m.b1.value())>&>;
-    using P2 = std::pair<std::string_view, const std::remove_cvref_t<decltype(m.w2.value())>&>;
-    using PB2 = std::pair<std::string_view, const std::remove_cvref_t<decltype(m.b2.value())>&>;
     io::save_tensors<sim::backend>(other, o, P("w1", m.w1.value()), P("w1.exp_avg", s0.exp_avg),
                                    P("w1.exp_avg_sq", s0.exp_avg_sq), PB("b1", m.b1.value()),
                                    PB("b1.exp_avg", s1.exp_avg), PB("b1.exp_avg_sq", s1.exp_avg_sq),
                                    P2("w2", m.w2.value()), P2("w2.exp_avg", s2.exp_avg),
                                    P2("w2.exp_avg_sq", s2.exp_avg_sq), PB2("b2", m.b2.value()),
-                                   PB2("b2.exp_avg", s3.exp_avg));
-    CHECK_THROWS_WITH(io::load_training_state(other, opt), Catch::Contains("no tensor 'b2.exp_avg_sq'"));
-  }
+                                   PB2("b2.exp_avg", s3.exp_avg), last...);
+  };
+  const PB2 b2_sq("b2.exp_avg_sq", s3.exp_avg_sq);
+  // The optimizer's name but no exp_avg_sq for b2.
+  write("1");
+  CHECK_THROWS_WITH(io::load_training_state(other, opt), Catch::Contains("no tensor 'b2.exp_avg_sq'"));
   {
     // Counts in the metadata are digits, as the writer puts them: a sign, a space, an
     // exponent or more digits than a step can have are refused, not read leniently.
-    const auto write = [&](const std::string& step) {
-      io::save_options o;
-      o.metadata = {{"spmd.optimizer", "adamw"}, {"spmd.step", step}, {"w1.step", "1"}, {"b1.step", "1"},
-                    {"w2.step", "1"}, {"b2.step", "1"}};
-      const auto& s0 = *opt.state_of<0>();
-      const auto& s1 = *opt.state_of<1>();
-      const auto& s2 = *opt.state_of<2>();
-      const auto& s3 = *opt.state_of<3>();
-      using P = std::pair<std::string_view, const std::remove_cvref_t<decltype(m.w1.value())>&>;
-      using PB = std::pair<std::string_view, const std::remove_cvref_t<decltype(m.b1.value())>&>;
-      using P2 = std::pair<std::string_view, const std::remove_cvref_t<decltype(m.w2.value())>&>;
-      using PB2 = std::pair<std::string_view, const std::remove_cvref_t<decltype(m.b2.value())>&>;
-      io::save_tensors<sim::backend>(other, o, P("w1", m.w1.value()), P("w1.exp_avg", s0.exp_avg),
-                                     P("w1.exp_avg_sq", s0.exp_avg_sq), PB("b1", m.b1.value()),
-                                     PB("b1.exp_avg", s1.exp_avg), PB("b1.exp_avg_sq", s1.exp_avg_sq),
-                                     P2("w2", m.w2.value()), P2("w2.exp_avg", s2.exp_avg),
-                                     P2("w2.exp_avg_sq", s2.exp_avg_sq), PB2("b2", m.b2.value()),
-                                     PB2("b2.exp_avg", s3.exp_avg), PB2("b2.exp_avg_sq", s3.exp_avg_sq));
-    };
     for (const std::string bad : {" 1", "+1", "1e0", "-1", "1.0", "", "0x1", "1234567890123456789"}) {
-      write(bad);
+      write(bad, b2_sq);
       CHECK_THROWS_WITH(io::load_training_state(other, opt),
                         Catch::Contains("'spmd.step' is '" + bad + "', not a count >= 0"));
     }
-    write("123456789012345678");  // the longest count read: past --steps, but a count
+    write("123456789012345678", b2_sq);  // the longest count read: past --steps, but a count
     auto fresh = model<M, mode::ddp>::make();
     auto fresh_opt = adamw_of(fresh);
     CHECK(io::load_training_state(other, fresh_opt).step == 123456789012345678);
