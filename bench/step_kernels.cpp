@@ -2,7 +2,8 @@
 // time only (buffers allocated once), against the floor of bytes each step must move: the
 // table as the backend finishes it (16-byte units; a transposing step of tile_big items or
 // more by shared-memory tiles, another copy step in 32 or 64 bytes per item; ops of one size
-// found by division), without the spread copies, without the direct look-up, and S(0)->S(1)
+// found by division; a small step's table as a kernel parameter: "inline"), read from device
+// memory at every size ("arrays"), without the spread copies, without the direct look-up, and S(0)->S(1)
 // without the tiles and with them at every size ("tiled": where tile_big should lie); the
 // copy steps also spread at every size (spread_k items a thread), and
 // distribute_device_tensor's S(0) slicing step each way.
@@ -96,12 +97,13 @@ struct tested {
   const char* name;
   spmd::placement from, to;
   double read_x, write_x;
-  int table;  // 0: finished (tiles from tile_big items); 1: widened only (16 bytes per item);
-              // 2: finished, ops searched; 3: finished without tiles; 4: widened and spread
-              // (spread_k items a thread, as spread_copies makes a large copy step);
-              // 5: finished with tiles at any size
+  int table;  // 0: finished (tiles from tile_big items; a small step's table inline, as the
+              // backend launches it); 1: widened only (16 bytes per item); 2: finished, ops
+              // searched; 3: finished without tiles; 4: widened and spread (spread_k items a
+              // thread, as spread_copies makes a large copy step); 5: finished with tiles at
+              // any size; 6: finished, read from device memory even where it fits inline
 };
-const char* const table_names[] = {"", " 16B/item", " searched", " no tiles", " spread", " tiled"};
+const char* const table_names[] = {"", " 16B/item", " searched", " no tiles", " spread", " tiled", " arrays"};
 
 /// A table packed into device memory (`mem`, for cudaFree) and its view there.
 struct uploaded {
@@ -118,20 +120,22 @@ uploaded upload(const cu::step_table& t) {
 
 /// Times the library's kernel on `v` and prints one line: with --kib its latency above an empty
 /// kernel in a graph (`empty_us`), else its time against `floor_us`.
-void report(const std::string& name, const cu::step_view& v, const cu::rank_ptrs<cu::wide16>& ptrs, bool small,
-            double empty_us, double floor_us, const std::string& blocks) {
+void report(const std::string& name, const cu::step_view& v, const cu::inline_table* in_param,
+            const cu::rank_ptrs<cu::wide16>& ptrs, bool small, double empty_us, double floor_us,
+            const std::string& blocks) {
   if (small) {
-    const double node = graph_us_per([&](cudaStream_t st) { cu::kernels::step_wide<float>(v, ptrs, st); });
+    const double node = graph_us_per([&](cudaStream_t st) { cu::kernels::step_wide<float>(v, ptrs, st, in_param); });
     std::printf("  %-36s %10.2f %10.2f %10s\n", name.c_str(), node, node - empty_us, blocks.c_str());
   } else {
-    const double us = 1e3 * ms_per([&] { cu::kernels::step_wide<float>(v, ptrs, nullptr); });
+    const double us = 1e3 * ms_per([&] { cu::kernels::step_wide<float>(v, ptrs, nullptr, in_param); });
     std::printf("  %-36s %10.1f %10.1f %7.3f\n", name.c_str(), us, floor_us, floor_us / us);
   }
 }
 
 /// What a finished table's kernel moves per thread, for the case's name.
-std::string how(const cu::step_table& t) {
+std::string how(const cu::step_table& t, bool in_param) {
   if (t.tile_blocks > 0) return " (tiles)";
+  if (in_param) return " (16B, inline)";
   return t.per_thread > 1 ? " (" + std::to_string(t.per_thread) + " x 16B)" : " (16B)";
 }
 
@@ -179,10 +183,14 @@ int main(int argc, char** argv) {
       {"S(0)->S(1)", spmd::make_shard(0), spmd::make_shard(1), 1, 1, 3},
       {"S(0)->S(1)", spmd::make_shard(0), spmd::make_shard(1), 1, 1, 4},
       {"S(0)->S(1)", spmd::make_shard(0), spmd::make_shard(1), 1, 1, 5},
+      {"S(0)->R", spmd::make_shard(0), spmd::make_replicate(), 1, 8, 6},
+      {"S(0)->S(1)", spmd::make_shard(0), spmd::make_shard(1), 1, 1, 6},
       {"P->R", P, spmd::make_replicate(), 8, 8, 0},
       {"P->R", P, spmd::make_replicate(), 8, 8, 2},
+      {"P->R", P, spmd::make_replicate(), 8, 8, 6},
       {"P->S(0)", P, spmd::make_shard(0), 8, 1, 0},
       {"P->S(0)", P, spmd::make_shard(0), 8, 1, 2},
+      {"P->S(0)", P, spmd::make_shard(0), 8, 1, 6},
   };
   if (small) std::printf("# %-36s %10s %10s %10s\n", "case (table, bytes per item)", "node(us)", "kernel(us)", "blocks");
   else std::printf("# %-36s %10s %10s %7s\n", "case (table, bytes per item)", "time(us)", "floor(us)", "ratio");
@@ -209,6 +217,8 @@ int main(int argc, char** argv) {
       continue;
     }
     const uploaded up = upload(t);
+    const bool in_param = c.table != 6 && cu::fits_inline(t);
+    const cu::inline_table packed = in_param ? cu::make_inline(t) : cu::inline_table{};
     cu::rank_ptrs<cu::wide16> ptrs{};
     std::vector<void*> owned;
     for (index_t r = 0; r < 8; ++r) {
@@ -228,8 +238,8 @@ int main(int argc, char** argv) {
     }
     const double floor_us = (c.read_x + c.write_x) * static_cast<double>(kib) * 1024 / bw * 1e6;
     const index_t blocks = t.tile_blocks > 0 ? t.tile_blocks : (t.items + 256 * t.per_thread - 1) / (256 * t.per_thread);
-    report(std::string(c.name) + table_names[c.table] + how(t), up.view, ptrs, small, empty_us, floor_us,
-           std::to_string(blocks));
+    report(std::string(c.name) + table_names[c.table] + how(t, in_param), up.view, in_param ? &packed : nullptr,
+           ptrs, small, empty_us, floor_us, std::to_string(blocks));
     cu::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
     for (void* q : owned) cudaFree(q);
     cudaFree(up.mem);
@@ -249,13 +259,15 @@ int main(int argc, char** argv) {
       if (!wide) continue;
       if (table == 4) t.per_thread = cu::spread_k;
       const uploaded up = upload(t);
+      const bool in_param = table == 0 && cu::fits_inline(t);
+      const cu::inline_table packed = in_param ? cu::make_inline(t) : cu::inline_table{};
       cu::rank_ptrs<cu::wide16> ptrs{};
       for (index_t r = 0; r < 8; ++r) {
         ptrs.in[r] = static_cast<const cu::wide16*>(in);
         ptrs.out[r] = static_cast<cu::wide16*>(out) + r * (static_cast<index_t>(bytes) / 16 / 8);
       }
-      report(std::string("distribute S(0)") + table_names[table] + how(t), up.view, ptrs, small, empty_us,
-             2.0 * static_cast<double>(bytes) / bw * 1e6, "-");
+      report(std::string("distribute S(0)") + table_names[table] + how(t, in_param), up.view,
+             in_param ? &packed : nullptr, ptrs, small, empty_us, 2.0 * static_cast<double>(bytes) / bw * 1e6, "-");
       cu::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
       cudaFree(up.mem);
     }

@@ -5,9 +5,9 @@
 
 namespace spmd::cuda::kernels {
 
-#define SPMD_STEP(T)                                                          \
-  template void step<T>(const step_view&, const rank_ptrs<T>&, cudaStream_t); \
-  template void step_wide<T>(const step_view&, const rank_ptrs<wide16>&, cudaStream_t);
+#define SPMD_STEP(T)                                                                              \
+  template void step<T>(const step_view&, const rank_ptrs<T>&, cudaStream_t, const inline_table*); \
+  template void step_wide<T>(const step_view&, const rank_ptrs<wide16>&, cudaStream_t, const inline_table*);
 SPMD_CUDA_FOR_EACH_ELEMENT(SPMD_STEP)
 #undef SPMD_STEP
 

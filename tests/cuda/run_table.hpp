@@ -2,11 +2,13 @@
 // the per-thread bodies over an emulated grid (last block and thread first, fewer threads
 // than items), element by element or, for a widened table, in units of 16 bytes (spread_k of
 // them a thread for a spread copy step, or by tiles for a tiled one: each block's loads, then
-// its stores, as the kernel's barrier orders them).
+// its stores, as the kernel's barrier orders them); a small step's table read from the
+// inline copy its kernel gets as a parameter (make_inline), as the backend launches it.
 #pragma once
 
 #include <cstring>
 #include <initializer_list>
+#include <memory>
 #include <vector>
 
 #include "spmd/backends/cuda/grid_emulation.hpp"
@@ -61,11 +63,19 @@ inline std::vector<spmd::placement_vec> layouts(int mesh_dims, spmd::reduce_op o
   return out;
 }
 
+/// Where the emulated kernel reads the table: as the backend picks (inline where
+/// fits_inline), or always from the table's arrays (the device-memory kernels' path).
+enum class table_from { as_backend, arrays };
+
 /// Runs `t` on in[r] / out[r] (r < n); `wide` when t was widened (finish returned true):
 /// every buffer then 16-byte aligned, as the device pool's are.
 template <class T>
-void run_on_grid(const spmd::cuda::step_table& t, bool wide, const T* const* in, T* const* out, spmd::index_t n) {
-  const spmd::cuda::step_view v = t.view();
+void run_on_grid(const spmd::cuda::step_table& t, bool wide, const T* const* in, T* const* out, spmd::index_t n,
+                 table_from from = table_from::as_backend) {
+  // The inline table a small step's kernel gets as its parameter (make_inline), or the arrays.
+  const bool small = from == table_from::as_backend && spmd::cuda::fits_inline(t);
+  const auto packed = small ? std::make_unique<spmd::cuda::inline_table>(spmd::cuda::make_inline(t)) : nullptr;
+  const spmd::cuda::step_view v = small ? packed->resolved() : t.view();
   if (wide) {
     std::vector<const spmd::cuda::wide16*> wi(static_cast<std::size_t>(n));
     std::vector<spmd::cuda::wide16*> wo(static_cast<std::size_t>(n));

@@ -72,6 +72,10 @@ long& uniform_steps() {  // ops found without a search
   static long n = 0;
   return n;
 }
+long& inline_steps() {  // finished tables the backend passes inline, also run from their arrays
+  static long n = 0;
+  return n;
+}
 
 /// One step on `in` by the emulated grid; false (with a message) where a rank differs.
 template <class T>
@@ -119,18 +123,25 @@ long check_step(const spmd::plan_step& step, const shape_vec& global,
       ++widened_reductions();
   }
   if (done.uniform > 0) ++uniform_steps();
-  for (index_t r = 0; r < n; ++r)
-    if (s.ranks[static_cast<std::size_t>(r)].how != spmd::disposition::keep)
-      for (index_t i = 0; i < s.ranks[static_cast<std::size_t>(r)].elems; ++i) outs[static_cast<std::size_t>(r)][i] = T(7);
+  auto repoison = [&] {
+    for (index_t r = 0; r < n; ++r)
+      if (s.ranks[static_cast<std::size_t>(r)].how != spmd::disposition::keep)
+        for (index_t i = 0; i < s.ranks[static_cast<std::size_t>(r)].elems; ++i) outs[static_cast<std::size_t>(r)][i] = T(7);
+  };
+  repoison();
   spmd_test::run_on_grid<T>(done, wide, ins.data(), outs.data(), n);
   compare(wide ? "the widened table" : "the finished table");
+  if (spmd::cuda::fits_inline(done)) {  // run inline above: from the arrays, as a larger step
+    ++inline_steps();
+    repoison();
+    spmd_test::run_on_grid<T>(done, wide, ins.data(), outs.data(), n, spmd_test::table_from::arrays);
+    compare("the finished table read from its arrays");
+  }
   if (wide && done.tile_blocks == 0 && spmd::cuda::spreadable(done)) {  // as a step of a million items would run
     ++spread_steps();
     spmd::cuda::step_table other = done;
     other.per_thread = spmd::cuda::spread_k;
-    for (index_t r = 0; r < n; ++r)
-      if (s.ranks[static_cast<std::size_t>(r)].how != spmd::disposition::keep)
-        for (index_t i = 0; i < s.ranks[static_cast<std::size_t>(r)].elems; ++i) outs[static_cast<std::size_t>(r)][i] = T(7);
+    repoison();
     spmd_test::run_on_grid<T>(other, true, ins.data(), outs.data(), n);
     compare("the table spread");
   }
@@ -144,9 +155,7 @@ long check_step(const spmd::plan_step& step, const shape_vec& global,
       }
     spmd::cuda::step_table deep = table;
     spmd::cuda::finish(deep, sizeof(T), spmd::cuda::tiling::never);
-    for (index_t r = 0; r < n; ++r)
-      if (s.ranks[static_cast<std::size_t>(r)].how != spmd::disposition::keep)
-        for (index_t i = 0; i < s.ranks[static_cast<std::size_t>(r)].elems; ++i) outs[static_cast<std::size_t>(r)][i] = T(7);
+    repoison();
     spmd_test::run_on_grid<T>(deep, true, ins.data(), outs.data(), n);
     compare("the table finished without tiles");
   }
@@ -221,7 +230,8 @@ TEST_CASE("steps widened to 16-byte units give the simulation's bits", "[cuda][e
   // all_to_alls, chunks and reductions widen, and many copy steps spread.
   // (The inputs' buffers come from local_set's allocator, aligned to 64 bytes.)
   long steps = 0;
-  widened_steps() = widened_reductions() = spread_steps() = uniform_steps() = tiled_steps() = tiled_uneven_steps() = 0;
+  widened_steps() = widened_reductions() = spread_steps() = uniform_steps() = tiled_steps() = tiled_uneven_steps() =
+      inline_steps() = 0;
   const std::vector<shape_vec> shapes = {vec({16, 32}), vec({8, 64}), vec({32, 8})};
   for (const auto& m : {vec<spmd::mesh_shape_vec>({4}), vec<spmd::mesh_shape_vec>({2, 2}),
                         vec<spmd::mesh_shape_vec>({2, 2, 2})}) {
@@ -236,8 +246,9 @@ TEST_CASE("steps widened to 16-byte units give the simulation's bits", "[cuda][e
   INFO(widened_steps() << " of " << steps << " steps widened, " << widened_reductions() << " of them reducing, "
                        << spread_steps() << " spread, " << tiled_steps() << " tiled (" << tiled_uneven_steps()
                        << " with unequal runs); " << uniform_steps()
-                       << " with ops of one size");
+                       << " with ops of one size, " << inline_steps() << " inline");
   CHECK(widened_steps() > 500);
+  CHECK(inline_steps() > 200);
   CHECK(tiled_steps() > 50);
   CHECK(widened_reductions() > 200);
   CHECK(spread_steps() > 100);

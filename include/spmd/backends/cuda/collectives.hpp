@@ -43,6 +43,7 @@ void check_input(const device_set<T>& x, const char* who) {
 struct uploaded {
   step_view view{};
   bool wide = false;
+  std::shared_ptr<const inline_table> small;  // the table inline, for a small collective
   std::vector<shape_vec> out;
   index_t received = 0;
   std::unique_ptr<void, void (*)(void*)> memory{nullptr, [](void* p) { (void)cudaFree(p); }};
@@ -77,6 +78,7 @@ const uploaded& cached_table(std::string key, const std::vector<shape_vec>& shap
   u.out = tb.out;
   u.received = tb.received;
   u.view = tb.t.view();
+  if (fits_inline(tb.t)) u.small = std::make_shared<const inline_table>(make_inline(tb.t));
   if (tb.t.items > 0) {
     detail::refuse_in_capture("spmd::cuda: a collective");
     std::vector<unsigned char> staged(layout_of(tb.t).bytes);
@@ -110,7 +112,7 @@ device_set<T> launch(const uploaded& u, const device_set<T>& in) {
     p.in[r] = in.data(r);
     p.out[r] = out.data(r);
   }
-  launch_step<T>(u.view, u.wide, p, n, current_stream());
+  launch_step<T>(u.view, u.wide, p, n, current_stream(), u.small.get());
   return out;
 }
 

@@ -114,17 +114,22 @@ device_set<T> distribute_on_device(const T* data, index_t n, const layout_spec& 
   const bool wide = reinterpret_cast<std::uintptr_t>(data) % 16 == 0 && finish(t, sizeof(T));
   if (!wide) mark_uniform(t);
   if (t.items > 0) {
-    const table_layout l = layout_of(t);
-    std::vector<unsigned char> staged(l.bytes);
-    pack(t, staged.data());
-    const device_block table(l.bytes);  // freed on the stream after the launch
-    // From pageable memory: returns once `staged` is copied out, so it may go.
-    check(cudaMemcpyAsync(table.data(), staged.data(), l.bytes, cudaMemcpyHostToDevice, stream),
-          "cudaMemcpyAsync (distribute table)");
     rank_ptrs<T> ptrs{};
     ptrs.in[0] = data;
     for (const index_t r : held.indices()) ptrs.out[r] = bufs[static_cast<std::size_t>(r)].data();
-    launch_step<T>(view_at(t, static_cast<const unsigned char*>(table.data())), wide, ptrs, spec.mesh_size(), stream);
+    if (fits_inline(t)) {  // a small table goes as the launch's parameter: nothing uploaded
+      const inline_table small = make_inline(t);
+      launch_step<T>(t.view(), wide, ptrs, spec.mesh_size(), stream, &small);
+    } else {
+      const table_layout l = layout_of(t);
+      std::vector<unsigned char> staged(l.bytes);
+      pack(t, staged.data());
+      const device_block table(l.bytes);  // freed on the stream after the launch
+      // From pageable memory: returns once `staged` is copied out, so it may go.
+      check(cudaMemcpyAsync(table.data(), staged.data(), l.bytes, cudaMemcpyHostToDevice, stream),
+            "cudaMemcpyAsync (distribute table)");
+      launch_step<T>(view_at(t, static_cast<const unsigned char*>(table.data())), wide, ptrs, spec.mesh_size(), stream);
+    }
   }
 
   const index_t group = group_size(spec.mesh, part.mask);

@@ -39,6 +39,7 @@ namespace spmd::cuda {
 struct device_step {
   step_view table{};                  // members and ops in device memory
   bool wide = false;                  // the table is in 16-byte units (widen)
+  std::shared_ptr<const inline_table> small;  // the same table inline, for a small step
   std::vector<rank_plan> ranks;       // per mesh index: keep, or a fresh buffer of shape
   step_kind kind = step_kind::chunk;
   dim_mask mask = 0;
@@ -71,16 +72,18 @@ inline void refuse_in_capture(const char* who) {
 }  // namespace detail
 
 /// Launches the step of `table` (in 16-byte units when `wide`: the same buffers seen as
-/// units, aligned as widen requires) on every rank's buffers, on `stream`.
+/// units, aligned as widen requires) on every rank's buffers, on `stream`; from `small`
+/// where given (make_inline of the same table).
 template <class T>
-void launch_step(const step_view& table, bool wide, const rank_ptrs<T>& ptrs, index_t ranks, cudaStream_t stream) {
-  if (!wide) return kernels::step<T>(table, ptrs, stream);
+void launch_step(const step_view& table, bool wide, const rank_ptrs<T>& ptrs, index_t ranks, cudaStream_t stream,
+                 const inline_table* small = nullptr) {
+  if (!wide) return kernels::step<T>(table, ptrs, stream, small);
   rank_ptrs<wide16> w{};
   for (index_t r = 0; r < ranks; ++r) {
     w.in[r] = reinterpret_cast<const wide16*>(ptrs.in[r]);
     w.out[r] = reinterpret_cast<wide16*>(ptrs.out[r]);
   }
-  kernels::step_wide<T>(table, w, stream);
+  kernels::step_wide<T>(table, w, stream, small);
 }
 
 /// The device plan of `p` on `global` (schedules from build_schedules; checked by the caller).
@@ -117,6 +120,7 @@ inline device_plan make_device_plan(const plan& p, const std::vector<step_schedu
     device_step ds;
     ds.table = view_at(tables[k], base + at[k]);
     ds.wide = wide[k];
+    if (fits_inline(tables[k])) ds.small = std::make_shared<const inline_table>(make_inline(tables[k]));
     ds.ranks = s.ranks;
     ds.kind = s.kind;
     ds.mask = s.mask;
@@ -166,7 +170,7 @@ device_set<T> run_device_plan(const device_plan& dp, In&& in) {
       }
       ptrs.out[k] = cur[k];
     }
-    auto launch = [&] { launch_step<T>(s.table, s.wide, ptrs, n, stream); };
+    auto launch = [&] { launch_step<T>(s.table, s.wide, ptrs, n, stream, s.small.get()); };
     // Watched, a step's span is its time on the device: the stream is synchronised before
     // the span opens and before it closes (which serialises the work a trace watches).
     const int at = static_cast<int>(&s - dp.steps.data());

@@ -89,13 +89,14 @@ struct one_hot_ptrs {
 namespace kernels {
 
 /// One step for every rank: `table` (its members and ops in device memory) over `items`
-/// work items.
+/// work items; from `small` instead where given (the same table inline: step_table.hpp).
 template <class T>
-void step(const step_view& table, const rank_ptrs<T>& ptrs, cudaStream_t stream);
+void step(const step_view& table, const rank_ptrs<T>& ptrs, cudaStream_t stream, const inline_table* small = nullptr);
 
 /// A widened step (step_table.hpp: widen): a 16-byte unit of elements of T per work item.
 template <class T>
-void step_wide(const step_view& table, const rank_ptrs<wide16>& ptrs, cudaStream_t stream);
+void step_wide(const step_view& table, const rank_ptrs<wide16>& ptrs, cudaStream_t stream,
+               const inline_table* small = nullptr);
 
 /// out[k] = To(in[k]) for k < n (forward_dtype).
 template <class To, class From>

@@ -4,7 +4,8 @@
 // thread running step_item (step_body.hpp, the function the CPU tests run through the grid
 // emulation). Rank pointers come as a kernel parameter (__grid_constant__: threads index it
 // by rank, and a parameter indexed at run time would otherwise be copied to every thread's
-// local memory); the table is in device memory, uploaded once per plan and shape.
+// local memory); the table is in device memory, uploaded once per plan and shape, or for a
+// small step a parameter too (inline_table).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -33,6 +34,19 @@ template <class T>
 __global__ void __launch_bounds__(step_threads)
     step_wide_kernel(const step_view t, const __grid_constant__ rank_ptrs<wide16> p) {
   wide_thread<T>(t, blockIdx.x, threadIdx.x, gridDim.x, blockDim.x, p.in, p.out);
+}
+
+/// The two kernels above with the table as a parameter (inline_table: a small step).
+template <class T>
+__global__ void __launch_bounds__(step_threads)
+    step_inline_kernel(const __grid_constant__ inline_table t, const __grid_constant__ rank_ptrs<T> p) {
+  step_thread<T>(t.resolved(), blockIdx.x, threadIdx.x, gridDim.x, blockDim.x, p.in, p.out);
+}
+
+template <class T>
+__global__ void __launch_bounds__(step_threads)
+    step_wide_inline_kernel(const __grid_constant__ inline_table t, const __grid_constant__ rank_ptrs<wide16> p) {
+  wide_thread<T>(t.resolved(), blockIdx.x, threadIdx.x, gridDim.x, blockDim.x, p.in, p.out);
 }
 
 template <int K>
@@ -78,15 +92,24 @@ inline unsigned blocks_for(index_t n) {
 }  // namespace detail
 
 template <class T>
-void step(const step_view& table, const rank_ptrs<T>& ptrs, cudaStream_t stream) {
+void step(const step_view& table, const rank_ptrs<T>& ptrs, cudaStream_t stream, const inline_table* small) {
   if (table.items == 0) return;
-  detail::step_kernel<T><<<detail::blocks_for(table.items), detail::step_threads, 0, stream>>>(table, ptrs);
+  if (small != nullptr)
+    detail::step_inline_kernel<T><<<detail::blocks_for(table.items), detail::step_threads, 0, stream>>>(*small, ptrs);
+  else
+    detail::step_kernel<T><<<detail::blocks_for(table.items), detail::step_threads, 0, stream>>>(table, ptrs);
   check(cudaGetLastError(), "the step kernel's launch");
 }
 
 template <class T>
-void step_wide(const step_view& table, const rank_ptrs<wide16>& ptrs, cudaStream_t stream) {
+void step_wide(const step_view& table, const rank_ptrs<wide16>& ptrs, cudaStream_t stream, const inline_table* small) {
   if (table.items == 0) return;
+  if (small != nullptr) {  // fits_inline: one item a thread, neither tiled nor spread
+    detail::step_wide_inline_kernel<T><<<detail::blocks_per_item(table.items), detail::step_threads, 0, stream>>>(
+        *small, ptrs);
+    check(cudaGetLastError(), "the step kernel's launch (16-byte units, inline table)");
+    return;
+  }
   if (table.tile_blocks > 0) {
     const auto tiles = static_cast<unsigned>(table.tile_blocks < 0x7fffffff ? table.tile_blocks : 0x7fffffff);
     detail::step_tile_kernel<tile_units><<<tiles, detail::step_threads, 0, stream>>>(table, ptrs);
