@@ -142,7 +142,7 @@ profile ncu-uniform 60 $ncu -k regex:'random_fill' build/bench/fill_cuda 256 'ra
 profile ncu-normal 60 $ncu -k regex:'random_fill' build/bench/fill_cuda 256 'randn'
 profile ncu-arange 60 $ncu -k regex:'generate<float>' build/bench/fill_cuda 256 'arange'
 profile ncu-tile 60 $ncu -k regex:'step_tile_kernel' build/bench/step_kernels 256
-profile ncu-small-pr 60 $ncu -k regex:'step_wide_kernel' build/bench/step_kernels --kib 4 'P->R'
+profile ncu-small-pr 60 $ncu -k regex:'step_wide_(inline_)?kernel' build/bench/step_kernels --kib 4 'P->R'
 profile fill_cuda_base 60 .gpu/fill_cuda_base
 cp "$summary" "$OUT/summary.txt"
 tar czf "$OUT/logs.tgz" -C "$LOGS" .
