@@ -3,16 +3,17 @@
 // table as the backend finishes it (16-byte units; a transposing step of tile_big items or
 // more by shared-memory tiles, another copy step in 32 or 64 bytes per item; ops of one size
 // found by division; a small step's table as a kernel parameter: "inline"), read from device
-// memory at every size ("arrays"), without the spread copies, without the direct look-up, and S(0)->S(1)
-// without the tiles and with them at every size ("tiled": where tile_big should lie); the
-// copy steps also spread at every size (spread_k items a thread), and
+// memory at every size ("arrays"), without the spread copies, without the direct look-up, and
+// S(0)->S(1) without the tiles and with them at every size ("tiled": where tile_big should
+// lie); the copy steps also spread at every size (spread_k items a thread), and
 // distribute_device_tensor's S(0) slicing step each way.
 // (Earlier versions of this benchmark also built variants of the kernel body here: the logs
 // in bench/results/step_kernels_h200_28*.txt and bench/RESULTS.md say what they measured.)
 //
 //   meson compile -C build step_kernels && build/bench/step_kernels [MiB]   (default 256)
 //   build/bench/step_kernels --kib K   the same tables at K KiB, where launches, not bytes, cost:
-//       each kernel's latency as 20 launches replayed from one CUDA graph, less 20 empty ones
+//       each kernel's latency as 20 launches replayed from one CUDA graph, less 20 empty ones,
+//       and the host's time per launch (its parameters copied: an inline table's 3 KiB more)
 //   either with a last argument `case`: only the cases whose name starts with it (to profile
 //       one kernel: ncu -c 1 ...)
 //
@@ -23,6 +24,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -65,6 +67,27 @@ double ms_per(F&& f) {
   }
   cudaEventDestroy(a);
   cudaEventDestroy(b);
+  return best;
+}
+
+/// Host microseconds per call of f(stream): 200 calls on a stream timed on the host, the best of
+/// 5 rounds, each round ended by a synchronisation outside the timed span — what a launch
+/// costs the caller (its parameters copied into the launch included), not the device.
+template <class F>
+double host_us_per(F&& f) {
+  cudaStream_t s{};
+  cu::check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+  for (int i = 0; i < 20; ++i) f(s);
+  cu::check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  double best = 1e30;
+  for (int r = 0; r < 5; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < 200; ++i) f(s);
+    const auto t1 = std::chrono::steady_clock::now();
+    cu::check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+    best = std::min(best, std::chrono::duration<double, std::micro>(t1 - t0).count() / 200);
+  }
+  cudaStreamDestroy(s);
   return best;
 }
 
@@ -124,8 +147,10 @@ void report(const std::string& name, const cu::step_view& v, const cu::inline_ta
             const cu::rank_ptrs<cu::wide16>& ptrs, bool small, double empty_us, double floor_us,
             const std::string& blocks) {
   if (small) {
-    const double node = graph_us_per([&](cudaStream_t st) { cu::kernels::step_wide<float>(v, ptrs, st, in_param); });
-    std::printf("  %-36s %10.2f %10.2f %10s\n", name.c_str(), node, node - empty_us, blocks.c_str());
+    auto launch = [&](cudaStream_t st) { cu::kernels::step_wide<float>(v, ptrs, st, in_param); };
+    const double node = graph_us_per(launch);
+    std::printf("  %-36s %10.2f %10.2f %10s %10.2f\n", name.c_str(), node, node - empty_us, blocks.c_str(),
+                host_us_per(launch));
   } else {
     const double us = 1e3 * ms_per([&] { cu::kernels::step_wide<float>(v, ptrs, nullptr, in_param); });
     std::printf("  %-36s %10.1f %10.1f %7.3f\n", name.c_str(), us, floor_us, floor_us / us);
@@ -166,7 +191,9 @@ int main(int argc, char** argv) {
   std::printf("# %s, %d SMs, device-to-device copy %.1f GB/s; global %lld KiB f32, 64 columns, mesh 8\n", prop.name,
               sms, bw / 1e9, static_cast<long long>(kib));
   const double empty_us = small ? graph_us_per([](cudaStream_t st) { bench::launch_empty(st); }) : 0;
-  if (small) std::printf("# an empty kernel in the graph: %.2f us per node\n", empty_us);
+  if (small)
+    std::printf("# an empty kernel in the graph: %.2f us per node; launched, %.2f us of the host's time\n", empty_us,
+                host_us_per([](cudaStream_t st) { bench::launch_empty(st); }));
 
   spmd::mesh_shape_vec mesh{};
   mesh.push_back(8);
@@ -192,7 +219,9 @@ int main(int argc, char** argv) {
       {"P->S(0)", P, spmd::make_shard(0), 8, 1, 2},
       {"P->S(0)", P, spmd::make_shard(0), 8, 1, 6},
   };
-  if (small) std::printf("# %-36s %10s %10s %10s\n", "case (table, bytes per item)", "node(us)", "kernel(us)", "blocks");
+  if (small)
+    std::printf("# %-36s %10s %10s %10s %10s\n", "case (table, bytes per item)", "node(us)", "kernel(us)", "blocks",
+                "host(us)");
   else std::printf("# %-36s %10s %10s %7s\n", "case (table, bytes per item)", "time(us)", "floor(us)", "ratio");
   for (const tested& c : cases) {
     if (!wanted(c.name)) continue;
