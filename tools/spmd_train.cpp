@@ -209,8 +209,12 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? 0 : exit_bad_input;
+    // --help and friends exit 0 with their text on stdout; every usage error exits 2 with the
+    // tool's name, as the checks after parsing do (once, on the first of several processes).
+    if (e.get_exit_code() == 0) return app.exit(e);
+    if (first_process())
+      std::fprintf(stderr, "spmd-train: %s\nRun 'spmd-train --help' for more information.\n", e.what());
+    return exit_bad_input;
   }
   try {
     return run(o, argc, argv);

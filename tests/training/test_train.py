@@ -251,6 +251,11 @@ def errors(d):
         (["--model", "gpt", "--mesh", mesh, "--init", f.init, "--data", f.data, "--resume", f.init], ["spmd.optimizer"]),
         (["--model", "gpt", "--mesh", mesh, "--init", f.init, "--data", f.data, "--checkpoint-at", "3"], ["--checkpoint"]),
         (["--model", "gpt", "--mesh", mesh, "--init", f.init, "--data", f.data, "--lr", "-1"], ["--lr"]),
+        # The option parser's own refusals carry the tool's name too.
+        (["--model", "gpt", "--mesh", mesh, "--init", f.init, "--data", f.data, "--lr", "fast"],
+         ["spmd-train: ", "--lr", "fast"]),
+        (["--model", "gpt", "--mesh", mesh, "--init", f.init, "--data", f.data, "--learning-rate", "1"],
+         ["spmd-train: ", "--learning-rate"]),
     ]
     for args, words in cases:
         p, cmd = run(*args, "--steps", STEPS, "--save", out, "--checkpoint", ck, "--checkpoint-at", "2")
