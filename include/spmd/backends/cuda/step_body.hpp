@@ -127,8 +127,11 @@ struct lanes {
   static constexpr int n = static_cast<int>(16 / sizeof(T));
   T v[n];
 };
+/// (w by value: a unit in device memory is then read with one 16-byte load. Through a
+/// reference nvcc read the first member's unit of every reduction, and a scale's, as 16
+/// one-byte loads.)
 template <class T>
-SPMD_HD lanes<T> as_lanes(const wide16& w) {
+SPMD_HD lanes<T> as_lanes(const wide16 w) {
   lanes<T> x;
   __builtin_memcpy(&x, &w, sizeof(w));
   return x;

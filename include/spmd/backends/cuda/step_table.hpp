@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstring>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -108,8 +109,9 @@ struct step_table {
 /// the fan-out's and the members' indices load ahead of the stores. The body is the same
 /// (wide_thread over resolved()), so the bits are the same.
 inline constexpr index_t inline_ops = 8, inline_members = 64, inline_fanout = 80;
-/// The largest step (work items) that runs from an inline table: one wave of small blocks;
-/// a larger step's threads share the table's cache lines and are not latency-bound.
+/// The largest step (work items) that runs from an inline table: 128 blocks of 256 threads,
+/// about one block per SM of an H100 or H200. A larger step's threads share the table's cache
+/// lines and are bound by bandwidth, not by the table's reads.
 inline constexpr index_t inline_items = index_t{1} << 15;
 struct inline_table {
   step_view view{};  // scalars; resolved() points its arrays here
@@ -134,8 +136,9 @@ inline bool fits_inline(const step_table& t) {
          static_cast<index_t>(t.fanout.size()) <= inline_fanout;
 }
 
-/// t as an inline table (@pre fits_inline(t)).
+/// t as an inline table (throws std::logic_error unless fits_inline(t)).
 inline inline_table make_inline(const step_table& t) {
+  if (!fits_inline(t)) throw std::logic_error("spmd::cuda::make_inline: the step's table does not fit a kernel parameter");
   inline_table x;
   x.view = t.view();
   x.view.ops = nullptr;
