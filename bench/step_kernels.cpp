@@ -124,9 +124,11 @@ struct tested {
               // backend launches it); 1: widened only (16 bytes per item); 2: finished, ops
               // searched; 3: finished without tiles; 4: widened and spread (spread_k items a
               // thread, as spread_copies makes a large copy step); 5: finished with tiles at
-              // any size; 6: finished, read from device memory even where it fits inline
+              // any size; 6: finished, read from device memory even where it fits inline;
+              // 7: finished, inline, a reduction's members loaded one at a time (batch 1)
 };
-const char* const table_names[] = {"", " 16B/item", " searched", " no tiles", " spread", " tiled", " arrays"};
+const char* const table_names[] = {"", " 16B/item", " searched", " no tiles", " spread", " tiled", " arrays",
+                                   " one load"};
 
 /// A table packed into device memory (`mem`, for cudaFree) and its view there.
 struct uploaded {
@@ -215,9 +217,11 @@ int main(int argc, char** argv) {
       {"P->R", P, spmd::make_replicate(), 8, 8, 0},
       {"P->R", P, spmd::make_replicate(), 8, 8, 2},
       {"P->R", P, spmd::make_replicate(), 8, 8, 6},
+      {"P->R", P, spmd::make_replicate(), 8, 8, 7},
       {"P->S(0)", P, spmd::make_shard(0), 8, 1, 0},
       {"P->S(0)", P, spmd::make_shard(0), 8, 1, 2},
       {"P->S(0)", P, spmd::make_shard(0), 8, 1, 6},
+      {"P->S(0)", P, spmd::make_shard(0), 8, 1, 7},
   };
   if (small)
     std::printf("# %-36s %10s %10s %10s %10s\n", "case (table, bytes per item)", "node(us)", "kernel(us)", "blocks",
@@ -247,7 +251,8 @@ int main(int argc, char** argv) {
     }
     const uploaded up = upload(t);
     const bool in_param = c.table != 6 && cu::fits_inline(t);
-    const cu::inline_table packed = in_param ? cu::make_inline(t) : cu::inline_table{};
+    cu::inline_table packed = in_param ? cu::make_inline(t) : cu::inline_table{};
+    if (c.table == 7) packed.batch = 1;
     cu::rank_ptrs<cu::wide16> ptrs{};
     std::vector<void*> owned;
     for (index_t r = 0; r < 8; ++r) {

@@ -98,6 +98,8 @@ void run_on_grid(const spmd::cuda::step_table& t, bool wide, const T* const* in,
     spmd::cuda::emulate_grid(3, 5, [&](spmd::index_t b, spmd::index_t th, spmd::index_t nb, spmd::index_t nt) {
       if (t.per_thread == spmd::cuda::spread_k)  // as kernels::step_wide picks its kernel
         spmd::cuda::copy_spread_thread<spmd::cuda::spread_k>(v, b, th, nb, nt, wi.data(), wo.data());
+      else if (small && packed->batch == spmd::cuda::inline_batch)
+        spmd::cuda::wide_thread<T, spmd::cuda::inline_batch>(v, b, th, nb, nt, wi.data(), wo.data());
       else
         spmd::cuda::wide_thread<T>(v, b, th, nb, nt, wi.data(), wo.data());
     });

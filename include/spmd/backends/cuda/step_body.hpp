@@ -144,36 +144,39 @@ SPMD_HD wide16 as_unit(const lanes<T>& x) {
 }
 
 namespace detail {
-/// reduce_at for the elements of one unit: each lane combined over the group in group order.
-/// The load sits in an array of one behind the loop's own bound: written so, nvcc issues the
+/// reduce_at for the elements of one unit: each lane combined over the group in group order,
+/// B members' units loaded before the first of them is combined. B = 1, the load in an array
+/// of one behind the loop's own bound, is the large steps' body: written so, nvcc issues the
 /// group's loads ahead of their sums, and P->R and P->S(0) run at 0.98 and 0.96 of the floor
 /// on an H200 where the plain loop (load, then add, per member) ran at 0.79 and 0.51
-/// (bench/results/step_kernels_h200_28c.txt: "earlier body" against "library"). Batches of
-/// eight loads, or several items per thread, ran slower still (step_kernels_h200_28a.txt).
-template <class T, reduce_op Op>
+/// (bench/results/step_kernels_h200_28c.txt: "earlier body" against "library"); batches of
+/// eight loads, or several items per thread, ran slower there (step_kernels_h200_28a.txt). A
+/// small step from an inline table takes B = inline_table::batch (its latency is the group's
+/// loads in turn).
+template <class T, reduce_op Op, int B>
 SPMD_HD void combine_units(lanes<T>& x, const wide16* const* in, const index_t* m, index_t n, index_t at) {
-  for (index_t j0 = 1; j0 < n; j0 += 1) {
-    wide16 u[1];
+  for (index_t j0 = 1; j0 < n; j0 += B) {
+    wide16 u[B];
     SPMD_UNROLL
-    for (int b = 0; b < 1; ++b)
+    for (int b = 0; b < B; ++b)
       if (j0 + b < n) u[b] = in[m ? m[j0 + b] : j0 + b][at];
     SPMD_UNROLL
-    for (int b = 0; b < 1; ++b)
+    for (int b = 0; b < B; ++b)
       if (j0 + b < n) {
         const lanes<T> y = as_lanes<T>(u[b]);
         for (int l = 0; l < lanes<T>::n; ++l) x.v[l] = host::combine<Op>(x.v[l], y.v[l]);
       }
   }
 }
-template <class T>
+template <class T, int B = 1>
 SPMD_HD wide16 reduce_unit(reduce_op op, const wide16* const* in, const index_t* m, index_t n, index_t at) {
   lanes<T> x = as_lanes<T>(in[m ? m[0] : 0][at]);
   switch (op) {
     case reduce_op::sum:
-    case reduce_op::avg: combine_units<T, reduce_op::sum>(x, in, m, n, at); break;
-    case reduce_op::product: combine_units<T, reduce_op::product>(x, in, m, n, at); break;
-    case reduce_op::max: combine_units<T, reduce_op::max>(x, in, m, n, at); break;
-    case reduce_op::min: combine_units<T, reduce_op::min>(x, in, m, n, at); break;
+    case reduce_op::avg: combine_units<T, reduce_op::sum, B>(x, in, m, n, at); break;
+    case reduce_op::product: combine_units<T, reduce_op::product, B>(x, in, m, n, at); break;
+    case reduce_op::max: combine_units<T, reduce_op::max, B>(x, in, m, n, at); break;
+    case reduce_op::min: combine_units<T, reduce_op::min, B>(x, in, m, n, at); break;
   }
   if (op == reduce_op::avg)
     for (int l = 0; l < lanes<T>::n; ++l) x.v[l] = host::divide(x.v[l], n);
@@ -198,9 +201,9 @@ SPMD_HD void wide_fill_scale(const step_view& t, const item_place& p, const wide
 
 /// One thread of a launch over a widened step: a grid-stride loop over the work items (the
 /// launch gives one item per thread where the grid allows). Copies and reductions are spelt
-/// out here, as bench/step_kernels measured them (combine_units); fills and scales go
-/// through wide_fill_scale.
-template <class T>
+/// out here, as bench/step_kernels measured them (combine_units, B members at once); fills
+/// and scales go through wide_fill_scale.
+template <class T, int B = 1>
 SPMD_HD void wide_thread(const step_view& t, index_t block, index_t thread, index_t blocks, index_t threads,
                          const wide16* const* in, wide16* const* out) {
   for (index_t i = block * threads + thread; i < t.items; i += blocks * threads) {
@@ -216,10 +219,10 @@ SPMD_HD void wide_thread(const step_view& t, index_t block, index_t thread, inde
       const index_t* f = t.fanout + o.dst;
       for (index_t j = 1; j <= f[0]; ++j) out[f[j]][q[0].d] = v[0];
     } else if (o.code == op_code::reduce) {
-      out[o.dst][q[0].d] = detail::reduce_unit<T>(t.op, in, t.members + o.src * t.group_size, t.group_size, q[0].s);
+      out[o.dst][q[0].d] = detail::reduce_unit<T, B>(t.op, in, t.members + o.src * t.group_size, t.group_size, q[0].s);
     } else if (o.code == op_code::reduce_bcast) {
       const index_t* m = t.members + o.src * t.group_size;
-      const wide16 x = detail::reduce_unit<T>(t.op, in, m, t.group_size, q[0].s);
+      const wide16 x = detail::reduce_unit<T, B>(t.op, in, m, t.group_size, q[0].s);
       for (index_t j = 0; j < t.group_size; ++j) out[m[j]][q[0].d] = x;
     } else if (o.code == op_code::fill || o.code == op_code::scale) {
       wide_fill_scale<T>(t, q[0], in, out);

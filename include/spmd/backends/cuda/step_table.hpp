@@ -113,8 +113,13 @@ inline constexpr index_t inline_ops = 8, inline_members = 64, inline_fanout = 80
 /// about one block per SM of an H100 or H200. A larger step's threads share the table's cache
 /// lines and are bound by bandwidth, not by the table's reads.
 inline constexpr index_t inline_items = index_t{1} << 15;
+/// Members loaded at once by a small reduction's thread (combine_units' B): 8, or 1 (one at a
+/// time, as the large steps) for the benchmark's comparison. A table without reductions, or
+/// with groups of more than 8, keeps 1.
+inline constexpr int inline_batch = 8;
 struct inline_table {
   step_view view{};  // scalars; resolved() points its arrays here
+  int batch = 1;     // combine_units' B for this table's reductions: 1 or inline_batch
   dev_op ops[inline_ops]{};
   index_t members[inline_members]{};
   index_t fanout[inline_fanout]{};
@@ -148,6 +153,9 @@ inline inline_table make_inline(const step_table& t) {
   std::copy(t.ops.begin(), t.ops.end(), x.ops);
   std::copy(t.members.begin(), t.members.end(), x.members);
   std::copy(t.fanout.begin(), t.fanout.end(), x.fanout);
+  bool reduces = false;
+  for (const dev_op& o : t.ops) reduces = reduces || o.code == op_code::reduce || o.code == op_code::reduce_bcast;
+  if (reduces && t.group_size > 1 && t.group_size <= inline_batch) x.batch = inline_batch;
   return x;
 }
 

@@ -43,10 +43,10 @@ __global__ void __launch_bounds__(step_threads)
   step_thread<T>(t.resolved(), blockIdx.x, threadIdx.x, gridDim.x, blockDim.x, p.in, p.out);
 }
 
-template <class T>
+template <class T, int B>
 __global__ void __launch_bounds__(step_threads)
     step_wide_inline_kernel(const __grid_constant__ inline_table t, const __grid_constant__ rank_ptrs<wide16> p) {
-  wide_thread<T>(t.resolved(), blockIdx.x, threadIdx.x, gridDim.x, blockDim.x, p.in, p.out);
+  wide_thread<T, B>(t.resolved(), blockIdx.x, threadIdx.x, gridDim.x, blockDim.x, p.in, p.out);
 }
 
 template <int K>
@@ -105,8 +105,11 @@ template <class T>
 void step_wide(const step_view& table, const rank_ptrs<wide16>& ptrs, cudaStream_t stream, const inline_table* small) {
   if (table.items == 0) return;
   if (small != nullptr) {  // fits_inline: one item a thread, neither tiled nor spread
-    detail::step_wide_inline_kernel<T><<<detail::blocks_per_item(table.items), detail::step_threads, 0, stream>>>(
-        *small, ptrs);
+    const unsigned blocks = detail::blocks_per_item(table.items);
+    if (small->batch == inline_batch)
+      detail::step_wide_inline_kernel<T, inline_batch><<<blocks, detail::step_threads, 0, stream>>>(*small, ptrs);
+    else
+      detail::step_wide_inline_kernel<T, 1><<<blocks, detail::step_threads, 0, stream>>>(*small, ptrs);
     check(cudaGetLastError(), "the step kernel's launch (16-byte units, inline table)");
     return;
   }
