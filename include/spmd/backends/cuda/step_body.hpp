@@ -151,8 +151,8 @@ namespace detail {
 /// on an H200 where the plain loop (load, then add, per member) ran at 0.79 and 0.51
 /// (bench/results/step_kernels_h200_28c.txt: "earlier body" against "library"); batches of
 /// eight loads, or several items per thread, ran slower there (step_kernels_h200_28a.txt). A
-/// small step from an inline table takes B = inline_table::batch (its latency is the group's
-/// loads in turn).
+/// small step from an inline table takes B = inline_table::batch for its sums and averages
+/// (its latency is the group's loads in turn).
 template <class T, reduce_op Op, int B>
 SPMD_HD void combine_units(lanes<T>& x, const wide16* const* in, const index_t* m, index_t n, index_t at) {
   for (index_t j0 = 1; j0 < n; j0 += B) {
@@ -174,9 +174,12 @@ SPMD_HD wide16 reduce_unit(reduce_op op, const wide16* const* in, const index_t*
   switch (op) {
     case reduce_op::sum:
     case reduce_op::avg: combine_units<T, reduce_op::sum, B>(x, in, m, n, at); break;
-    case reduce_op::product: combine_units<T, reduce_op::product, B>(x, in, m, n, at); break;
-    case reduce_op::max: combine_units<T, reduce_op::max, B>(x, in, m, n, at); break;
-    case reduce_op::min: combine_units<T, reduce_op::min, B>(x, in, m, n, at); break;
+    // Products, max and min load one member at a time whatever B: with all four reductions
+    // batched, nvcc took 124 s over kernels/step.cu (27 s before B), with sums and averages
+    // alone 41 s; partial layouts rarely hold the other three.
+    case reduce_op::product: combine_units<T, reduce_op::product, 1>(x, in, m, n, at); break;
+    case reduce_op::max: combine_units<T, reduce_op::max, 1>(x, in, m, n, at); break;
+    case reduce_op::min: combine_units<T, reduce_op::min, 1>(x, in, m, n, at); break;
   }
   if (op == reduce_op::avg)
     for (int l = 0; l < lanes<T>::n; ++l) x.v[l] = host::divide(x.v[l], n);

@@ -113,9 +113,10 @@ inline constexpr index_t inline_ops = 8, inline_members = 64, inline_fanout = 80
 /// about one block per SM of an H100 or H200. A larger step's threads share the table's cache
 /// lines and are bound by bandwidth, not by the table's reads.
 inline constexpr index_t inline_items = index_t{1} << 15;
-/// Members loaded at once by a small reduction's thread (combine_units' B): 8, or 1 (one at a
-/// time, as the large steps) for the benchmark's comparison. A table without reductions, or
-/// with groups of more than 8, keeps 1.
+/// Members loaded at once by a small sum's or average's thread (combine_units' B): 8, or 1
+/// (one at a time, as the large steps) for the benchmark's comparison. A table without
+/// reductions, or with groups of more than 8, keeps 1; products, max and min load one at a
+/// time in either kernel (reduce_unit).
 inline constexpr int inline_batch = 8;
 struct inline_table {
   step_view view{};  // scalars; resolved() points its arrays here
