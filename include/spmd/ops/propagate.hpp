@@ -242,6 +242,94 @@ constexpr double cost_candidate(const candidate& k, const op_context& c, const l
   return cost;
 }
 
+/// The most choices one mesh dim has (choices_per_dim).
+inline constexpr int max_choices_per_dim = 1 + max_factors + max_partial_rules;
+
+namespace propagate_detail {
+
+/// Input i's placement (before make_spec) under choice `ch` on a mesh dim, as make_candidate
+/// builds it.
+constexpr placement choice_input(const op_rule& rule, int i, int ch) {
+  const int nf = rule.factors.size();
+  if (ch < 0) return make_replicate();
+  if (ch < nf) {
+    const int d = op_rule::dim_of(rule.in[i], ch);
+    return d >= 0 ? make_shard(d) : make_replicate();
+  }
+  placement p = rule.partials[ch - nf].in[i];
+  if (p.is_shard() && p.dim < 0) p.dim += rule.in[i].size();  // as make_spec does
+  return p;
+}
+
+/// Whether choice `ch` on mesh dim m makes every candidate with it invalid, whatever the
+/// other dims choose: a fixed factor, an unreducible factor the output lacks, or an input
+/// made Partial that does not hold it (make_candidate's checks that look at one dim).
+constexpr bool choice_invalid(const op_rule& rule, const op_context& c, int m, int ch) {
+  const int nf = rule.factors.size();
+  if (ch >= 0 && ch < nf) {
+    const factor_info& f = rule.factors[ch];
+    if (f.fixed || (op_rule::dim_of(rule.out, ch) < 0 && !f.reducible)) return true;
+  }
+  if (c.mesh[m] > 1)
+    for (int i = 0; i < rule.inputs(); ++i) {
+      const placement want = choice_input(rule, i, ch);
+      if (want.is_partial() && !(c.in[i].placements[m] == want)) return true;
+    }
+  return false;
+}
+
+/// Whether choice `ch` on mesh dim m gives every input the kind of placement it holds there
+/// (shard of the same dim, the same partial op, or replicate), which an exact candidate
+/// needs; on a dim of size 1 every choice may.
+constexpr bool choice_may_keep(const op_rule& rule, const op_context& c, int m, int ch) {
+  if (c.mesh[m] == 1) return true;
+  for (int i = 0; i < rule.inputs(); ++i) {
+    const placement want = choice_input(rule, i, ch), &has = c.in[i].placements[m];
+    if (has.kind != want.kind || (want.is_shard() && has.dim != want.dim) ||
+        (want.is_partial() && has.op != want.op))
+      return false;
+  }
+  return true;
+}
+
+/// Per mesh dim, the choices a search looks at, in enumeration order.
+using choice_lists = svec<svec<std::int8_t, max_choices_per_dim>, max_mesh_dims>;
+
+/// The choices that are not invalid on their own dim (and, when `exact_only`, that may keep
+/// every input where it is).
+constexpr choice_lists live_choices(const op_rule& rule, const op_context& c, bool exact_only) {
+  choice_lists out{};
+  for (int m = 0; m < c.mesh.size(); ++m) {
+    out.push_back({});
+    for (int ch = -1; ch < choices_per_dim(rule) - 1; ++ch)
+      if (!choice_invalid(rule, c, m, ch) && (!exact_only || choice_may_keep(rule, c, m, ch)))
+        out[m].push_back(static_cast<std::int8_t>(ch));
+  }
+  return out;
+}
+
+/// Calls f(index) for every candidate whose choice on each dim is in `lists`, in
+/// enumeration order (mesh dim 0 slowest), until f returns true; returns whether it did.
+template <class F>
+constexpr bool for_each_choice(const op_rule& rule, const choice_lists& lists, F&& f) {
+  const int dims = lists.size(), per = choices_per_dim(rule);
+  svec<int, max_mesh_dims> at{};
+  for (int m = 0; m < dims; ++m) {
+    if (lists[m].size() == 0) return false;
+    at.push_back(0);
+  }
+  for (;;) {
+    index_t i = 0;
+    for (int m = 0; m < dims; ++m) i = i * per + (lists[m][at[m]] + 1);
+    if (f(i)) return true;
+    int m = dims - 1;
+    while (m >= 0 && ++at[m] == lists[m].size()) at[m--] = 0;
+    if (m < 0) return false;
+  }
+}
+
+}  // namespace propagate_detail
+
 enum class resolve_error : std::uint8_t {
   none,
   bad_rule,          // the rule's einsum text was malformed
@@ -262,7 +350,7 @@ constexpr const char* describe(resolve_error e) {
 struct resolution {
   candidate chosen{};
   index_t index = -1;       // its number
-  index_t valid = 0;        // valid candidates seen
+  index_t valid = 0;        // valid candidates: 1 when step 1 chose, else all of them
   bool costed = false;      // chosen by cost (no candidate took the inputs as they are)
   bool forced = false;
   layout_spec forced_out{};  // the output's final layout when forced
@@ -290,17 +378,19 @@ constexpr resolution resolve(const op_rule& rule, const op_context& c, const pla
     r.forced_out = f.spec;
   }
   const layout_spec* want = r.forced ? &r.forced_out : nullptr;
-  const index_t n = candidate_count(rule, c);
-  // 1. Inputs as they are.
-  for (index_t i = 0; i < n; ++i) {
-    const candidate k = make_candidate(rule, c, i);
-    if (!k.valid()) continue;
-    ++r.valid;
-    if (k.exact && (want == nullptr || same_op_blocks(k.out, *want))) {
-      r.chosen = k;
-      r.index = i;
-      return r;
-    }
+  // Candidates are built only from the choices that are not invalid on their own dim (most
+  // Partial pass-throughs, fixed factors): building every candidate was most of an
+  // operator's compile time, and those are invalid whatever the other dims choose.
+  // 1. Inputs as they are: only choices that give each input the kind of placement it holds.
+  if (for_each_choice(rule, live_choices(rule, c, true), [&](index_t i) {
+        const candidate k = make_candidate(rule, c, i);
+        if (!k.valid() || !k.exact || (want != nullptr && !same_op_blocks(k.out, *want))) return false;
+        r.chosen = k;
+        r.index = i;
+        return true;
+      })) {
+    r.valid = 1;
+    return r;
   }
   // 2. The cheapest, by branch and bound: a candidate whose lower bound (one collective's
   // latency per input that a local move cannot fix, the planner's A* bound) exceeds the best
@@ -313,14 +403,16 @@ constexpr resolution resolve(const op_rule& rule, const op_context& c, const pla
     index_t index;
   };
   std::vector<entry> order;
-  for (index_t i = 0; i < n; ++i) {
+  for_each_choice(rule, live_choices(rule, c, false), [&](index_t i) {
     const candidate k = make_candidate(rule, c, i);
-    if (!k.valid()) continue;
+    if (!k.valid()) return false;
     double bound = 0;
     for (int j = 0; j < k.in.size(); ++j) bound += transition_bound(c.in[j], k.in[j]);
     if (want != nullptr) bound += transition_bound(k.out, *want);
     order.push_back({bound, i});
-  }
+    return false;
+  });
+  r.valid = static_cast<index_t>(order.size());
   std::sort(order.begin(), order.end(), [](const entry& a, const entry& b) {
     return a.bound < b.bound || (a.bound == b.bound && a.index < b.index);
   });
