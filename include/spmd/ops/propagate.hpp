@@ -161,6 +161,24 @@ constexpr index_t candidate_count(const op_rule& rule, const op_context& c) {
   return n;
 }
 
+namespace propagate_detail {
+
+/// Input i's placement (before make_spec) under choice `ch` on a mesh dim, the placement make_candidate
+/// gives it there.
+constexpr placement choice_input(const op_rule& rule, int i, int ch) {
+  const int nf = rule.factors.size();
+  if (ch < 0) return make_replicate();
+  if (ch < nf) {
+    const int d = op_rule::dim_of(rule.in[i], ch);
+    return d >= 0 ? make_shard(d) : make_replicate();
+  }
+  placement p = rule.partials[ch - nf].in[i];
+  if (p.is_shard() && p.dim < 0) p.dim += rule.in[i].size();  // as make_spec does
+  return p;
+}
+
+}  // namespace propagate_detail
+
 /// Candidate number `index` (mesh dim 0 varies slowest), its layouts and validity; the cost
 /// is left at 0 (cost_candidate fills it).
 constexpr candidate make_candidate(const op_rule& rule, const op_context& c, index_t index) {
@@ -177,16 +195,12 @@ constexpr candidate make_candidate(const op_rule& rule, const op_context& c, ind
   placement_vec out{};
   for (int m = 0; m < dims; ++m) {
     const int ch = k.choice[m];
+    for (int i = 0; i < rule.inputs(); ++i) in[i].push_back(choice_input(rule, i, ch));
     if (ch < 0) {  // replicate
-      for (int i = 0; i < rule.inputs(); ++i) in[i].push_back(make_replicate());
       out.push_back(make_replicate());
     } else if (ch < nf) {  // shard factor ch
       const factor_info& f = rule.factors[ch];
       if (f.fixed) k.error = candidate_error::fixed_factor;
-      for (int i = 0; i < rule.inputs(); ++i) {
-        const int d = op_rule::dim_of(rule.in[i], ch);
-        in[i].push_back(d >= 0 ? make_shard(d) : make_replicate());
-      }
       const int d = op_rule::dim_of(rule.out, ch);
       if (d >= 0) {
         out.push_back(make_shard(d));
@@ -195,9 +209,7 @@ constexpr candidate make_candidate(const op_rule& rule, const op_context& c, ind
         out.push_back(make_partial(f.reduce));
       }
     } else {  // partial rule
-      const partial_rule& p = rule.partials[ch - nf];
-      for (int i = 0; i < rule.inputs(); ++i) in[i].push_back(p.in[i]);
-      out.push_back(p.out);
+      out.push_back(rule.partials[ch - nf].out);
     }
   }
   for (int i = 0; i < rule.inputs(); ++i) {
@@ -246,20 +258,6 @@ constexpr double cost_candidate(const candidate& k, const op_context& c, const l
 inline constexpr int max_choices_per_dim = 1 + max_factors + max_partial_rules;
 
 namespace propagate_detail {
-
-/// Input i's placement (before make_spec) under choice `ch` on a mesh dim, as make_candidate
-/// builds it.
-constexpr placement choice_input(const op_rule& rule, int i, int ch) {
-  const int nf = rule.factors.size();
-  if (ch < 0) return make_replicate();
-  if (ch < nf) {
-    const int d = op_rule::dim_of(rule.in[i], ch);
-    return d >= 0 ? make_shard(d) : make_replicate();
-  }
-  placement p = rule.partials[ch - nf].in[i];
-  if (p.is_shard() && p.dim < 0) p.dim += rule.in[i].size();  // as make_spec does
-  return p;
-}
 
 /// Whether choice `ch` on mesh dim m makes every candidate with it invalid, whatever the
 /// other dims choose: a fixed factor, an unreducible factor the output lacks, or an input
