@@ -5,8 +5,9 @@
 // found by division; a small step's table as a kernel parameter: "inline"), read from device
 // memory at every size ("arrays"), without the spread copies, without the direct look-up, and
 // S(0)->S(1) without the tiles and with them at every size ("tiled": where tile_big should
-// lie); the copy steps also spread at every size (spread_k items a thread), and
-// distribute_device_tensor's S(0) slicing step each way.
+// lie); the copy steps also spread at every size (spread_k items a thread), a small step's
+// items over 8 and over 32 blocks at least ("8+ blocks", "32+ blocks": inline_spread_blocks
+// is to follow them), and distribute_device_tensor's S(0) slicing step each way.
 // (Earlier versions of this benchmark also built variants of the kernel body here: the logs
 // in bench/results/step_kernels_h200_28*.txt and bench/RESULTS.md say what they measured.)
 //
@@ -125,10 +126,12 @@ struct tested {
               // searched; 3: finished without tiles; 4: widened and spread (spread_k items a
               // thread, as spread_copies makes a large copy step); 5: finished with tiles at
               // any size; 6: finished, read from device memory even where it fits inline;
-              // 7: finished, inline, a reduction's members loaded one at a time (batch 1)
+              // 7: finished, inline, a reduction's members loaded one at a time (batch 1);
+              // 8, 9: finished, inline, its items spread over 8 or 32 blocks at least
+              // (inline_threads; blocks of a warp or more), where it fits inline
 };
 const char* const table_names[] = {"", " 16B/item", " searched", " no tiles", " spread", " tiled", " arrays",
-                                   " one load"};
+                                   " one load", " 8+ blocks", " 32+ blocks"};
 
 /// A table packed into device memory (`mem`, for cudaFree) and its view there.
 struct uploaded {
@@ -213,15 +216,21 @@ int main(int argc, char** argv) {
       {"S(0)->S(1)", spmd::make_shard(0), spmd::make_shard(1), 1, 1, 4},
       {"S(0)->S(1)", spmd::make_shard(0), spmd::make_shard(1), 1, 1, 5},
       {"S(0)->R", spmd::make_shard(0), spmd::make_replicate(), 1, 8, 6},
+      {"S(0)->R", spmd::make_shard(0), spmd::make_replicate(), 1, 8, 8},
+      {"S(0)->R", spmd::make_shard(0), spmd::make_replicate(), 1, 8, 9},
       {"S(0)->S(1)", spmd::make_shard(0), spmd::make_shard(1), 1, 1, 6},
       {"P->R", P, spmd::make_replicate(), 8, 8, 0},
       {"P->R", P, spmd::make_replicate(), 8, 8, 2},
       {"P->R", P, spmd::make_replicate(), 8, 8, 6},
       {"P->R", P, spmd::make_replicate(), 8, 8, 7},
+      {"P->R", P, spmd::make_replicate(), 8, 8, 8},
+      {"P->R", P, spmd::make_replicate(), 8, 8, 9},
       {"P->S(0)", P, spmd::make_shard(0), 8, 1, 0},
       {"P->S(0)", P, spmd::make_shard(0), 8, 1, 2},
       {"P->S(0)", P, spmd::make_shard(0), 8, 1, 6},
       {"P->S(0)", P, spmd::make_shard(0), 8, 1, 7},
+      {"P->S(0)", P, spmd::make_shard(0), 8, 1, 8},
+      {"P->S(0)", P, spmd::make_shard(0), 8, 1, 9},
   };
   if (small)
     std::printf("# %-36s %10s %10s %10s %10s\n", "case (table, bytes per item)", "node(us)", "kernel(us)", "blocks",
@@ -249,10 +258,12 @@ int main(int argc, char** argv) {
       std::printf("  %s: does not widen, left out\n", c.name);
       continue;
     }
-    const uploaded up = upload(t);
     const bool in_param = c.table != 6 && cu::fits_inline(t);
+    if ((c.table == 8 || c.table == 9) && !in_param) continue;  // the same as the finished row
+    const uploaded up = upload(t);
     cu::inline_table packed = in_param ? cu::make_inline(t) : cu::inline_table{};
     if (c.table == 7) packed.batch = 1;
+    if (c.table == 8 || c.table == 9) packed.threads = cu::inline_threads(t.items, c.table == 8 ? 8 : 32);
     cu::rank_ptrs<cu::wide16> ptrs{};
     std::vector<void*> owned;
     for (index_t r = 0; r < 8; ++r) {
@@ -271,7 +282,9 @@ int main(int argc, char** argv) {
       }
     }
     const double floor_us = (c.read_x + c.write_x) * static_cast<double>(kib) * 1024 / bw * 1e6;
-    const index_t blocks = t.tile_blocks > 0 ? t.tile_blocks : (t.items + 256 * t.per_thread - 1) / (256 * t.per_thread);
+    const index_t blocks = t.tile_blocks > 0 ? t.tile_blocks
+                           : in_param        ? cu::inline_launch(packed).blocks
+                                             : (t.items + 256 * t.per_thread - 1) / (256 * t.per_thread);
     report(std::string(c.name) + table_names[c.table] + how(t, in_param), up.view, in_param ? &packed : nullptr,
            ptrs, small, empty_us, floor_us, std::to_string(blocks));
     cu::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");

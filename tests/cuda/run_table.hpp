@@ -69,13 +69,21 @@ enum class table_from { as_backend, arrays };
 
 /// Runs `t` on in[r] / out[r] (r < n); `wide` when t was widened (finish returned true):
 /// every buffer then 16-byte aligned, as the device pool's are.
+/// A small step's launch spreads over `spread_blocks` blocks at least (inline_threads), the
+/// backend's inline_spread_blocks unless given.
 template <class T>
 void run_on_grid(const spmd::cuda::step_table& t, bool wide, const T* const* in, T* const* out, spmd::index_t n,
-                 table_from from = table_from::as_backend) {
+                 table_from from = table_from::as_backend,
+                 spmd::index_t spread_blocks = spmd::cuda::inline_spread_blocks) {
   // The inline table a small step's kernel gets as its parameter (make_inline), or the arrays.
   const bool small = from == table_from::as_backend && spmd::cuda::fits_inline(t);
   const auto packed = small ? std::make_unique<spmd::cuda::inline_table>(spmd::cuda::make_inline(t)) : nullptr;
+  if (small) packed->threads = spmd::cuda::inline_threads(t.items, spread_blocks);
   const spmd::cuda::step_view v = small ? packed->resolved() : t.view();
+  // The grid: a small step's launch as the backend makes it (inline_launch: one item a
+  // thread, so a shape that missed items leaves them unwritten), else 3 blocks of 5 threads,
+  // fewer threads than items (the grid-stride loop).
+  const spmd::cuda::launch_shape g = small ? spmd::cuda::inline_launch(*packed) : spmd::cuda::launch_shape{3, 5};
   if (wide) {
     std::vector<const spmd::cuda::wide16*> wi(static_cast<std::size_t>(n));
     std::vector<spmd::cuda::wide16*> wo(static_cast<std::size_t>(n));
@@ -95,7 +103,7 @@ void run_on_grid(const spmd::cuda::step_table& t, bool wide, const T* const* in,
       }
       return;
     }
-    spmd::cuda::emulate_grid(3, 5, [&](spmd::index_t b, spmd::index_t th, spmd::index_t nb, spmd::index_t nt) {
+    spmd::cuda::emulate_grid(g.blocks, g.threads, [&](spmd::index_t b, spmd::index_t th, spmd::index_t nb, spmd::index_t nt) {
       if (t.per_thread == spmd::cuda::spread_k)  // as kernels::step_wide picks its kernel
         spmd::cuda::copy_spread_thread<spmd::cuda::spread_k>(v, b, th, nb, nt, wi.data(), wo.data());
       else if (small && packed->batch == spmd::cuda::inline_batch)
@@ -104,7 +112,7 @@ void run_on_grid(const spmd::cuda::step_table& t, bool wide, const T* const* in,
         spmd::cuda::wide_thread<T>(v, b, th, nb, nt, wi.data(), wo.data());
     });
   } else {
-    spmd::cuda::emulate_grid(3, 5, [&](spmd::index_t b, spmd::index_t th, spmd::index_t nb, spmd::index_t nt) {
+    spmd::cuda::emulate_grid(g.blocks, g.threads, [&](spmd::index_t b, spmd::index_t th, spmd::index_t nb, spmd::index_t nt) {
       spmd::cuda::step_thread<T>(v, b, th, nb, nt, in, out);
     });
   }

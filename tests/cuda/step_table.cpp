@@ -129,7 +129,11 @@ long check_step(const spmd::plan_step& step, const shape_vec& global,
         for (index_t i = 0; i < s.ranks[static_cast<std::size_t>(r)].elems; ++i) outs[static_cast<std::size_t>(r)][i] = T(7);
   };
   repoison();
-  spmd_test::run_on_grid<T>(done, wide, ins.data(), outs.data(), n);
+  // A small step's launch over the backend's blocks, or over 8 or 64 at least (one item a
+  // thread either way: what inline_spread_blocks may become), in turn.
+  const index_t spreads[] = {spmd::cuda::inline_spread_blocks, 8, 64};
+  spmd_test::run_on_grid<T>(done, wide, ins.data(), outs.data(), n, spmd_test::table_from::as_backend,
+                            spreads[widened_steps() % 3]);
   compare(wide ? "the widened table" : "the finished table");
   if (spmd::cuda::fits_inline(done)) {  // run inline above: from the arrays, as a larger step
     ++inline_steps();
@@ -342,6 +346,84 @@ TEST_CASE("an S(0)->S(1) step in 16-byte items, spread or not, and a wrong table
   spmd::cuda::step_table t4 = tiled;  // two tiles a group: blocks 1 and 3 find the wrong group
   t4.tile_uniform = 2;
   CHECK(differs(t4));
+}
+
+TEST_CASE("a small step's launch: one item a thread, blocks of a warp or more, over as many blocks as asked",
+          "[cuda][emulation]") {
+  for (index_t spread : {index_t{1}, index_t{8}, index_t{64}})
+    for (index_t items : {1, 31, 32, 33, 255, 256, 257, 1000, 2048, 32768}) {
+      INFO("spread " << spread << ", items " << items);
+      spmd::cuda::inline_table x;
+      x.view.items = items;
+      x.threads = spmd::cuda::inline_threads(items, spread);
+      const spmd::cuda::launch_shape g = spmd::cuda::inline_launch(x);
+      CHECK(g.threads >= 32);
+      CHECK(g.threads <= spmd::cuda::step_block_threads);
+      CHECK((g.threads & (g.threads - 1)) == 0);
+      CHECK(g.blocks * g.threads >= items);                  // every item has a thread
+      CHECK((g.blocks - 1) * g.threads < items);             // and no block is idle
+      // the fewest threads a block that cover the items in `spread` blocks: so more than
+      // spread / 2 blocks, unless a block is a warp or as large as it may be
+      CHECK((g.threads == 32 || g.threads == spmd::cuda::step_block_threads || g.threads / 2 * spread < items));
+      CHECK((g.threads == 32 || g.threads == spmd::cuda::step_block_threads || 2 * g.blocks > spread));
+    }
+  CHECK(spmd::cuda::inline_threads(256, 8) == 32);  // the 4 KiB P->R of mesh 8: 8 blocks of a warp
+
+  // P->R on mesh 8, 4 KiB of floats (bench/step_kernels' small case): 256 items of 16 bytes
+  // from an inline table; the same bits over 1, 8 and 64 blocks at least. (The body is a
+  // grid-stride loop, so any grid gives them; what the launch shape decides is speed.)
+  placement_vec p{}, r{};
+  p.push_back(spmd::make_partial(reduce_op::sum));
+  r.push_back(spmd::make_replicate());
+  const auto mesh = vec<spmd::mesh_shape_vec>({8});
+  const shape_vec global = vec({16, 64});
+  const auto a = spmd::make_spec(mesh, p, 2), b = spmd::make_spec(mesh, r, 2);
+  REQUIRE((a.ok() && b.ok()));
+  const auto plan = spmd::make_plan(a.spec, b.spec, 4096);
+  REQUIRE(plan.error == spmd::plan_error::none);
+  REQUIRE(plan.value.steps.size() == 1);
+  const spmd::plan_step& step = plan.value.steps[0];
+  const spmd::step_schedule sched = spmd::build_schedule(step, global);
+  spmd::cuda::step_table t = spmd::cuda::build_step_table(step, sched, global);
+  REQUIRE(spmd::cuda::finish(t, 4));
+  REQUIRE(spmd::cuda::fits_inline(t));
+  CHECK(t.items == 256);
+  spmd::host::local_set<float> in(8, {0, 8});
+  for (index_t k = 0; k < 8; ++k) {
+    in.assign(k, global);
+    const std::vector<float> v = values<float>(1024 + k);
+    std::memcpy(in.data(k), v.data() + k, 1024 * sizeof(float));
+  }
+  const spmd::host::local_set<float> want = spmd::sim::execute(step, global, in);
+  auto run = [&](index_t spread) {
+    std::vector<spmd_test::aligned_vec<float>> out(8);
+    std::vector<const spmd::cuda::wide16*> wi(8);
+    std::vector<spmd::cuda::wide16*> wo(8);
+    std::vector<spmd_test::aligned_vec<float>> src(8);
+    for (index_t k = 0; k < 8; ++k) {
+      src[static_cast<std::size_t>(k)] = spmd_test::aligned_vec<float>(1024);
+      std::memcpy(src[static_cast<std::size_t>(k)].data(), in.data(k), 1024 * sizeof(float));
+      wi[static_cast<std::size_t>(k)] = reinterpret_cast<const spmd::cuda::wide16*>(src[static_cast<std::size_t>(k)].data());
+      out[static_cast<std::size_t>(k)] = spmd_test::aligned_vec<float>(1024, 7.f);
+      wo[static_cast<std::size_t>(k)] = reinterpret_cast<spmd::cuda::wide16*>(out[static_cast<std::size_t>(k)].data());
+    }
+    spmd::cuda::inline_table x = spmd::cuda::make_inline(t);
+    x.threads = spmd::cuda::inline_threads(t.items, spread);
+    const spmd::cuda::step_view v = x.resolved();
+    const spmd::cuda::launch_shape g = spmd::cuda::inline_launch(x);
+    CHECK(g.blocks * g.threads >= t.items);
+    spmd::cuda::emulate_grid(g.blocks, g.threads, [&](index_t bl, index_t th, index_t nb, index_t nt) {
+      spmd::cuda::wide_thread<float, spmd::cuda::inline_batch>(v, bl, th, nb, nt, wi.data(), wo.data());
+    });
+    bool same = true;
+    for (index_t k = 0; k < 8; ++k)
+      same = same && std::memcmp(out[static_cast<std::size_t>(k)].data(), want.data(k), 1024 * sizeof(float)) == 0;
+    return same;
+  };
+  for (index_t spread : {index_t{1}, index_t{8}, index_t{64}}) {
+    INFO("spread " << spread);
+    CHECK(run(spread));
+  }
 }
 
 TEST_CASE("the backend tiles a transposing step from tile_big 16-byte items", "[cuda]") {

@@ -118,9 +118,31 @@ inline constexpr index_t inline_items = index_t{1} << 15;
 /// reductions, or with groups of more than 8, keeps 1; products, max and min load one at a
 /// time in either kernel (reduce_unit).
 inline constexpr int inline_batch = 8;
+/// Threads in a block of the step kernels (kernels/step.cuh's step_threads, their launch bound).
+inline constexpr index_t step_block_threads = 256;
+/// The fewest blocks a small step's launch spreads its items over (one item a thread, blocks
+/// of a warp at least): 1 keeps blocks of step_block_threads, as every lease measured. A 4 KiB
+/// P->R on mesh 8 is 256 items: one block, so one SM issues its eight warps' loads of 32 KiB
+/// and stores of 32 KiB (ncu, H200: 12.3 of 23.2 cycles between instructions waiting on
+/// L1TEX). 8 would run it as 8 blocks of 32 threads on 8 SMs. Not measured yet:
+/// bench/step_kernels --kib 4 times both ("N-thread blocks"), and this is to follow it.
+inline constexpr index_t inline_spread_blocks = 1;
+/// Threads a block for a small step of `items` work items: the fewest, a power of two from a
+/// warp (32) to step_block_threads, that cover them in `spread` blocks.
+constexpr index_t inline_threads(index_t items, index_t spread = inline_spread_blocks) {
+  index_t t = 32;
+  while (t < step_block_threads && t * spread < items) t *= 2;
+  return t;
+}
+/// Blocks and threads of a launch.
+struct launch_shape {
+  index_t blocks = 0, threads = 0;
+};
+
 struct inline_table {
   step_view view{};  // scalars; resolved() points its arrays here
   int batch = 1;     // combine_units' B for this table's reductions: 1 or inline_batch
+  index_t threads = step_block_threads;  // a block of its launch (inline_threads; <= step_block_threads)
   dev_op ops[inline_ops]{};
   index_t members[inline_members]{};
   index_t fanout[inline_fanout]{};
@@ -157,7 +179,13 @@ inline inline_table make_inline(const step_table& t) {
   bool reduces = false;
   for (const dev_op& o : t.ops) reduces = reduces || o.code == op_code::reduce || o.code == op_code::reduce_bcast;
   if (reduces && t.group_size > 1 && t.group_size <= inline_batch) x.batch = inline_batch;
+  x.threads = inline_threads(t.items);
   return x;
+}
+
+/// The launch of a small step's kernel: one work item a thread, x.threads a block.
+inline launch_shape inline_launch(const inline_table& x) {
+  return {(x.view.items + x.threads - 1) / x.threads, x.threads};
 }
 
 /// The byte offsets of a table's arrays in one block (each 256-byte aligned), for upload.

@@ -22,7 +22,7 @@ namespace spmd::cuda::kernels {
 
 namespace detail {
 
-inline constexpr int step_threads = 256;
+inline constexpr int step_threads = static_cast<int>(step_block_threads);
 
 template <class T>
 __global__ void __launch_bounds__(step_threads)
@@ -94,10 +94,13 @@ inline unsigned blocks_for(index_t n) {
 template <class T>
 void step(const step_view& table, const rank_ptrs<T>& ptrs, cudaStream_t stream, const inline_table* small) {
   if (table.items == 0) return;
-  if (small != nullptr)
-    detail::step_inline_kernel<T><<<detail::blocks_for(table.items), detail::step_threads, 0, stream>>>(*small, ptrs);
-  else
+  if (small != nullptr) {  // one item a thread (inline_items at most)
+    const launch_shape g = inline_launch(*small);
+    detail::step_inline_kernel<T>
+        <<<static_cast<unsigned>(g.blocks), static_cast<unsigned>(g.threads), 0, stream>>>(*small, ptrs);
+  } else {
     detail::step_kernel<T><<<detail::blocks_for(table.items), detail::step_threads, 0, stream>>>(table, ptrs);
+  }
   check(cudaGetLastError(), "the step kernel's launch");
 }
 
@@ -105,11 +108,12 @@ template <class T>
 void step_wide(const step_view& table, const rank_ptrs<wide16>& ptrs, cudaStream_t stream, const inline_table* small) {
   if (table.items == 0) return;
   if (small != nullptr) {  // fits_inline: one item a thread, neither tiled nor spread
-    const unsigned blocks = detail::blocks_per_item(table.items);
+    const launch_shape g = inline_launch(*small);
+    const auto blocks = static_cast<unsigned>(g.blocks), threads = static_cast<unsigned>(g.threads);
     if (small->batch == inline_batch)
-      detail::step_wide_inline_kernel<T, inline_batch><<<blocks, detail::step_threads, 0, stream>>>(*small, ptrs);
+      detail::step_wide_inline_kernel<T, inline_batch><<<blocks, threads, 0, stream>>>(*small, ptrs);
     else
-      detail::step_wide_inline_kernel<T, 1><<<blocks, detail::step_threads, 0, stream>>>(*small, ptrs);
+      detail::step_wide_inline_kernel<T, 1><<<blocks, threads, 0, stream>>>(*small, ptrs);
     check(cudaGetLastError(), "the step kernel's launch (16-byte units, inline table)");
     return;
   }
