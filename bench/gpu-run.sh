@@ -109,6 +109,8 @@ grep -E '^(8|2x4) ' "$LOGS/localtensor.log" >"$LOGS/torch.txt"
 step redistribute_cuda 150 build/bench/redistribute_cuda --torch "$LOGS/torch.txt"
 step redistribute_nccl 60 build/bench/redistribute_nccl
 step redistribute_cuda_quick 60 build/bench/redistribute_cuda --quick
+# small steps' launches over 8 and 32 blocks at least, against the default just above
+step redistribute_cuda_spread 120 sh -c 'for b in 8 32; do SPMD_CUDA_SMALL_STEP_BLOCKS=$b build/bench/redistribute_cuda --quick; done'
 step step_kernels 120 sh -c 'build/bench/step_kernels 256 && build/bench/step_kernels 1024 && build/bench/step_kernels --kib 4 && build/bench/step_kernels --kib 64 && for k in 256 1024 4096 16384; do build/bench/step_kernels --kib $k "S(0)->S(1)"; done'
 step fill_cuda 60 build/bench/fill_cuda
 

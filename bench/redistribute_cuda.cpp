@@ -3,6 +3,8 @@
 //
 //   meson compile -C build redistribute_cuda && build/bench/redistribute_cuda [--quick]
 //       [--torch FILE]   (FILE: bench/localtensor_cuda.py's output on the same GPU)
+//   SPMD_CUDA_SMALL_STEP_BLOCKS=N build/bench/redistribute_cuda --quick   small steps' launches
+//       spread over N blocks at least (step_table.hpp: inline_spread_blocks)
 //
 // Cases on 8 ranks, f32, global tensors of size/256 rows of 64 columns, size = the global
 // tensor's bytes (nccl-tests' size for all_gather and all_reduce), 4 KiB to 1 GiB:
@@ -35,6 +37,7 @@
 #include "cuda_timing.hpp"
 #include "launch_floor.hpp"
 #include "spmd/backends/cuda/cuda.hpp"
+#include "spmd/backends/cuda/step_table.hpp"
 
 namespace {
 
@@ -133,6 +136,8 @@ int main(int argc, char** argv) {
   cu::stream_scope scope(s);
   const double bw = copy_bandwidth();
   std::printf("# %s, device-to-device copy %.1f GB/s (read + write)\n", prop.name, bw / 1e9);
+  std::printf("# small steps over %lld blocks at least (SPMD_CUDA_SMALL_STEP_BLOCKS; the library's default %lld)\n",
+              static_cast<long long>(cu::small_step_blocks()), static_cast<long long>(cu::inline_spread_blocks));
   double launch_us = 0, launch_params_us = 0;
   {
     event_timer t;

@@ -369,6 +369,16 @@ TEST_CASE("a small step's launch: one item a thread, blocks of a warp or more, o
     }
   CHECK(spmd::cuda::inline_threads(256, 8) == 32);  // the 4 KiB P->R of mesh 8: 8 blocks of a warp
 
+  // SPMD_CUDA_SMALL_STEP_BLOCKS: a count from 1 to 1024, or an error that names the value.
+  CHECK(spmd::cuda::parse_small_step_blocks("1") == 1);
+  CHECK(spmd::cuda::parse_small_step_blocks("8") == 8);
+  CHECK(spmd::cuda::parse_small_step_blocks("1024") == 1024);
+  for (const char* bad : {"", "0", "-8", "1025", "8x", " 8", "eight", "99999999999999999999"}) {
+    INFO("'" << bad << "'");
+    CHECK_THROWS_WITH(spmd::cuda::parse_small_step_blocks(bad),
+                      Catch::Contains(std::string("SPMD_CUDA_SMALL_STEP_BLOCKS=") + bad + " is not a count of blocks"));
+  }
+
   // P->R on mesh 8, 4 KiB of floats (bench/step_kernels' small case): 256 items of 16 bytes
   // from an inline table; the same bits over 1, 8 and 64 blocks at least. (The body is a
   // grid-stride loop, so any grid gives them; what the launch shape decides is speed.)

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <stdexcept>
@@ -125,8 +126,32 @@ inline constexpr index_t step_block_threads = 256;
 /// P->R on mesh 8 is 256 items: one block, so one SM issues its eight warps' loads of 32 KiB
 /// and stores of 32 KiB (ncu, H200: 12.3 of 23.2 cycles between instructions waiting on
 /// L1TEX). 8 would run it as 8 blocks of 32 threads on 8 SMs. Not measured yet:
-/// bench/step_kernels --kib 4 times both ("N-thread blocks"), and this is to follow it.
+/// bench/step_kernels --kib 4 times both ("8+ blocks", "32+ blocks"), redistribute_cuda under
+/// SPMD_CUDA_SMALL_STEP_BLOCKS (small_step_blocks) the whole redistribute, and this is to
+/// follow them.
 inline constexpr index_t inline_spread_blocks = 1;
+/// SPMD_CUDA_SMALL_STEP_BLOCKS's value `text` as a spread (1 to 1024 blocks), or
+/// std::invalid_argument naming it.
+inline index_t parse_small_step_blocks(const char* text) {
+  char* end = nullptr;
+  const long v = std::strtol(text, &end, 10);  // (which takes leading spaces and signs: digits only)
+  if (text[0] < '0' || text[0] > '9' || *end != '\0' || v < 1 || v > 1024)
+    throw std::invalid_argument(std::string("spmd::cuda: SPMD_CUDA_SMALL_STEP_BLOCKS=") + text +
+                                " is not a count of blocks from 1 to 1024");
+  return static_cast<index_t>(v);
+}
+/// The spread of this process's small steps: SPMD_CUDA_SMALL_STEP_BLOCKS from the environment
+/// when set (read at the first small step; a bad value fails every redistribute that has one,
+/// naming it), else inline_spread_blocks. A tuning knob, as the best spread may differ between
+/// GPUs, and what lets one run of a benchmark time several (bench/gpu-run.sh).
+inline index_t small_step_blocks() {
+  static const index_t spread = [] {
+    const char* e = std::getenv("SPMD_CUDA_SMALL_STEP_BLOCKS");
+    return e != nullptr ? parse_small_step_blocks(e) : inline_spread_blocks;
+  }();
+  return spread;
+}
+
 /// Threads a block for a small step of `items` work items: the fewest, a power of two from a
 /// warp (32) to step_block_threads, that cover them in `spread` blocks.
 constexpr index_t inline_threads(index_t items, index_t spread = inline_spread_blocks) {
@@ -179,7 +204,7 @@ inline inline_table make_inline(const step_table& t) {
   bool reduces = false;
   for (const dev_op& o : t.ops) reduces = reduces || o.code == op_code::reduce || o.code == op_code::reduce_bcast;
   if (reduces && t.group_size > 1 && t.group_size <= inline_batch) x.batch = inline_batch;
-  x.threads = inline_threads(t.items);
+  x.threads = inline_threads(t.items, small_step_blocks());
   return x;
 }
 
