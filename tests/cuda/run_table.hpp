@@ -81,8 +81,7 @@ void run_on_grid(const spmd::cuda::step_table& t, bool wide, const T* const* in,
   if (small) packed->threads = spmd::cuda::inline_threads(t.items, spread_blocks);
   const spmd::cuda::step_view v = small ? packed->resolved() : t.view();
   // The grid: a small step's launch as the backend makes it (inline_launch: one item a
-  // thread, so a shape that missed items leaves them unwritten), else 3 blocks of 5 threads,
-  // fewer threads than items (the grid-stride loop).
+  // thread), else 3 blocks of 5 threads, fewer threads than items (the grid-stride loop).
   const spmd::cuda::launch_shape g = small ? spmd::cuda::inline_launch(*packed) : spmd::cuda::launch_shape{3, 5};
   if (wide) {
     std::vector<const spmd::cuda::wide16*> wi(static_cast<std::size_t>(n));

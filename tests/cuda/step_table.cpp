@@ -405,29 +405,19 @@ TEST_CASE("a small step's launch: one item a thread, blocks of a warp or more, o
     std::memcpy(in.data(k), v.data() + k, 1024 * sizeof(float));
   }
   const spmd::host::local_set<float> want = spmd::sim::execute(step, global, in);
-  auto run = [&](index_t spread) {
+  auto run = [&](index_t spread) {  // as the sweep runs a step (check_step), over `spread` blocks
     std::vector<spmd_test::aligned_vec<float>> out(8);
-    std::vector<const spmd::cuda::wide16*> wi(8);
-    std::vector<spmd::cuda::wide16*> wo(8);
-    std::vector<spmd_test::aligned_vec<float>> src(8);
+    std::vector<const float*> ip(8);
+    std::vector<float*> op(8);
     for (index_t k = 0; k < 8; ++k) {
-      src[static_cast<std::size_t>(k)] = spmd_test::aligned_vec<float>(1024);
-      std::memcpy(src[static_cast<std::size_t>(k)].data(), in.data(k), 1024 * sizeof(float));
-      wi[static_cast<std::size_t>(k)] = reinterpret_cast<const spmd::cuda::wide16*>(src[static_cast<std::size_t>(k)].data());
       out[static_cast<std::size_t>(k)] = spmd_test::aligned_vec<float>(1024, 7.f);
-      wo[static_cast<std::size_t>(k)] = reinterpret_cast<spmd::cuda::wide16*>(out[static_cast<std::size_t>(k)].data());
+      ip[static_cast<std::size_t>(k)] = in.data(k);
+      op[static_cast<std::size_t>(k)] = out[static_cast<std::size_t>(k)].data();
     }
-    spmd::cuda::inline_table x = spmd::cuda::make_inline(t);
-    x.threads = spmd::cuda::inline_threads(t.items, spread);
-    const spmd::cuda::step_view v = x.resolved();
-    const spmd::cuda::launch_shape g = spmd::cuda::inline_launch(x);
-    CHECK(g.blocks * g.threads >= t.items);
-    spmd::cuda::emulate_grid(g.blocks, g.threads, [&](index_t bl, index_t th, index_t nb, index_t nt) {
-      spmd::cuda::wide_thread<float, spmd::cuda::inline_batch>(v, bl, th, nb, nt, wi.data(), wo.data());
-    });
+    spmd_test::run_on_grid<float>(t, true, ip.data(), op.data(), 8, spmd_test::table_from::as_backend, spread);
     bool same = true;
     for (index_t k = 0; k < 8; ++k)
-      same = same && std::memcmp(out[static_cast<std::size_t>(k)].data(), want.data(k), 1024 * sizeof(float)) == 0;
+      same = same && std::memcmp(op[static_cast<std::size_t>(k)], want.data(k), 1024 * sizeof(float)) == 0;
     return same;
   };
   for (index_t spread : {index_t{1}, index_t{8}, index_t{64}}) {
