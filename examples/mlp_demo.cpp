@@ -161,6 +161,13 @@ int main(int argc, char** argv) {
 #ifdef SPMD_DEMO_MPI
   if (backend == "mpi") {
     spmd::mpi::environment env(argc, argv);
+    if (env.size() != Mesh::size) {  // every process knows: the first says it, once
+      if (env.rank() == 0)
+        std::fprintf(stderr, "spmd-demo: the mesh 2x4 has %lld ranks, this job has %d processes: run mpirun -np %lld "
+                             "spmd-demo --backend mpi (with --oversubscribe on a machine with fewer cores)\n",
+                     static_cast<long long>(Mesh::size), env.size(), static_cast<long long>(Mesh::size));
+      return 2;
+    }
     return run<spmd::mpi::backend>("MPI (one process per rank)", env.rank() == 0);
   }
 #endif

@@ -23,7 +23,6 @@
 // Each subcommand is a pair: add_<name>_command() declares its options on the CLI11 app,
 // run_<name>() does the work once parsing succeeded. New subcommands (plan, run) follow suit.
 #include <exception>
-#include <fstream>
 #include <iostream>
 #include <stdexcept>
 #include <string>
@@ -42,6 +41,7 @@
 #include "spmd/io/placement_text.hpp"
 #include "spmd/plan.hpp"
 #include "spmd/host/distribute.hpp"
+#include "spmd/host/output_file.hpp"
 #include "spmd/backends/sim/execute.hpp"
 #ifdef SPMD_PLAN_CUDA
 #include "spmd/backends/cuda/cuda.hpp"
@@ -79,12 +79,14 @@ struct layout_options {
   bool json = false;
 };
 
-/// Writes `text` to `file` whole, or throws std::invalid_argument naming the file (exit 2).
+/// Writes `text` to `file` whole (host/output_file.hpp: a regular file replaced, a FIFO or
+/// /dev/stdout written through), or throws std::invalid_argument naming the file (exit 2).
 void write_file(const std::string& file, const std::string& text) {
-  std::ofstream out(file, std::ios::binary);
-  out << text;
-  out.close();
-  if (!out) throw std::invalid_argument("--svg " + file + ": cannot write the file");
+  try {
+    spmd::host::write_text(file, text);
+  } catch (const spmd::host::file_error& e) {
+    throw std::invalid_argument(std::string("--svg ") + e.what());
+  }
 }
 
 CLI::App* add_layout_command(CLI::App& app, layout_options& o) {
@@ -346,7 +348,7 @@ int run_mpi(const plan_options& o, const transition& t, const std::vector<T>& gl
     if (env.rank() == 0) print_run(o, t, static_cast<spmd::index_t>(sizeof(T)), all);
     std::cout.flush();
   } catch (const std::exception& e) {
-    spmd::mpi::detail::abort_job(e.what(), exit_internal);
+    spmd::mpi::end_job("spmd-plan: ", e.what(), exit_internal);
   }
   return exit_ok;
 #else

@@ -16,10 +16,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
-#include <filesystem>
 #include <stdexcept>
 #include <string>
-#include <system_error>
 
 #include <unistd.h>
 
@@ -45,6 +43,7 @@ namespace {
 using namespace spmd_train;
 
 constexpr int exit_bad_input = 2;
+constexpr int exit_diverged = 3;  // a loss or gradient norm went non-finite (docs/training.md)
 
 /// Under mpirun every process parses the same flags: only the first reports a usage error.
 bool first_process() {
@@ -76,19 +75,36 @@ void parse_mesh(train_options& o) {
 }
 
 /// A file the run will write (--save, --checkpoint), checked before anything trains: a
-/// directory that is missing or not writable would otherwise fail the run at its end, with
-/// its work lost. (Under MPI every process checks: only the first reports.)
+/// directory that is missing or not writable, or a target that is not a regular file (a
+/// device, a FIFO: host/output_file.hpp refuses to replace it) would otherwise fail the run
+/// at its end, with its work lost. (Under MPI every process checks: only the first reports.)
 void check_output(const std::string& flag, const std::string& path) {
   if (path.empty()) return;
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) throw usage_error(flag + " " + path + ": is a directory; name a file");
-  const fs::path parent = fs::path(path).parent_path();
-  const std::string dir = parent.empty() ? "." : parent.string();
-  if (!fs::is_directory(dir, ec))
-    throw usage_error(flag + " " + path + ": the directory " + dir + " does not exist");
+  spmd::host::write_target t;
+  try {
+    t = spmd::host::resolve_output(path, spmd::host::write_use::file);
+  } catch (const spmd::host::file_error& e) {
+    throw usage_error(flag + " " + e.what());
+  }
+  const std::string dir = spmd::host::detail::folder_of(t.path);
   if (::access(dir.c_str(), W_OK | X_OK) != 0)
     throw usage_error(flag + " " + path + ": the directory " + dir + " is not writable");
+}
+
+/// --resume's file: readable, and a checkpoint of this model, not of the other one (whose
+/// parameter names it holds instead).
+void check_resume(const train_options& o) {
+  const spmd::io::safetensors_file f(o.resume);
+  auto holds = [&](const model_spec& m) {
+    for (const param_spec& p : m.params)
+      if (!f.contains(p.name)) return false;
+    return true;
+  };
+  if (holds(spec_of(o.model))) return;  // load_training_state checks the rest
+  for (const char* other : {"mlp", "gpt"})
+    if (o.model != other && holds(spec_of(other)))
+      throw usage_error("--resume " + o.resume + ": is a checkpoint of the " + other + " model; this run trains the " +
+                        o.model + " (--model " + other + " resumes it)");
 }
 
 void check(train_options& o) {
@@ -138,11 +154,15 @@ int run(train_options& o, int& argc, char**& argv) {
   }
   const model_spec spec = spec_of(o.model);
   const inputs in = read_inputs(o, spec);
-  if (!o.resume.empty()) (void)spmd::io::safetensors_file(o.resume);  // readable before anything runs
+  if (!o.resume.empty()) check_resume(o);  // readable, and of this model, before anything runs
   const int ranks = o.dp * o.tp;
   auto train_and_report = [&] {
     const train_result r = fn(o, in, spec);
     if (r.prints) print_result(o, r);
+    if (const std::int64_t step = first_non_finite(r)) {  // diverged: scripts must notice
+      if (r.prints) warn_non_finite(r, step);
+      return exit_diverged;
+    }
     return 0;
   };
   if (o.backend == "mpi" || o.backend == "nccl") {
@@ -156,11 +176,13 @@ int run(train_options& o, int& argc, char**& argv) {
       }
       try {
         return train_and_report();
-      } catch (const std::exception& e) {  // a failure on one process ends the job
-        spmd::mpi::detail::abort_job(e.what(), dynamic_cast<const usage_error*>(&e) ||
-                                                       dynamic_cast<const spmd::io::checkpoint_error*>(&e)
-                                                   ? exit_bad_input
-                                                   : 1);
+      } catch (const std::exception& e) {
+        // Refused on every process (a checkpoint of another optimizer): one line, from the
+        // first, and a clean exit; a failure on some processes only ends the job (MPI_Abort).
+        spmd::mpi::end_job("spmd-train: ", e.what(),
+                           dynamic_cast<const usage_error*>(&e) || dynamic_cast<const spmd::host::file_error*>(&e)
+                               ? exit_bad_input
+                               : 1);
       }
     };
 #ifdef SPMD_TRAIN_NCCL
@@ -221,7 +243,7 @@ int main(int argc, char** argv) {
   } catch (const usage_error& e) {
     if (first_process()) std::fprintf(stderr, "spmd-train: %s\n", e.what());
     return exit_bad_input;
-  } catch (const spmd::io::checkpoint_error& e) {
+  } catch (const spmd::host::file_error& e) {  // io::checkpoint_error too: a file read or written
     if (first_process()) std::fprintf(stderr, "spmd-train: %s\n", e.what());
     return exit_bad_input;
   } catch (const std::invalid_argument& e) {

@@ -53,7 +53,8 @@ TEST_CASE("SPMD_LOG's lines: redistribute and ops, with the plan and bytes per r
   // S(0) -> R of f32[8, 16] over 4 ranks: each rank receives the 3 blocks it lacks,
   // 3 * 2 * 16 * 4 bytes = 384.
   auto r = sim::redistribute<placements<replicate>>(x);
-  CHECK(has(c.lines(), "[spmd] redistribute f32[8, 16] S(0) on mesh(4) -> R: plan S(0)->R, 1 step, 384 B/rank, compile time"));
+  CHECK(has(c.lines(), "[spmd] redistribute f32[8, 16] S(0) on mesh(4) -> R: plan S(0)->R, 1 step (all_gather over mesh dims 0, 384 B/rank), "
+                         "384 B/rank, compile time"));
   // A matmul of R x by S(0) w: the compiler chunks x to S(1) (free) and makes a P(sum); the
   // op line comes first, then the redistribute it causes, with 0 bytes (a chunk moves none).
   auto wt = sim::distribute_tensor<layout<M4, placements<shard<0>>, extents<16, 4>>>(w);
@@ -63,7 +64,8 @@ TEST_CASE("SPMD_LOG's lines: redistribute and ops, with the plan and bytes per r
   CHECK(c.lines()[0] ==
         "[spmd] op matmul: in0 f32[8, 16] R on mesh(4) -> S(1) (redistribute), in1 f32[16, 4] S(0) on mesh(4) (kept) "
         "=> out f32 P(sum), compile time");
-  CHECK(c.lines()[1] == "[spmd] redistribute f32[8, 16] R on mesh(4) -> S(1): plan R->S(1), 1 step, 0 B/rank, compile time");
+  CHECK(c.lines()[1] == "[spmd] redistribute f32[8, 16] R on mesh(4) -> S(1): plan R->S(1), 1 step (chunk over mesh dims 0, 0 B/rank), "
+                              "0 B/rank, compile time");
   CHECK(y.full_tensor().size() == 32);
 
   // steps: one line per step as it runs.
@@ -72,7 +74,7 @@ TEST_CASE("SPMD_LOG's lines: redistribute and ops, with the plan and bytes per r
   c.clear();
   (void)sim::redistribute<placements<replicate>>(x);
   REQUIRE(c.lines().size() == 1);
-  CHECK(c.lines()[0] == "[spmd]   step 1/1 all_gather mesh dims {0} 384 B/rank: S(0)->R");
+  CHECK(c.lines()[0] == "[spmd]   step 1/1 all_gather over mesh dims 0, 384 B/rank: S(0)->R");
   log::disable();
   c.clear();
   (void)sim::redistribute<placements<replicate>>(x);

@@ -12,12 +12,17 @@ for the MPI backend (train_mpi_meshes); cases on a mesh not built are left out, 
   resume   a checkpoint after 10 of 20 steps on 2x4, resumed on 4x2, on one device and with DDP
            on 8 and on 3 (each where built): the
            remaining losses continue the uninterrupted curve; resumed at --steps, nothing trains.
-  options  SGD, --clip (the norms before clipping are reported; the steps change), the
-           table without --json, the JSON fields in the contract's order.
+  options  SGD, --clip (the norms before clipping are reported; the steps change; the summary
+           and the JSON's "clip" name its value), the table without --json, the JSON fields in
+           the contract's order, a --save through a symbolic link, a diverging run (NaN in the
+           init: null in the JSON, a warning naming step 1, exit 3).
   errors   bad input exits 2 with a message naming the problem, and writes nothing; an output
-           that cannot be written is refused before anything trains.
+           that cannot be written (a missing directory, a directory, a device, a FIFO) is
+           refused before anything trains; a checkpoint of the other model is named as one; a
+           full file system fails the save with the reason and leaves no temporary file.
   mpi      mpirun -np D*T --backend mpi against --backend sim: bit-identical losses and
-           --save files; a wrong process count exits 2.
+           --save files; a wrong process count exits 2; a refusal on every process (a
+           checkpoint of another optimizer) is one line and exit 2, with no abort banner.
 Python's numpy and safetensors are needed (make_inputs.py); without them the test skips (77).
 """
 import json
@@ -184,7 +189,8 @@ def options(d):
     sgd = train_json(*f.args("mlp", mesh, "--optimizer", "sgd", "--lr", "0.05"))
     if base and sgd:
         check(list(sgd) == ["model", "mesh", "backend", "dp", "dtype", "optimizer", "lr", "steps", "losses",
-                            "grad_norms", "bytes_per_rank", "collectives_per_step"], f"JSON fields: {list(sgd)}")
+                            "grad_norms", "bytes_per_rank", "collectives_per_step", "clip"], f"JSON fields: {list(sgd)}")
+        check(sgd["clip"] is None, f"no --clip, JSON clip {sgd['clip']!r}")
         check(sgd["optimizer"] == "sgd" and sgd["lr"] == 0.05, f"sgd run reports {sgd['optimizer']} {sgd['lr']}")
         check(sgd["losses"][0] == base["losses"][0] and sgd["losses"][-1] < sgd["losses"][0] and
               sgd["losses"][1:] != base["losses"][1:], "SGD: same first loss, falling, unlike AdamW's")
@@ -195,10 +201,44 @@ def options(d):
         check(clip["grad_norms"][0] == base["grad_norms"][0] and clip["losses"][0] == base["losses"][0],
               "--clip changes the first step's loss or norm (they come before the clipping)")
         check(clip["losses"][1:] != base["losses"][1:], "--clip 0.5 changed nothing")
-    p, cmd = run(*f.args("mlp", mesh))
+        check(clip["clip"] == 0.5, f"--clip 0.5: JSON clip {clip['clip']!r}")
+    p, cmd = run(*f.args("mlp", mesh, "--clip", "1e-7"))
     lines = [l for l in p.stdout.splitlines() if l.strip() and l.split()[0].count("/") == 1]
     check(p.returncode == 0 and len(lines) == STEPS, f"{cmd}: {len(lines)} progress lines\n{p.stdout}")
     check("loss" in p.stdout and "collectives per step" in p.stdout, f"{cmd}: no summary\n{p.stdout}")
+    check("clip 1e-07)" in p.stdout, f"{cmd}: the summary does not name clip 1e-07:\n{p.stdout}")
+
+    # --save through a symbolic link: the file it names is replaced, the link stays.
+    real, link = os.path.join(d, "real.st"), os.path.join(d, "link.st")
+    with open(real, "wb") as fh:
+        fh.write(b"old")
+    os.symlink("real.st", link)
+    p, cmd = run(*f.args("mlp", mesh, "--save", link))
+    check(p.returncode == 0 and os.path.islink(link) and sorted(load_file(real)) == ["b1", "b2", "w1", "w2"],
+          f"{cmd}: exit {p.returncode}, link kept {os.path.islink(link)}\n{p.stderr}")
+    check(not os.path.exists(real + ".tmp"), f"{cmd}: left {real}.tmp")
+
+    # A run that diverges: NaN in a weight. Every step printed, null in the JSON, a warning
+    # naming the first step, exit 3 for scripts; the table keeps "nan".
+    from safetensors.numpy import save_file
+    bad = load_file(f.init)
+    w = bad["w1"].copy()
+    w[0, 0] = np.nan
+    bad["w1"] = w
+    nan_init = os.path.join(d, "nan-init.st")
+    save_file(bad, nan_init)
+    args = ["--model", "mlp", "--mesh", mesh, "--init", nan_init, "--data", f.data, "--steps", 3]
+    p, cmd = run(*args, "--json")
+    check(p.returncode == 3, f"{cmd}: exit {p.returncode} (3 expected)\n{p.stderr}")
+    check("diverged at step 1" in p.stderr, f"{cmd}: the warning does not name step 1: {p.stderr!r}")
+    try:
+        j = json.loads(p.stdout.strip().splitlines()[-1])  # strict JSON: no NaN, no strings in a list of numbers
+        check(j["losses"] == [None, None, None], f"{cmd}: losses {j['losses']}")
+    except (ValueError, IndexError) as e:
+        check(False, f"{cmd}: the JSON does not parse ({e}): {p.stdout!r}")
+    p, cmd = run(*args)
+    check(p.returncode == 3 and "nan" in p.stdout and "diverged at step 1" in p.stderr,
+          f"{cmd}: exit {p.returncode}\n{p.stdout}\n{p.stderr}")
 
 
 def errors(d):
@@ -273,15 +313,51 @@ def errors(d):
         check(p.returncode == 2, f"{cmd}: exit {p.returncode} (2 expected)\n{p.stderr}")
         check(all(w in p.stderr for w in words), f"{cmd}: the message does not name {words}: {p.stderr!r}")
         check(p.stdout == "" and not os.path.exists(ck), f"{cmd}: trained or wrote before refusing")
-    # An output that cannot be written is refused before anything trains, not after the run.
+    # An output that cannot be written is refused before anything trains, not after the run;
+    # a device or a FIFO is never replaced by the file (docs/files.md).
     nowhere = os.path.join(d, "absent-dir", "out.st")
+    fifo = os.path.join(d, "fifo")
+    os.mkfifo(fifo)
     for args, words in ((["--save", nowhere], ["--save", "absent-dir", "does not exist"]),
                         (["--save", d], ["--save", "is a directory"]),
-                        (["--checkpoint", nowhere, "--checkpoint-at", "2"], ["--checkpoint", "absent-dir", "does not exist"])):
+                        (["--checkpoint", nowhere, "--checkpoint-at", "2"], ["--checkpoint", "absent-dir", "does not exist"]),
+                        (["--save", "/dev/full"], ["--save /dev/full: is a character device, not a regular file"]),
+                        (["--checkpoint", "/dev/full", "--checkpoint-at", "2"], ["--checkpoint /dev/full: is a character device"]),
+                        (["--save", fifo], ["--save " + fifo + ": is a FIFO, not a regular file"]),
+                        (["--save", "/dev/stdout"], ["--save /dev/stdout: is this process's descriptor 1"])):
         p, cmd = run("--model", "gpt", "--mesh", mesh, "--init", f.init, "--data", f.data, "--steps", STEPS, *args)
         check(p.returncode == 2, f"{cmd}: exit {p.returncode} (2 expected)\n{p.stderr}")
         check(all(w in p.stderr for w in words), f"{cmd}: the message does not name {words}: {p.stderr!r}")
         check(p.stdout == "", f"{cmd}: trained before refusing: {p.stdout!r}")
+    check(os.path.exists("/dev/full") and not os.path.isfile("/dev/full") and not os.path.exists("/dev/full.tmp"),
+          "/dev/full was replaced or a /dev/full.tmp left")
+    check(not os.path.isfile(fifo) and sorted(os.listdir(d)).count("fifo.tmp") == 0, "the FIFO was replaced")
+
+    # --resume with the other model's checkpoint says so.
+    mlp_ck = os.path.join(d, "mlp-ck.st")
+    p, cmd = run("--model", "mlp", "--mesh", "1", "--init", g.init, "--data", g.data, "--steps", "2",
+                 "--checkpoint", mlp_ck, "--checkpoint-at", "2")
+    check(p.returncode == 0, f"{cmd}: exit {p.returncode}\n{p.stderr}")
+    p, cmd = run("--model", "gpt", "--mesh", "1", "--init", f.init, "--data", f.data, "--steps", STEPS, "--resume", mlp_ck)
+    check(p.returncode == 2 and "is a checkpoint of the mlp model; this run trains the gpt" in p.stderr and p.stdout == "",
+          f"{cmd}: exit {p.returncode}\n{p.stderr}")
+
+    # A full file system: the save fails with the reason, exit 2, and nothing is left in the
+    # directory. A 16 KiB tmpfs in a mount namespace of the test's own (root or CAP_SYS_ADMIN).
+    small = os.path.join(d, "small")
+    os.mkdir(small)
+    probe = subprocess.run(["unshare", "-m", "sh", "-c", 'mount -t tmpfs -o size=16k tmpfs "$0"', small],
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        print(f"note: skipped the full file system: cannot mount a tmpfs here ({probe.stderr.strip()})")
+    else:
+        script = 'mount -t tmpfs -o size=16k tmpfs "$0" && "$@"; rc=$?; echo "left: $(ls -A "$0")"; exit $rc'
+        cmd = ["unshare", "-m", "sh", "-c", script, small, TRAIN, "--model", "gpt", "--mesh", "1", "--init", f.init,
+               "--data", f.data, "--steps", "2", "--save", os.path.join(small, "out.st")]
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        check(p.returncode == 2 and "out.st.tmp: write failed: No space left on device" in p.stderr,
+              f"full file system: exit {p.returncode}\n{p.stderr}")
+        check(p.stdout.rstrip().endswith("left:"), f"full file system: files left behind: {p.stdout[-200:]!r}")
 
 
 def mpi(d):
@@ -305,6 +381,15 @@ def mpi(d):
         f = Files(d, "mlp")
         p, cmd = run(*f.args("mlp", "2x4", "--backend", "mpi"), mpi=4)
         check(p.returncode == 2 and "needs 8 processes" in p.stderr, f"{cmd}: exit {p.returncode}\n{p.stderr}")
+        # Refused on every process (SGD's checkpoint, an AdamW run): one line from the first,
+        # exit 2, no MPI_ABORT banner.
+        ck = os.path.join(d, "sgd-ck.st")
+        p, cmd = run(*f.args("mlp", "2x4", "--optimizer", "sgd", "--checkpoint", ck, "--checkpoint-at", "2"))
+        check(p.returncode == 0, f"{cmd}: exit {p.returncode}\n{p.stderr}")
+        p, cmd = run(*f.args("mlp", "2x4", "--backend", "mpi", "--resume", ck), mpi=8)
+        said = [l for l in p.stderr.splitlines() if "sgd" in l]
+        check(p.returncode == 2 and len(said) == 1 and said[0].startswith("spmd-train: ") and "MPI_ABORT" not in p.stderr,
+              f"{cmd}: exit {p.returncode}, {len(said)} lines name the optimizer\n{p.stderr}")
 
 
 def main():

@@ -128,6 +128,18 @@ struct gpt_model {
   /// or the DDP model live.
   template <class Finish>
   auto step(const inputs& in, std::int64_t s, Finish&& finish) {
+    return forward<true>(in, s, std::forward<Finish>(finish));
+  }
+  /// The forward of batch s up to the logits (batch, context, vocabulary; the vocabulary split
+  /// over tp), given to use(logits) while the units live: what the model predicts.
+  template <class Use>
+  auto predict(const inputs& in, std::int64_t s, Use&& use) {
+    return forward<false>(in, s, std::forward<Use>(use));
+  }
+
+ private:
+  template <bool Loss, class Finish>
+  auto forward(const inputs& in, std::int64_t s, Finish&& finish) {
     const auto tokens = Cfg::template batch_of<std::int64_t, batch, context>(in.tokens, s);
     const auto targets = Cfg::template batch_of<std::int64_t, batch, context>(in.targets, s);
     const auto mask = causal_mask();
@@ -140,7 +152,8 @@ struct gpt_model {
           auto logits = head([&](const auto& g, const auto& b, const auto& lm) {
             return rt::matmul_t(rt::layer_norm<1>(h2, g, b, ln_eps), lm);
           });
-          if constexpr (std::is_same_v<Tc, float>) return rt::vocab_parallel_cross_entropy<vocab>(logits, targets);
+          if constexpr (!Loss) return logits;
+          else if constexpr (std::is_same_v<Tc, float>) return rt::vocab_parallel_cross_entropy<vocab>(logits, targets);
           else return rt::vocab_parallel_cross_entropy<vocab>(rt::cast<float>(logits), targets);
         },
         finish);

@@ -10,13 +10,19 @@ namespace spmd_train {
 
 namespace {
 
-/// A number with 9 significant digits, as JSON (a non-finite loss prints as a string: JSON
-/// has no NaN).
+/// A number with 9 significant digits, as JSON: a non-finite one is null (JSON has no NaN;
+/// the run's warning and exit code 3 say which step went non-finite).
 std::string number(double v) {
-  if (std::isnan(v)) return "\"nan\"";
-  if (std::isinf(v)) return v > 0 ? "\"inf\"" : "\"-inf\"";
+  if (!std::isfinite(v)) return "null";
   char b[32];
   std::snprintf(b, sizeof b, "%.9g", v);
+  return b;
+}
+
+/// A flag's value as a user would write it ("1e-07"), not std::to_string's "0.000000".
+std::string flag_number(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%g", v);
   return b;
 }
 
@@ -47,13 +53,15 @@ void print_result(const train_options& o, const train_result& r) {
     j += ",\"bytes_per_rank\":" + std::to_string(r.bytes_per_rank);
     j += ",\"collectives_per_step\":{";
     for (int k = 0; k < 4; ++k) j += std::string(k ? "," : "") + quoted(kinds[k]) + ":" + std::to_string(r.collectives[k]);
-    j += "}}";
+    j += "}";
+    j += ",\"clip\":" + (o.clip ? number(*o.clip) : std::string("null"));
+    j += "}";
     std::printf("%s\n", j.c_str());
     return;
   }
   double ms = 0;
   for (double t : r.step_ms) ms += t;
-  const std::string clip = o.clip ? ", clip " + std::to_string(*o.clip) : "";
+  const std::string clip = o.clip ? ", clip " + flag_number(*o.clip) : "";
   const std::string from = r.first_step ? " from step " + std::to_string(r.first_step) : "";
   std::printf("\n%s on mesh %s (%s, %s, %s, %s, lr %g%s): %zu steps%s", o.model.c_str(), o.mesh.c_str(),
               o.backend.c_str(), o.dp_mode.c_str(), o.dtype.c_str(), o.optimizer.c_str(), o.lr, clip.c_str(),
@@ -67,6 +75,21 @@ void print_result(const train_options& o, const train_result& r) {
               static_cast<long long>(r.bytes_per_rank));
   std::printf("collectives per step:");
   for (int k = 0; k < 4; ++k) std::printf(" %s %d%s", kinds[k], r.collectives[k], k < 3 ? "," : "\n");
+}
+
+std::int64_t first_non_finite(const train_result& r) {
+  for (std::size_t i = 0; i < r.losses.size(); ++i)
+    if (!std::isfinite(r.losses[i]) || (i < r.grad_norms.size() && !std::isfinite(r.grad_norms[i])))
+      return r.first_step + static_cast<std::int64_t>(i) + 1;
+  return 0;
+}
+
+void warn_non_finite(const train_result& r, std::int64_t step) {
+  const std::size_t i = static_cast<std::size_t>(step - r.first_step - 1);
+  std::fprintf(stderr,
+               "spmd-train: warning: training diverged at step %lld (loss %g, gradient norm %g); "
+               "exit code 3\n",
+               static_cast<long long>(step), r.losses[i], r.grad_norms[i]);
 }
 
 }  // namespace spmd_train

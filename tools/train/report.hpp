@@ -2,11 +2,18 @@
 // fields and their order are a contract) or the table's last lines.
 #pragma once
 
+#include <cstdint>
+
 #include "options.hpp"
 #include "result.hpp"
 
 namespace spmd_train {
 
 void print_result(const train_options& o, const train_result& r);
+
+/// The first step (counted from 1) whose loss or gradient norm is not finite; 0 if none.
+std::int64_t first_non_finite(const train_result& r);
+/// Says on stderr that the run diverged at `step` (first_non_finite), with its loss and norm.
+void warn_non_finite(const train_result& r, std::int64_t step);
 
 }  // namespace spmd_train

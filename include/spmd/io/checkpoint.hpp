@@ -11,11 +11,15 @@
 // header; the first process creates `path + ".tmp"` at its final size; every block is written
 // once, by the rank holding it at coordinate 0 of its Replicate dims (Partial placements are
 // reduced first, by the redistribute plan to Replicate); every process syncs; the first renames
-// the file over `path`. A crash before the rename leaves the previous checkpoint whole.
+// the file over `path` and syncs its folder. A crash before the rename leaves the previous
+// checkpoint whole; a failed write removes the temporary file; a `path` that exists and is not
+// a regular file (a device, a FIFO, a directory) is refused before anything is written
+// (host/output_file.hpp, docs/files.md).
 // Loading: the file is memory-mapped and each rank copies only its box's runs.
 //
 // Errors are spmd::io::checkpoint_error naming the file, the tensor and the problem: a missing
-// tensor, another dtype or shape, a truncated file, a corrupt header.
+// tensor, another dtype or shape, a truncated file, a corrupt header; a file that cannot be
+// written is host::file_error (checkpoint_error's base) naming it and the reason.
 #pragma once
 
 #include <functional>
@@ -159,8 +163,9 @@ void save_tensors(const std::string& path, const save_options& options, const st
       ...);
   f->sync();
   detail::barrier<B>();
-  if (first) f->commit();
+  if (first) f->commit();  // durable when it returns: the file and its folder synced
   detail::barrier<B>();
+  if (!first) f->release();
 }
 
 namespace detail {

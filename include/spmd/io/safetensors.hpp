@@ -6,9 +6,9 @@
 //   f.read_box<float>("w1", box, out);                         // only the box's bytes
 //
 //   spmd::io::safetensors_layout l({{"w1", dtype::f32, {64, 32}}, ...});   // offsets, header
-//   spmd::io::atomic_file out("model.safetensors", l.file_bytes());        // "model.safetensors.tmp"
+//   auto out = spmd::io::atomic_file::create("model.safetensors", l.file_bytes());  // "....tmp"
 //   out.write(l.header_bytes(), 0);  out.write(data, l.data_start() + l.at("w1").begin);
-//   out.commit();                                               // fsync, rename over the old file
+//   out.commit();                                   // fsync, rename over the old file, sync the folder
 //
 // The format: 8 bytes little-endian N, then N bytes of JSON {"name": {"dtype": "F32", "shape":
 // [..], "data_offsets": [begin, end]}, ..., "__metadata__": {"k": "v"}}, then the data, each
@@ -16,7 +16,7 @@
 // order, contiguous, the header padded with spaces to a multiple of 8 (as the Python package
 // does), so the package reads spmd's files and spmd reads the package's.
 //
-// Every problem with a file is a std::runtime_error (spmd::io::checkpoint_error) naming the file,
+// Every problem reading a file is a std::runtime_error (spmd::io::checkpoint_error) naming the file,
 // the tensor where there is one, and what is wrong: a truncated file, a header that is not JSON
 // or not safetensors, an unknown dtype, data offsets outside the data or not matching the
 // shape. Nothing is read past what the header promises and checked.
@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "spmd/host/element.hpp"
+#include "spmd/host/output_file.hpp"
 #include "spmd/core/box_runs.hpp"
 #include "spmd/core/element_count.hpp"
 #include "spmd/core/layout_spec.hpp"
@@ -45,9 +46,10 @@
 
 namespace spmd::io {
 
-/// A checkpoint that cannot be read or written as asked.
-struct checkpoint_error : std::runtime_error {
-  using std::runtime_error::runtime_error;
+/// A checkpoint that cannot be read as asked. (Writing one fails with its base,
+/// host::file_error, as every file spmd writes does.)
+struct checkpoint_error : host::file_error {
+  using host::file_error::file_error;
 };
 
 enum class dtype : std::uint8_t { f32, f64, bf16, f16, i32, i64 };
@@ -359,63 +361,8 @@ class safetensors_layout {
   std::map<std::string, std::size_t> by_name_;
 };
 
-/// A file written under a temporary name (`path` + ".tmp") and renamed over `path` only when
-/// commit() has synced it: a crash before then leaves the previous file whole. Several
-/// processes may write disjoint ranges of one (create on one, open_existing on the others).
-class atomic_file {
- public:
-  /// Creates (or truncates) the temporary file at its final size.
-  static atomic_file create(const std::string& path, index_t bytes) {
-    atomic_file f(path);
-    f.fd_ = ::open(f.tmp_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (f.fd_ < 0) throw checkpoint_error(f.tmp_ + ": cannot create: " + detail::errno_text());
-    if (::ftruncate(f.fd_, static_cast<off_t>(bytes)) != 0)
-      throw checkpoint_error(f.tmp_ + ": cannot size to " + std::to_string(bytes) + " bytes: " + detail::errno_text());
-    return f;
-  }
-  /// Opens the temporary file another process created.
-  static atomic_file open_existing(const std::string& path) {
-    atomic_file f(path);
-    f.fd_ = ::open(f.tmp_.c_str(), O_RDWR | O_CLOEXEC);
-    if (f.fd_ < 0) throw checkpoint_error(f.tmp_ + ": cannot open: " + detail::errno_text());
-    return f;
-  }
-  atomic_file(atomic_file&& o) noexcept : path_(std::move(o.path_)), tmp_(std::move(o.tmp_)), fd_(o.fd_) { o.fd_ = -1; }
-  atomic_file(const atomic_file&) = delete;
-  atomic_file& operator=(const atomic_file&) = delete;
-  ~atomic_file() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-
-  void write(const void* p, std::size_t n, index_t at) {
-    const char* c = static_cast<const char*>(p);
-    while (n > 0) {
-      const ssize_t w = ::pwrite(fd_, c, n, static_cast<off_t>(at));
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        throw checkpoint_error(tmp_ + ": write failed: " + detail::errno_text());
-      }
-      c += w;
-      n -= static_cast<std::size_t>(w);
-      at += w;
-    }
-  }
-  /// Flushes this process's writes to the disk.
-  void sync() {
-    if (::fsync(fd_) != 0) throw checkpoint_error(tmp_ + ": fsync failed: " + detail::errno_text());
-  }
-  /// sync(), then the temporary file replaces `path` (one process, after every writer synced).
-  void commit() {
-    sync();
-    if (::rename(tmp_.c_str(), path_.c_str()) != 0)
-      throw checkpoint_error(path_ + ": cannot rename the written file over it: " + detail::errno_text());
-  }
-  const std::string& temporary_path() const { return tmp_; }
-
- private:
-  explicit atomic_file(const std::string& path) : path_(path), tmp_(path + ".tmp") {}
-  std::string path_, tmp_;
-  int fd_ = -1;
-};
+/// Files are written by host::atomic_file (host/output_file.hpp: temporary name, sync, rename,
+/// the folder synced; a target that is not a regular file refused).
+using host::atomic_file;
 
 }  // namespace spmd::io

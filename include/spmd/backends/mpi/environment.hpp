@@ -15,9 +15,18 @@
 // MPI_Abort, so an exception nobody catches (a bad local shape in from_local, an exception
 // in a kernel, an MPI error, which spmd turns into spmd::mpi::error) ends the whole job.
 // mpirun then reports the exit code (2 for bad input, spmd's convention; 1 otherwise).
+//
+// A failure on *every* rank (bad input every process read the same way: a mesh larger than
+// the job, a checkpoint of another optimizer) is one line, not N copies and mpirun's abort
+// banner: a failing process waits up to failure_wait_s for the others on a communicator of
+// its own (processes still working never touch it); when every process has failed, the first
+// prints its message once and all end with the exit code through MPI_Finalize. When some keep
+// working past the wait, the job is aborted as above (end_job).
 #pragma once
 
 #include "spmd/backends/mpi/mpi_c.hpp"
+
+#include <time.h>
 
 #include <cstdio>
 #include <exception>
@@ -60,6 +69,37 @@ inline int world_rank() {
   return r;
 }
 
+/// How long a failed process waits for the others to fail too before aborting the job.
+inline constexpr double failure_wait_s = 5.0;
+
+/// The communicator failures meet on (a duplicate of MPI_COMM_WORLD that the environment
+/// makes; MPI_COMM_NULL before).
+inline MPI_Comm& failure_comm() {
+  static MPI_Comm comm = MPI_COMM_NULL;
+  return comm;
+}
+
+/// After a failure on this process: true when every process of MPI_COMM_WORLD has failed
+/// within `wait_s` seconds (each calls this), false when some did not (they are still
+/// working, or waiting on this one).
+inline bool all_failed(double wait_s) {
+  int init = 0, fin = 0;
+  MPI_Initialized(&init);
+  MPI_Finalized(&fin);
+  if (!init || fin || failure_comm() == MPI_COMM_NULL) return false;
+  MPI_Request req = MPI_REQUEST_NULL;
+  if (MPI_Ibarrier(failure_comm(), &req) != MPI_SUCCESS) return false;
+  const double until = MPI_Wtime() + wait_s;
+  for (;;) {
+    int done = 0;
+    if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) return false;
+    if (done) return true;
+    if (MPI_Wtime() > until) return false;
+    struct timespec ms {0, 1000000};
+    nanosleep(&ms, nullptr);
+  }
+}
+
 /// Ends the whole job with a message naming this rank and the error.
 [[noreturn]] inline void abort_job(const char* what, int code) {
   int size = 0, init = 0, fin = 0;
@@ -73,21 +113,40 @@ inline int world_rank() {
   std::_Exit(code);
 }
 
+}  // namespace detail
+
+/// Ends this process's part of a job after a failure (`what`, exit code `code`): when every
+/// process fails within failure_wait_s, the first prints `prefix` + `what` once and each
+/// ends with `code` (MPI_Finalize: a clean exit, no abort banner); otherwise the job is
+/// aborted with this rank's message (detail::abort_job), so no process is left waiting.
+[[noreturn]] inline void end_job(const char* prefix, const char* what, int code) {
+  if (detail::all_failed(detail::failure_wait_s)) {
+    if (detail::world_rank() == 0) std::fprintf(stderr, "%s%s\n", prefix, what);
+    std::fflush(nullptr);
+    MPI_Finalize();
+    std::_Exit(code);
+  }
+  detail::abort_job(what, code);
+}
+
+namespace detail {
+
 inline void on_terminate() {
+  constexpr const char* prefix = "spmd::mpi: every process failed: ";
   if (const std::exception_ptr e = std::current_exception()) {
     try {
       std::rethrow_exception(e);
     } catch (const std::invalid_argument& x) {  // bad input: spmd's exit code 2
-      abort_job(x.what(), 2);
+      end_job(prefix, x.what(), 2);
     } catch (const std::out_of_range& x) {
-      abort_job(x.what(), 2);
+      end_job(prefix, x.what(), 2);
     } catch (const std::exception& x) {
-      abort_job(x.what(), 1);
+      end_job(prefix, x.what(), 1);
     } catch (...) {
-      abort_job("an exception that is not a std::exception", 1);
+      end_job(prefix, "an exception that is not a std::exception", 1);
     }
   }
-  abort_job("std::terminate was called", 1);
+  end_job(prefix, "std::terminate was called", 1);
 }
 
 inline void trace_barrier() { MPI_Barrier(MPI_COMM_WORLD); }
@@ -136,6 +195,7 @@ class environment {
       owns_ = true;
     }
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    if (detail::failure_comm() == MPI_COMM_NULL) MPI_Comm_dup(MPI_COMM_WORLD, &detail::failure_comm());
     std::set_terminate(detail::on_terminate);
     // Timelines (SPMD_TRACE, timeline::session): one file, written by rank 0, the clocks of
     // every process started together after a barrier.
@@ -150,6 +210,7 @@ class environment {
     MPI_Finalized(&fin);
     if (!fin) timeline::finish();  // SPMD_TRACE's file, while the processes can still talk
     timeline::detail::hooks() = {};
+    if (!fin && detail::failure_comm() != MPI_COMM_NULL) MPI_Comm_free(&detail::failure_comm());
     if (owns_ && !fin) MPI_Finalize();
   }
 

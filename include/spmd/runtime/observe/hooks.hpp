@@ -116,8 +116,10 @@ SPMD_FORCE_INLINE inline void around_synced(Work&& work, Watch&& watch, Sync&& s
   if (watching(log_redistribute)) {
     host::text_out t;
     t << "redistribute " << layout_text(src, global, element) << " -> " << to << ": plan " << tr << ", "
-      << p.steps.size() << (p.steps.size() == 1 ? " step" : " steps") << ", " << bytes << " B/rank, "
-      << (compile_time ? "compile time" : "run time");
+      << p.steps.size() << (p.steps.size() == 1 ? " step" : " steps");
+    for (int i = 0; i < p.steps.size(); ++i)  // each step as spmd-plan plan shows it
+      t << (i ? "; " : " (") << step_text(p.steps[i], global, element_bytes) << (i + 1 == p.steps.size() ? ")" : "");
+    t << ", " << bytes << " B/rank, " << (compile_time ? "compile time" : "run time");
     log::line(h.lo, h.count(), t.str());
   }
   if (!watching(trace)) return {};

@@ -11,8 +11,8 @@
 // A line starts with "[spmd]" in a process that holds every rank (the simulation, CUDA) and
 // with "[spmd rank R]" in one that holds one (MPI, NCCL). The lines (docs/observability.md):
 //   [spmd] op matmul: in0 f32[8, 16] R on mesh(4) -> S(1) (redistribute), in1 f32[16, 4] S(0) on mesh(4) (kept) => out f32 P(sum), compile time
-//   [spmd] redistribute f32[8, 16] S(0) on mesh(4) -> R: plan S(0)->R, 1 step, 384 B/rank, compile time
-//   [spmd]   step 1/1 all_gather mesh dims {0} 384 B/rank: S(0)->R
+//   [spmd] redistribute f32[8, 16] S(0) on mesh(4) -> R: plan S(0)->R, 1 step (all_gather over mesh dims 0, 384 B/rank), 384 B/rank, compile time
+//   [spmd]   step 1/1 all_gather over mesh dims 0, 384 B/rank: S(0)->R
 #pragma once
 
 #include <cstdio>

@@ -2,7 +2,7 @@
 // DTensor's trace notation (plan/trace.hpp), plan steps, operator names.
 //
 //   layout_text(spec, {8, 16}, "f32")   "f32[8, 16] S(0)R on mesh(2, 4)"
-//   step_text(step, global, 4)          "all_gather mesh dims {0} 256 B/rank"
+//   step_text(step, global, 4)          "all_gather over mesh dims 0,1, 256 B/rank"
 //   op_name<ops::matmul_t>()            "matmul_t"
 #pragma once
 
@@ -54,14 +54,18 @@ inline const char* step_kind_text(step_kind k) {
   return step_kind_name(k) ? step_kind_name(k) : (k == step_kind::partition ? "partition" : "fill");
 }
 
-/// A step: its kind (the reduction's op for reductions), the mesh dims it changes, and the
-/// bytes the busiest rank receives (plan/traffic.hpp: the figures spmd-plan plan prints).
+/// A step as spmd-plan plan's table shows it: its kind (the reduction's op for reductions),
+/// the mesh dims it changes ("0,1"), and the bytes the busiest rank receives
+/// (plan/traffic.hpp; 0 for a local step) — "all_reduce(sum) over mesh dims 0,1, 96 B/rank".
 [[gnu::cold]] inline std::string step_text(const plan_step& s, const shape_vec& global, index_t element_bytes) {
   host::text_out t;
   t << step_kind_text(s.kind);
   if (s.kind == step_kind::all_reduce || s.kind == step_kind::reduce_scatter) t << '(' << reduce_op_name(s.op) << ')';
-  t << " mesh dims " << dims_text(s.mesh_dims);
-  if (is_collective(s.kind)) t << ' ' << traffic(s, global, element_bytes).max_rank_bytes << " B/rank";
+  t << " over mesh dims ";
+  bool first = true;
+  for (int d = 0; d < 32; ++d)
+    if (s.mesh_dims & (dim_mask{1} << d)) t << (first ? "" : ",") << d, first = false;
+  t << ", " << traffic(s, global, element_bytes).max_rank_bytes << " B/rank";
   return std::move(t).str();
 }
 

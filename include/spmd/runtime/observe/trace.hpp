@@ -11,6 +11,12 @@
 // a step together, so its ranks' lanes show the same spans. Under MPI each process records
 // its own rank and rank 0 writes one file: the clocks start together at a barrier (the
 // backend registers that barrier and the gather: hooks below).
+//
+// The file is written as every text spmd writes (host/output_file.hpp): a regular file is
+// replaced whole, /dev/stdout, a FIFO or a character device written through; a directory or a
+// socket is refused. A trace that cannot be written is not silent: SPMD_TRACE's failure prints
+// why and ends the program with exit code 2 after its own output (stdout flushed); a session
+// names its file's problem when it is opened, and close() throws host::file_error.
 #pragma once
 
 #include <algorithm>
@@ -23,6 +29,7 @@
 #include <vector>
 
 #include "spmd/core/config.hpp"
+#include "spmd/host/output_file.hpp"
 #include "spmd/host/sync.hpp"  // not <mutex>, <chrono>, <fstream>: compile time (sync.hpp says why)
 #include "spmd/runtime/observe/switch.hpp"
 #include "spmd/host/text_out.hpp"
@@ -60,7 +67,7 @@ inline hooks_t& hooks() {
 }
 
 struct recorder;
-[[gnu::cold]] inline void write(recorder& r);
+[[gnu::cold]] inline bool write(recorder& r, std::string* error = nullptr);
 
 /// What is recorded. Made when first used; SPMD_TRACE=FILE (read then) names the file that
 /// its destructor writes at exit, or, under MPI, that finish() writes while the processes can
@@ -74,6 +81,7 @@ struct recorder {
   std::string file;            // where stop() writes
   bool from_environment = false;
   bool written = false;
+  bool failed = false;         // SPMD_TRACE's file could not be written: the exit code is 2
 
   recorder() {
     if (const char* f = std::getenv("SPMD_TRACE"); f && *f) {
@@ -83,6 +91,10 @@ struct recorder {
   }
   ~recorder() {
     if (from_environment) write(*this);
+    if (failed) {  // at exit: the program's own output first, then the failure's exit code
+      std::fflush(nullptr);
+      std::_Exit(2);
+    }
   }
   recorder(const recorder&) = delete;
   recorder& operator=(const recorder&) = delete;
@@ -112,13 +124,15 @@ inline recorder& rec() {
 }
 
 /// Writes r's file (rank 0 under MPI, after gathering every rank's events) and clears.
-[[gnu::cold]] inline void write(recorder& r) {
+/// Returns false, having said why on stderr (and marked SPMD_TRACE's run failed), when the
+/// file cannot be written; `error`, if given, gets the reason instead.
+[[gnu::cold]] inline bool write(recorder& r, std::string* error) {
   std::string events;
   host::text_out meta;
   std::string file;
   {
     host::lock g(r.m);
-    if (r.written || r.file.empty()) return;
+    if (r.written || r.file.empty()) return true;
     r.written = true;
     events.swap(r.events);
     for (index_t k : r.ranks)
@@ -130,17 +144,27 @@ inline recorder& rec() {
   std::string all = std::move(events);
   all += meta.str();
   if (!all.empty() && all[0] == ',') all.erase(0, 2);
-  if (hooks().gather && !hooks().gather(all)) return;
+  if (hooks().gather && !hooks().gather(all)) return true;
   host::text_out text;
   text << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n"
           "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":0,\"args\":{\"name\":\"spmd\"}}"
        << (all.empty() ? "" : ",\n") << all << "\n]}\n";
-  std::FILE* out = std::fopen(file.c_str(), "wb");
-  const bool ok = out && std::fwrite(text.str().data(), 1, text.str().size(), out) == text.str().size();
-  if ((out && std::fclose(out) != 0) || !ok) std::fprintf(stderr, "spmd: SPMD_TRACE: cannot write %s\n", file.c_str());
+  try {
+    host::write_text(file, text.str());
+    return true;
+  } catch (const host::file_error& e) {
+    if (error) {
+      *error = e.what();
+      return false;
+    }
+    std::fprintf(stderr, "spmd: SPMD_TRACE: the trace was not written: %s\n", e.what());
+    host::lock g(r.m);
+    r.failed = r.failed || r.from_environment;
+    return false;
+  }
 }
 
-inline void write() { write(rec()); }
+inline bool write(std::string* error = nullptr) { return write(rec(), error); }
 
 }  // namespace detail
 
@@ -151,17 +175,23 @@ inline void align_clocks() {
 }
 
 /// Ends the trace of the environment (SPMD_TRACE) now: writes the file. A multi-process
-/// backend calls it while its processes can still talk.
-inline void finish() {
-  if (detail::rec().from_environment) detail::write();
+/// backend calls it while its processes can still talk. Returns false when the file could
+/// not be written (said on stderr; the program then ends with exit code 2).
+inline bool finish() {
+  if (detail::rec().from_environment) return detail::write();
+  return true;
 }
 
 /// Records a scope to `file`, written when the session ends (rank 0 writes under MPI; every
-/// process must open and close its session at the same point).
+/// process must open and close its session at the same point). A file that cannot be written
+/// there (a missing folder, a directory, a socket) is refused when the session opens
+/// (host::file_error naming it); close() writes and throws host::file_error if the write
+/// fails; the destructor writes if close() was not called, and says on stderr if it failed.
 class session {
  public:
   explicit session(std::string file) {
     if (file.empty()) throw std::invalid_argument("spmd::timeline::session: the file name is empty");
+    (void)host::resolve_output(file, host::write_use::stream);  // before anything is recorded
     detail::recorder& r = detail::rec();
     {
       host::lock g(r.m);
@@ -175,11 +205,24 @@ class session {
     observe::turn_on(observe::trace);
   }
   ~session() {
+    if (open_) {
+      observe::turn_off(observe::trace);
+      detail::write();
+    }
+  }
+  /// Ends the session and writes its file; throws host::file_error naming it on failure.
+  void close() {
+    if (!open_) return;
+    open_ = false;
     observe::turn_off(observe::trace);
-    detail::write();
+    std::string error;
+    if (!detail::write(&error)) throw host::file_error(error);
   }
   session(const session&) = delete;
   session& operator=(const session&) = delete;
+
+ private:
+  bool open_ = true;
 };
 
 /// One span: from construction to destruction, on the lanes of ranks [lo, lo + count).
