@@ -90,7 +90,7 @@ int train(const options& o, bool prints) {
   const bool fell = last < first;
   if (prints) {
     std::printf("\nloss %.4f -> %.4f (ln 64 = %.4f is a uniform guess)\n", first, last, std::log(64.0));
-    std::printf("next tokens of %lld unseen sequences predicted right: %zu of %zu (%zu can be known)\n",
+    std::printf("next tokens of %lld unseen sequences predicted right: %zu of %zu (%zu follow from the two tokens before; the first of each sequence is a guess)\n",
                 static_cast<long long>(spec.batch), right, positions,
                 positions - static_cast<std::size_t>(spec.batch));
     if (!fell)

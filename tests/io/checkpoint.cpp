@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>  // the reference reader of the headers spmd writes
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -347,6 +348,32 @@ TEST_CASE("a save killed half-way leaves the previous checkpoint whole", "[io][c
   std::ifstream tmp(path + ".tmp");
   CHECK_FALSE(tmp.good());
   std::remove(path.c_str());
+}
+
+TEST_CASE("a save that fails leaves the previous checkpoint whole and no temporary file; a FIFO is refused", "[io][checkpoint]") {
+  const mlp m = sample();
+  const std::string path = temp_path("fails.safetensors");
+  io::save(path, sim::distribute_module<on_2x4, mesh<2, 4>>(m));
+  const std::string before = read_all(path);
+  io::save_options o;
+  o.after_tensor = [](std::string_view name) {
+    if (name == "b2") throw std::runtime_error("stopped after b2");  // as a failed write would
+  };
+  CHECK_THROWS_WITH(io::save(path, sim::distribute_module<on_2x4, mesh<2, 4>>(m), o), Contains("stopped after b2"));
+  CHECK(read_all(path) == before);
+  CHECK(::access((path + ".tmp").c_str(), F_OK) != 0);
+  std::remove(path.c_str());
+
+  const std::string fifo = temp_path("fifo.safetensors");
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  CHECK_THROWS_AS(io::save(fifo, sim::distribute_module<on_2x4, mesh<2, 4>>(m)), host::file_error);
+  CHECK_THROWS_WITH(io::save(fifo, sim::distribute_module<on_2x4, mesh<2, 4>>(m)),
+                    Contains(fifo + ": is a FIFO, not a regular file"));
+  struct stat st {};
+  REQUIRE(::lstat(fifo.c_str(), &st) == 0);
+  CHECK(S_ISFIFO(st.st_mode));
+  CHECK(::access((fifo + ".tmp").c_str(), F_OK) != 0);
+  std::remove(fifo.c_str());
 }
 
 }  // namespace

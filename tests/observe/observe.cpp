@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -82,6 +84,62 @@ TEST_CASE("SPMD_LOG's lines: redistribute and ops, with the plan and bytes per r
   CHECK_FALSE(observe::active());
 }
 
+namespace {
+/// The steps a redistribute line names in its parentheses: "kind over mesh dims 0,1, N B/rank".
+std::vector<std::string> logged_steps(const std::string& line) {
+  const std::size_t open = line.find(" step"), lp = line.find(" (", open), rp = line.find("), ", lp);
+  std::vector<std::string> out;
+  if (open == std::string::npos || lp == std::string::npos || rp == std::string::npos) return out;
+  const std::string list = line.substr(lp + 2, rp - lp - 2);
+  for (std::size_t at = 0; at <= list.size();) {
+    const std::size_t end = std::min(list.find("; ", at), list.size());
+    out.push_back(list.substr(at, end - at));
+    at = end + 2;
+  }
+  return out;
+}
+/// The same words written from a compile-time plan's steps, field by field: the kind (with
+/// the reduction's op), the mesh dims in the mask, the busiest rank's bytes.
+template <class P>
+std::vector<std::string> plan_steps(const shape_vec& global, index_t element_bytes) {
+  std::vector<std::string> out;
+  for (int i = 0; i < P::size(); ++i) {
+    const plan_step s = P::step(i);
+    std::string t = step_kind_name(s.kind);
+    if (s.kind == step_kind::all_reduce || s.kind == step_kind::reduce_scatter)
+      t += std::string("(") + reduce_op_name(s.op) + ")";
+    t += " over mesh dims ";
+    std::string dims;
+    for (int d = 0; d < s.from.mesh.size(); ++d)
+      if (in_mask(s.mesh_dims, d)) dims += (dims.empty() ? "" : ",") + std::to_string(d);
+    out.push_back(t + dims + ", " + std::to_string(traffic(s, global, element_bytes).max_rank_bytes) + " B/rank");
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("an operator's own redistribute names every step of the plan it runs", "[observe]") {
+  using LX = layout<M24, placements<shard<0>, shard<1>>, extents<8, 12>>;
+  using LY = layout<M24, placements<shard<1>, shard<0>>, extents<8, 12>>;
+  std::vector<float> a(96);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i);
+  auto x = sim::distribute_tensor<LX>(a);
+  auto y = sim::distribute_tensor<LY>(a);
+  log::capture c;
+  log::enable("redistribute,ops");
+  auto z = runtime::add(x, y);
+  log::disable();
+  REQUIRE(c.lines().size() == 2);
+  CHECK(c.lines()[0].find("in1 f32[8, 12] S(1)S(0) on mesh(2, 4) -> S(0)S(1) (redistribute)") != std::string::npos);
+  const std::string& line = c.lines()[1];
+  CHECK(line.find("[spmd] redistribute f32[8, 12] S(1)S(0) on mesh(2, 4) -> S(0)S(1): plan ") == 0);
+  using P = plan_of<LY, LX, float>;
+  static_assert(P::size() >= 1);
+  CHECK(line.find(std::string("plan ") + std::string(P::trace().view()) + ", ") != std::string::npos);
+  CHECK(logged_steps(line) == plan_steps<P>(LX{}.extents().to_vec(), 4));
+  CHECK(z.full_tensor().size() == 96);
+}
+
 TEST_CASE("log::enable names a word it does not know", "[observe]") {
   try {
     log::enable("redistribute,bogus");
@@ -148,6 +206,20 @@ TEST_CASE("a timeline: every step of a known plan on every rank's lane, in order
   }
 }
 
-TEST_CASE("a timeline session needs a file name", "[observe]") {
+TEST_CASE("a timeline session needs a file it can write: refused when it opens, close() says a failed write", "[observe]") {
   CHECK_THROWS_AS(timeline::session(""), std::invalid_argument);
+  CHECK_THROWS_WITH(timeline::session("/nonexistent-spmd-dir/t.json"), Catch::Contains("does not exist"));
+  CHECK_THROWS_WITH(timeline::session("/tmp"), Catch::Contains("/tmp: is a directory"));
+  CHECK_FALSE(observe::active());
+  // The folder goes away while the session records: close() throws, naming the file.
+  char dir[] = "/tmp/spmd_session_XXXXXX";
+  REQUIRE(::mkdtemp(dir) != nullptr);
+  const std::string file = std::string(dir) + "/t.json";
+  timeline::session s(file);
+  (void)sim::redistribute<placements<replicate>>(
+      sim::distribute_tensor<layout<M4, placements<shard<0>>, extents<8>>>(std::vector<float>(8, 1.f)));
+  REQUIRE(::rmdir(dir) == 0);
+  CHECK_THROWS_WITH(s.close(), Catch::Contains(file + ": the directory " + dir + " does not exist"));
+  CHECK_FALSE(observe::active());
+  CHECK_NOTHROW(s.close());  // once closed, closed
 }

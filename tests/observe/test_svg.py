@@ -3,7 +3,9 @@
 a real renderer (librsvg's rsvg-convert), the pixel at the centre of every block checked
 against the owner table `spmd-plan layout --json` prints (computed from box_at, not from the
 picture): each distinct non-empty block is drawn once, in the colour of the lowest rank that
-holds it (Okabe-Ito, rank mod 8), and its labels fit inside it.
+holds it (Okabe-Ito, rank mod 8), and its labels fit inside it. Then what --svg does to what
+is at the name: a directory or socket refused, a full device named, a FIFO, /dev/stdout and a
+symbolic link written through.
 
 usage: test_svg.py SPMD_PLAN OUT_DIR
 Skips (77) without rsvg-convert.
@@ -12,8 +14,11 @@ import json
 import os
 import re
 import shutil
+import socket
+import stat
 import subprocess
 import sys
+import threading
 import xml.etree.ElementTree as ET
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -158,6 +163,47 @@ p = subprocess.run([TOOL, "layout", "--mesh", "2", "--shape", "4", "--placements
                     os.path.join(OUT, "no-such-dir", "x.svg")], capture_output=True, text=True)
 check(p.returncode == 2 and "x.svg" in p.stderr and p.stdout == "",
       f"--svg into a missing folder: exit {p.returncode}, stderr {p.stderr!r}, stdout {p.stdout[:80]!r}")
+
+# What is at the name (docs/files.md): a directory or a socket refused; a full device's
+# failure named; a FIFO and /dev/stdout written through; a symbolic link followed.
+layout = ["layout", "--mesh", "2", "--shape", "4", "--placements", "S(0)"]
+sock_path = os.path.join(OUT, "svg.sock")
+if os.path.exists(sock_path):
+    os.remove(sock_path)
+sock = socket.socket(socket.AF_UNIX)
+sock.bind(sock_path)
+for target, words in ((OUT, "is a directory"), ("/dev/full", "/dev/full: write failed: No space left on device"),
+                      (sock_path, "is a socket")):
+    p = subprocess.run([TOOL, *layout, "--svg", target], capture_output=True, text=True)
+    check(p.returncode == 2 and words in p.stderr and p.stdout == "",
+          f"--svg {target}: exit {p.returncode}, stderr {p.stderr!r}")
+check(stat.S_ISSOCK(os.lstat(sock_path).st_mode), "the socket was replaced")
+sock.close()
+os.remove(sock_path)
+fifo = os.path.join(OUT, "svg.fifo")
+if os.path.exists(fifo):
+    os.remove(fifo)
+os.mkfifo(fifo)
+got = {}
+reader = threading.Thread(target=lambda: got.update(text=open(fifo).read()), daemon=True)
+reader.start()
+p = subprocess.run([TOOL, *layout, "--svg", fifo], capture_output=True, text=True, timeout=60)
+reader.join(60)
+check(p.returncode == 0 and "<svg" in got.get("text", "") and stat.S_ISFIFO(os.lstat(fifo).st_mode),
+      f"--svg FIFO: exit {p.returncode} {p.stderr!r} read {got.get('text', '')[:80]!r}")
+os.remove(fifo)
+p = subprocess.run([TOOL, *layout, "--svg", "/dev/stdout"], capture_output=True, text=True)
+check(p.returncode == 0 and "<svg" in p.stdout and "</svg>" in p.stdout,
+      f"--svg /dev/stdout: exit {p.returncode} {p.stdout[:80]!r}")
+real, link = os.path.join(OUT, "real.svg"), os.path.join(OUT, "link.svg")
+for f in (real, link):
+    if os.path.lexists(f):
+        os.remove(f)
+open(real, "w").write("old")
+os.symlink("real.svg", link)
+p = subprocess.run([TOOL, *layout, "--svg", link], capture_output=True, text=True)
+check(p.returncode == 0 and os.path.islink(link) and "<svg" in open(real).read(),
+      f"--svg through a link: exit {p.returncode} {p.stderr!r}")
 
 if FAILS:
     print(f"{len(FAILS)} check(s) failed")

@@ -86,10 +86,9 @@ std::int64_t first_non_finite(const train_result& r) {
 
 void warn_non_finite(const train_result& r, std::int64_t step) {
   const std::size_t i = static_cast<std::size_t>(step - r.first_step - 1);
-  std::fprintf(stderr,
-               "spmd-train: warning: training diverged at step %lld (loss %g, gradient norm %g); "
-               "exit code 3\n",
-               static_cast<long long>(step), r.losses[i], r.grad_norms[i]);
+  const auto text = [](double v) { return std::isnan(v) ? std::string("nan") : flag_number(v); };  // not "-nan"
+  std::fprintf(stderr, "spmd-train: warning: training diverged at step %lld (loss %s, gradient norm %s); exit code 3\n",
+               static_cast<long long>(step), text(r.losses[i]).c_str(), text(r.grad_norms[i]).c_str());
 }
 
 }  // namespace spmd_train
