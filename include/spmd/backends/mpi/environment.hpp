@@ -29,9 +29,11 @@
 #include <time.h>
 
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "spmd/core/config.hpp"
@@ -121,6 +123,10 @@ inline bool all_failed(double wait_s) {
 /// aborted with this rank's message (detail::abort_job), so no process is left waiting.
 [[noreturn]] inline void end_job(const char* prefix, const char* what, int code) {
   if (detail::all_failed(detail::failure_wait_s)) {
+    // "spmd::mpi: every process failed: the mesh ...", not "...: spmd::mpi: the mesh ...".
+    const std::size_t n = std::strlen(prefix);
+    const std::size_t head = std::string_view(prefix).find(": ");
+    if (head != std::string_view::npos && std::strncmp(what, prefix, head + 2) == 0 && n > head + 2) what += head + 2;
     if (detail::world_rank() == 0) std::fprintf(stderr, "%s%s\n", prefix, what);
     std::fflush(nullptr);
     MPI_Finalize();
