@@ -182,10 +182,10 @@ TEST_CASE("this process's descriptors by name: /dev/fd/N and /dev/stdout are wri
   ::close(pipe_fds[0]);
   CHECK(std::string(buf, n > 0 ? static_cast<std::size_t>(n) : 0) == "through the pipe");
   // Never a durable file: stdout may be a log that replacing would lose.
-  CHECK(contains(message<file_error>([&] { save("/dev/stdout", "x"); }), "/dev/stdout: is this process's descriptor 1"));
+  CHECK(contains(message<file_error>([&] { save("/dev/stdout", "x"); }), "/dev/stdout: is one of this process's descriptors, not a regular file"));
   // A descriptor this process does not have is named, not created as a file.
   CHECK(contains(message<file_error>([&] { write_text("/dev/fd/999", "x"); }),
-                 "/dev/fd/999: this process has no open descriptor 999"));
+                 "/dev/fd/999: this process has no such open descriptor"));
   // /dev/stdout redirected to a regular file: the text lands after what was written there,
   // and the file is not replaced (as `cmd > log` with a trace to /dev/stdout).
   const std::string log = s.at("stdout.log");

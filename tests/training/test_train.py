@@ -324,7 +324,7 @@ def errors(d):
                         (["--save", "/dev/full"], ["--save /dev/full: is a character device, not a regular file"]),
                         (["--checkpoint", "/dev/full", "--checkpoint-at", "2"], ["--checkpoint /dev/full: is a character device"]),
                         (["--save", fifo], ["--save " + fifo + ": is a FIFO, not a regular file"]),
-                        (["--save", "/dev/stdout"], ["--save /dev/stdout: is this process's descriptor 1"])):
+                        (["--save", "/dev/stdout"], ["--save /dev/stdout: is one of this process's descriptors"])):
         p, cmd = run("--model", "gpt", "--mesh", mesh, "--init", f.init, "--data", f.data, "--steps", STEPS, *args)
         check(p.returncode == 2, f"{cmd}: exit {p.returncode} (2 expected)\n{p.stderr}")
         check(all(w in p.stderr for w in words), f"{cmd}: the message does not name {words}: {p.stderr!r}")

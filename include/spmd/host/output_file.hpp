@@ -35,6 +35,7 @@
 #include <string_view>
 
 #include "spmd/core/config.hpp"
+#include "spmd/host/text_out.hpp"
 
 namespace spmd::host {
 
@@ -58,7 +59,16 @@ struct write_target {
 
 namespace detail {
 
-[[gnu::cold]] inline std::string errno_text(int e = errno) { return std::strerror(e); }
+/// Throws file_error "<path>: <what>[<more>]", and ": <the reason for errno err>" when err is
+/// not 0. Out of line and built by text_out's calls (text_out.hpp says why): every unit that
+/// can write a trace compiles these messages.
+[[noreturn, gnu::cold, gnu::noinline]] inline void fail(std::string_view path, std::string_view what, int err = 0,
+                                                        std::string_view more = {}, std::string_view end = {}) {
+  text_out t;
+  t << path << ": " << what << more << end;
+  if (err != 0) t << ": " << std::strerror(err);
+  throw file_error(std::move(t).str());
+}
 
 /// "a FIFO", "a directory": what a non-regular file is, for a message.
 inline const char* file_kind(mode_t m) {
@@ -118,29 +128,29 @@ inline int write_all(int fd, const char* p, std::size_t n) {
     // Its target may be a regular file (stdout redirected to a log): replacing that would
     // lose the log, so a durable file never goes there.
     if (use == write_use::file)
-      throw file_error(path + ": is this process's descriptor " + std::to_string(fd) +
-                       ", not a regular file; spmd replaces only a regular file (name one, or a new file)");
-    if (::fcntl(fd, F_GETFD) < 0) throw file_error(path + ": this process has no open descriptor " + std::to_string(fd));
+      detail::fail(path, "is one of this process's descriptors, not a regular file; spmd replaces only a regular file "
+                         "(name one, or a new file)");
+    if (::fcntl(fd, F_GETFD) < 0) detail::fail(path, "this process has no such open descriptor");
     t.fd = fd;
     t.in_place = true;
     return t;
   }
   struct stat link {};
   if (::lstat(path.c_str(), &link) != 0) {
-    if (errno != ENOENT) throw file_error(path + ": cannot look at it: " + detail::errno_text());
+    if (errno != ENOENT) detail::fail(path, "cannot look at it", errno);
     // A new name: its folder must be there (the message a user can act on, not ENOENT).
     const std::string dir = detail::folder_of(path);
     struct stat d {};
-    if (::stat(dir.c_str(), &d) != 0) throw file_error(path + ": the directory " + dir + " does not exist");
-    if (!S_ISDIR(d.st_mode)) throw file_error(path + ": " + dir + " is not a directory");
+    if (::stat(dir.c_str(), &d) != 0) detail::fail(path, "the directory ", 0, dir, " does not exist");
+    if (!S_ISDIR(d.st_mode)) detail::fail(path, dir, 0, " is not a directory");
     return t;
   }
   struct stat st = link;
   if (S_ISLNK(link.st_mode)) {
     if (::stat(path.c_str(), &st) != 0)
-      throw file_error(path + ": is a symbolic link to a file that does not exist (not written through, as cp does not)");
+      detail::fail(path, "is a symbolic link to a file that does not exist (not written through, as cp does not)");
     char real[PATH_MAX];
-    if (!::realpath(path.c_str(), real)) throw file_error(path + ": cannot follow the symbolic link: " + detail::errno_text());
+    if (!::realpath(path.c_str(), real)) detail::fail(path, "cannot follow the symbolic link", errno);
     t.path = real;
   }
   if (S_ISREG(st.st_mode)) {
@@ -148,25 +158,25 @@ inline int write_all(int fd, const char* p, std::size_t n) {
     t.mode = st.st_mode & 07777;
     return t;
   }
-  if (S_ISDIR(st.st_mode)) throw file_error(path + ": is a directory; name a file");
+  if (S_ISDIR(st.st_mode)) detail::fail(path, "is a directory; name a file");
   if (use == write_use::stream && (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode))) {
     t.in_place = true;
     return t;
   }
-  throw file_error(path + ": is " + detail::file_kind(st.st_mode) +
-                   (use == write_use::file ? ", not a regular file; spmd replaces only a regular file (name one, or a new file)"
-                                           : "; spmd writes a text to a regular file, a FIFO or a character device"));
+  detail::fail(path, std::string("is ") + detail::file_kind(st.st_mode), 0,
+               use == write_use::file ? ", not a regular file; spmd replaces only a regular file (name one, or a new file)"
+                                      : "; spmd writes a text to a regular file, a FIFO or a character device");
 }
 
 /// Syncs the folder `dir`: after a rename in it, the new name is on the disk. A file system
 /// that cannot sync a folder (EINVAL: some network and FUSE ones) is taken as done.
 inline void sync_folder(const std::string& dir) {
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) throw file_error(dir + ": cannot open the directory to sync it: " + detail::errno_text());
+  if (fd < 0) detail::fail(dir, "cannot open the directory to sync it", errno);
   const int rc = ::fsync(fd);
   const int e = errno;
   ::close(fd);
-  if (rc != 0 && e != EINVAL) throw file_error(dir + ": cannot sync the directory: " + detail::errno_text(e));
+  if (rc != 0 && e != EINVAL) detail::fail(dir, "cannot sync the directory", e);
 }
 
 /// A file written under a temporary name (its target's name + ".tmp", beside it) and renamed
@@ -182,21 +192,21 @@ class atomic_file {
     atomic_file f(resolve_output(path, write_use::file), path);
     // O_NOFOLLOW: a link planted under the temporary name is not written through.
     f.fd_ = ::open(f.tmp_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (f.fd_ < 0) throw file_error(f.tmp_ + ": cannot create: " + detail::errno_text());
+    if (f.fd_ < 0) detail::fail(f.tmp_, "cannot create", errno);
     f.owns_tmp_ = true;
     f.check_regular();
     // The replaced file's permissions carry over, as cp's do.
     if (f.target_.exists && ::fchmod(f.fd_, f.target_.mode) != 0)
-      f.fail(f.tmp_ + ": cannot set its mode: " + detail::errno_text());
+      f.fail("cannot set its mode", errno);
     if (::ftruncate(f.fd_, static_cast<off_t>(bytes)) != 0)
-      f.fail(f.tmp_ + ": cannot size to " + std::to_string(bytes) + " bytes: " + detail::errno_text());
+      f.fail("cannot size it to the file's bytes", errno);
     return f;
   }
   /// Opens the temporary file another process created (same target, same name).
   static atomic_file open_existing(const std::string& path) {
     atomic_file f(resolve_output(path, write_use::file), path);
     f.fd_ = ::open(f.tmp_.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-    if (f.fd_ < 0) throw file_error(f.tmp_ + ": cannot open: " + detail::errno_text());
+    if (f.fd_ < 0) detail::fail(f.tmp_, "cannot open", errno);
     f.owns_tmp_ = true;
     f.check_regular();
     return f;
@@ -216,7 +226,7 @@ class atomic_file {
       const ssize_t w = ::pwrite(fd_, c, n, static_cast<off_t>(at));
       if (w < 0) {
         if (errno == EINTR) continue;
-        fail(tmp_ + ": write failed: " + detail::errno_text());
+        fail("write failed", errno);
       }
       c += w;
       n -= static_cast<std::size_t>(w);
@@ -225,7 +235,7 @@ class atomic_file {
   }
   /// Flushes this process's writes to the disk.
   void sync() {
-    if (::fsync(fd_) != 0) fail(tmp_ + ": fsync failed: " + detail::errno_text());
+    if (::fsync(fd_) != 0) fail("fsync failed", errno);
   }
   /// sync(), then the temporary file replaces the target and the folder is synced (one
   /// process, after every writer synced). When it returns, the file is durable.
@@ -233,11 +243,11 @@ class atomic_file {
     sync();
     if (::close(fd_) != 0) {
       fd_ = -1;
-      fail(tmp_ + ": close failed: " + detail::errno_text());
+      fail("close failed", errno);
     }
     fd_ = -1;
     if (::rename(tmp_.c_str(), target_.path.c_str()) != 0)
-      fail(name_ + ": cannot rename the written file over it: " + detail::errno_text());
+      fail("cannot rename the written file over it", errno, name_);
     owns_tmp_ = false;
     sync_folder(detail::folder_of(target_.path));
   }
@@ -257,7 +267,7 @@ class atomic_file {
     struct stat st {};
     if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
       owns_tmp_ = false;  // not a file of ours: left where it is
-      fail(tmp_ + ": is there and is not a regular file; remove it or write elsewhere");
+      fail("is there and is not a regular file; remove it or write elsewhere");
     }
   }
   /// Closes and removes the temporary file (when this process owns it).
@@ -267,9 +277,11 @@ class atomic_file {
     if (owns_tmp_) ::unlink(tmp_.c_str());
     owns_tmp_ = false;
   }
-  [[noreturn]] void fail(const std::string& what) {
+  /// Removes the temporary file, then throws "<tmp>: <what>[: reason]" (or names `path`).
+  [[noreturn, gnu::cold, gnu::noinline]] void fail(const char* what, int err = 0, std::string_view path = {}) {
+    const std::string at = path.empty() ? tmp_ : std::string(path);
     discard();
-    throw file_error(what);
+    detail::fail(at, what, err);
   }
 
   write_target target_;
@@ -288,10 +300,10 @@ class atomic_file {
     if (t.fd >= 0) std::fflush(nullptr);
     const bool own = t.fd < 0;
     const int fd = own ? ::open(t.path.c_str(), O_WRONLY | O_CLOEXEC) : t.fd;
-    if (fd < 0) throw file_error(path + ": cannot open: " + detail::errno_text());
+    if (fd < 0) detail::fail(path, "cannot open", errno);
     const int e = detail::write_all(fd, text.data(), text.size());
     const int c = own && ::close(fd) != 0 ? errno : 0;
-    if (e != 0 || c != 0) throw file_error(path + ": write failed: " + detail::errno_text(e ? e : c));
+    if (e != 0 || c != 0) detail::fail(path, "write failed", e ? e : c);
     return;
   }
   atomic_file f = atomic_file::create(path, 0);
