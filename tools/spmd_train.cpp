@@ -52,14 +52,6 @@ bool first_process() {
   return true;
 }
 
-/// A flag's number as a user would write it ("1e-09", "-1", "nan"), not std::to_string's
-/// fixed six decimals ("-0.000000").
-std::string number_text(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
-
 void parse_mesh(train_options& o) {
   const std::string& m = o.mesh;
   auto number = [&](const std::string& s) {
@@ -86,7 +78,7 @@ void check_output(const std::string& flag, const std::string& path) {
   } catch (const spmd::host::file_error& e) {
     throw usage_error(flag + " " + e.what());
   }
-  const std::string dir = spmd::host::detail::folder_of(t.path);
+  const std::string dir = spmd::host::folder_of(t.path);
   if (::access(dir.c_str(), W_OK | X_OK) != 0)
     throw usage_error(flag + " " + path + ": the directory " + dir + " is not writable");
 }

@@ -19,13 +19,6 @@ std::string number(double v) {
   return b;
 }
 
-/// A flag's value as a user would write it ("1e-07"), not std::to_string's "0.000000".
-std::string flag_number(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%g", v);
-  return b;
-}
-
 std::string list(const std::vector<double>& v) {
   std::string s = "[";
   for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + number(v[i]);
@@ -35,6 +28,12 @@ std::string list(const std::vector<double>& v) {
 std::string quoted(const std::string& s) { return "\"" + s + "\""; }
 
 }  // namespace
+
+std::string number_text(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%g", v);
+  return b;
+}
 
 void print_result(const train_options& o, const train_result& r) {
   static constexpr const char* kinds[] = {"all_gather", "all_reduce", "reduce_scatter", "all_to_all"};
@@ -61,7 +60,7 @@ void print_result(const train_options& o, const train_result& r) {
   }
   double ms = 0;
   for (double t : r.step_ms) ms += t;
-  const std::string clip = o.clip ? ", clip " + flag_number(*o.clip) : "";
+  const std::string clip = o.clip ? ", clip " + number_text(*o.clip) : "";
   const std::string from = r.first_step ? " from step " + std::to_string(r.first_step) : "";
   std::printf("\n%s on mesh %s (%s, %s, %s, %s, lr %g%s): %zu steps%s", o.model.c_str(), o.mesh.c_str(),
               o.backend.c_str(), o.dp_mode.c_str(), o.dtype.c_str(), o.optimizer.c_str(), o.lr, clip.c_str(),
@@ -86,7 +85,7 @@ std::int64_t first_non_finite(const train_result& r) {
 
 void warn_non_finite(const train_result& r, std::int64_t step) {
   const std::size_t i = static_cast<std::size_t>(step - r.first_step - 1);
-  const auto text = [](double v) { return std::isnan(v) ? std::string("nan") : flag_number(v); };  // not "-nan"
+  const auto text = [](double v) { return std::isnan(v) ? std::string("nan") : number_text(v); };  // not "-nan"
   std::fprintf(stderr, "spmd-train: warning: training diverged at step %lld (loss %s, gradient norm %s); exit code 3\n",
                static_cast<long long>(step), text(r.losses[i]).c_str(), text(r.grad_norms[i]).c_str());
 }

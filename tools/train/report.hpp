@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "options.hpp"
 #include "result.hpp"
@@ -10,6 +11,10 @@
 namespace spmd_train {
 
 void print_result(const train_options& o, const train_result& r);
+
+/// A flag's number as a user would write it ("1e-07", "-1", "nan"), not std::to_string's
+/// fixed six decimals ("0.000000").
+std::string number_text(double v);
 
 /// The first step (counted from 1) whose loss or gradient norm is not finite; 0 if none.
 std::int64_t first_non_finite(const train_result& r);

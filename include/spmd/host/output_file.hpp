@@ -57,6 +57,14 @@ struct write_target {
   mode_t mode = 0644;
 };
 
+/// The folder a path's file is in ("." for a bare name).
+inline std::string folder_of(const std::string& path) {
+  const std::size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
 namespace detail {
 
 /// Throws file_error "<path>: <what>[<more>]", and ": <the reason for errno err>" when err is
@@ -78,14 +86,6 @@ inline const char* file_kind(mode_t m) {
   if (S_ISBLK(m)) return "a block device";
   if (S_ISSOCK(m)) return "a socket";
   return "not a regular file";
-}
-
-/// The folder a path's file is in ("." for a bare name).
-inline std::string folder_of(const std::string& path) {
-  const std::size_t slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
 }
 
 /// N for "/dev/stdout" (1), "/dev/stderr" (2), "/dev/fd/N", "/proc/self/fd/N"; -1 otherwise.
@@ -139,7 +139,7 @@ inline int write_all(int fd, const char* p, std::size_t n) {
   if (::lstat(path.c_str(), &link) != 0) {
     if (errno != ENOENT) detail::fail(path, "cannot look at it", errno);
     // A new name: its folder must be there (the message a user can act on, not ENOENT).
-    const std::string dir = detail::folder_of(path);
+    const std::string dir = folder_of(path);
     struct stat d {};
     if (::stat(dir.c_str(), &d) != 0) detail::fail(path, "the directory ", 0, dir, " does not exist");
     if (!S_ISDIR(d.st_mode)) detail::fail(path, dir, 0, " is not a directory");
@@ -249,7 +249,7 @@ class atomic_file {
     if (::rename(tmp_.c_str(), target_.path.c_str()) != 0)
       fail("cannot rename the written file over it", errno, name_);
     owns_tmp_ = false;
-    sync_folder(detail::folder_of(target_.path));
+    sync_folder(folder_of(target_.path));
   }
   /// For a process that wrote into a file another commits: done, its temporary file is no
   /// longer this process's to remove.
@@ -258,8 +258,6 @@ class atomic_file {
     discard();
   }
   const std::string& temporary_path() const { return tmp_; }
-  /// The file replaced: the name given, or the file a symbolic link names.
-  const std::string& target_path() const { return target_.path; }
 
  private:
   atomic_file(write_target t, const std::string& name) : target_(std::move(t)), name_(name), tmp_(target_.path + ".tmp") {}

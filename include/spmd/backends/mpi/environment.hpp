@@ -29,7 +29,6 @@
 #include <time.h>
 
 #include <cstdio>
-#include <cstring>
 #include <exception>
 #include <stdexcept>
 #include <string>
@@ -123,10 +122,6 @@ inline bool all_failed(double wait_s) {
 /// aborted with this rank's message (detail::abort_job), so no process is left waiting.
 [[noreturn]] inline void end_job(const char* prefix, const char* what, int code) {
   if (detail::all_failed(detail::failure_wait_s)) {
-    // "spmd::mpi: every process failed: the mesh ...", not "...: spmd::mpi: the mesh ...".
-    const std::size_t n = std::strlen(prefix);
-    const std::size_t head = std::string_view(prefix).find(": ");
-    if (head != std::string_view::npos && std::strncmp(what, prefix, head + 2) == 0 && n > head + 2) what += head + 2;
     if (detail::world_rank() == 0) std::fprintf(stderr, "%s%s\n", prefix, what);
     std::fflush(nullptr);
     MPI_Finalize();
@@ -139,15 +134,20 @@ namespace detail {
 
 inline void on_terminate() {
   constexpr const char* prefix = "spmd::mpi: every process failed: ";
+  // "spmd::mpi: every process failed: the mesh ...", not "...failed: spmd::mpi: the mesh ...".
+  const auto end = [&](const char* what, int code) {
+    constexpr std::string_view ours = "spmd::mpi: ";
+    end_job(prefix, std::string_view(what).starts_with(ours) ? what + ours.size() : what, code);
+  };
   if (const std::exception_ptr e = std::current_exception()) {
     try {
       std::rethrow_exception(e);
     } catch (const std::invalid_argument& x) {  // bad input: spmd's exit code 2
-      end_job(prefix, x.what(), 2);
+      end(x.what(), 2);
     } catch (const std::out_of_range& x) {
-      end_job(prefix, x.what(), 2);
+      end(x.what(), 2);
     } catch (const std::exception& x) {
-      end_job(prefix, x.what(), 1);
+      end(x.what(), 1);
     } catch (...) {
       end_job(prefix, "an exception that is not a std::exception", 1);
     }
