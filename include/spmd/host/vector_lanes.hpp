@@ -1,0 +1,343 @@
+// spmd/host/vector_lanes.hpp — the host kernels' arithmetic, written once over a vector of W
+// float lanes and compiled once per path (host/vector_math.hpp includes it three times, as
+// Highway's foreach_target does): W = 16 under AVX-512, 8 under AVX2 with FMA, 1 in plain
+// scalar code. No include guard, on purpose.
+//
+// The includer defines:
+//   SPMD_VL_NS    the namespace (avx512, avx2, scalar), inside spmd::host::vector_math
+//   SPMD_VL_W     the lanes of a register
+//   SPMD_VL_FN    the attributes of an inlined helper (the target, always_inline)
+//   SPMD_VL_LOOP  the attributes of a loop the dispatcher calls (the target)
+//   SPMD_VL_FMA   a fused multiply-add on vf
+//
+// Why every path gives the same bits:
+//  - each lane does the same IEEE operations in the same order, each rounded once: products
+//    that are not meant to fuse go through mul() (an empty asm GCC cannot fuse across; it fuses
+//    `a * b + c` whenever the target has FMA), and every fused one is an explicit fma();
+//  - the rows' sums and maxima are taken in 16 lanes whatever W is (a block of 16 floats is one
+//    register under AVX-512, two under AVX2, sixteen scalars), then folded 16 -> 8 -> 4 -> 2 -> 1
+//    the same way, so the association order of a reduction does not depend on the path;
+//  - a row's tail (n % 16 elements) is padded to a block with neutral values.
+// tests/host/vector_math.cpp checks the paths bit for bit and the functions' errors in ULPs
+// against double precision (the bounds are in docs/numerics.md).
+
+namespace SPMD_VL_NS {
+
+inline constexpr int W = SPMD_VL_W;
+inline constexpr int B = 16;      // floats per block: the reductions' lanes
+inline constexpr int K = B / W;   // registers per block
+
+#if SPMD_VL_W == 1
+using vf = float;
+using vi = std::int32_t;
+using vu = std::uint32_t;
+#else
+using vf = float __attribute__((vector_size(4 * SPMD_VL_W)));
+using vi = std::int32_t __attribute__((vector_size(4 * SPMD_VL_W)));
+using vu = std::uint32_t __attribute__((vector_size(4 * SPMD_VL_W)));
+#endif
+
+SPMD_VL_FN vf splat(float v) { return vf{} + v; }
+SPMD_VL_FN vu splat_u(std::uint32_t v) { return vu{} + v; }
+SPMD_VL_FN vu bits(vf v) { return __builtin_bit_cast(vu, v); }
+SPMD_VL_FN vf from_bits(vu v) { return __builtin_bit_cast(vf, v); }
+SPMD_VL_FN vf load(const float* p) {
+  vf v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+SPMD_VL_FN void store(float* p, vf v) { __builtin_memcpy(p, &v, sizeof v); }
+/// m ? a : b per lane (m: a comparison's result).
+template <class M>
+SPMD_VL_FN vf select(M m, vf a, vf b) {
+  return m ? a : b;
+}
+/// a * b, rounded, never fused into a following add (see above).
+SPMD_VL_FN vf mul(vf a, vf b) {
+  vf p = a * b;
+#if SPMD_HOST_VECTOR_X86
+  asm("" : "+v"(p));
+#endif
+  return p;
+}
+/// a * b + c, rounded once.
+SPMD_VL_FN vf fma(vf a, vf b, vf c) { return SPMD_VL_FMA(a, b, c); }
+SPMD_VL_FN vf to_float(vi v) {
+#if SPMD_VL_W == 1
+  return static_cast<float>(v);
+#else
+  return __builtin_convertvector(v, vf);
+#endif
+}
+SPMD_VL_FN vf abs(vf v) { return from_bits(bits(v) & splat_u(0x7fffffffu)); }
+/// NaN-propagating max and min (core/numerics.hpp's spmd::maximum / minimum: a NaN operand
+/// wins; +0 is above -0).
+SPMD_VL_FN vf max_nan(vf a, vf b) {
+  const vf m = select(a > b, a, b);
+  const vf z = select(a == b, from_bits(bits(a) & bits(b)), m);  // max(+0, -0) = +0
+  return select(a != a, a, select(b != b, b, z));
+}
+/// max_nan on one float (the folds of the lanes).
+SPMD_VL_FN float max_nan1(float a, float b) {
+  if (a != a) return a;
+  if (b != b) return b;
+  if (a == b) return __builtin_bit_cast(float, __builtin_bit_cast(std::uint32_t, a) & __builtin_bit_cast(std::uint32_t, b));
+  return a > b ? a : b;
+}
+
+// ------------------------------------------------------------------------------------------
+// Functions of one lane. Coefficients: Cephes' single-precision minimax polynomials (expf,
+// logf, tanhf), evaluated by Horner's rule with FMAs.
+// ------------------------------------------------------------------------------------------
+
+/// e^x: n = round(x log2 e), r = x - n ln 2 (in two parts), e^r by its polynomial, times 2^n
+/// as two powers of two (each normal, so a subnormal result is rounded once). Overflow to inf
+/// and underflow to 0 come out of the arithmetic (x is clamped to [-104, 89] first); NaN
+/// propagates.
+SPMD_VL_FN vf exp(vf x) {
+  const vf magic = splat(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer
+  vf xc = select(x > splat(89.0f), splat(89.0f), x);
+  xc = select(xc < splat(-104.0f), splat(-104.0f), xc);
+  const vf t = fma(xc, splat(1.44269504088896341f), magic);
+  const vf n = t - magic;
+  vf r = fma(n, splat(-0.693359375f), xc);
+  r = fma(n, splat(2.12194440e-4f), r);
+  vf p = splat(1.9875691500e-4f);
+  p = fma(p, r, splat(1.3981999507e-3f));
+  p = fma(p, r, splat(8.3334519073e-3f));
+  p = fma(p, r, splat(4.1665795894e-2f));
+  p = fma(p, r, splat(1.6666665459e-1f));
+  p = fma(p, r, splat(5.0000001201e-1f));
+  p = fma(p, mul(r, r), r) + splat(1.0f);
+  const vi ni = (vi)(bits(t) - bits(magic));  // n in [-150, 128] (garbage for NaN: unused)
+  const vi n1 = ni >> 1, n2 = ni - n1;          // each in [-75, 64]
+  const vf s1 = from_bits((vu)(n1 + 127) << 23), s2 = from_bits((vu)(n2 + 127) << 23);
+  return mul(mul(p, s1), s2);
+}
+
+/// log x: x = m 2^e with m in [√½, √2), log m by its polynomial in m - 1, plus e ln 2 in two
+/// parts. Subnormals are scaled by 2^23 first; log 0 = -inf, log of a negative = NaN,
+/// log inf = inf, NaN propagates.
+SPMD_VL_FN vf log(vf x) {
+  const auto sub = x < splat(1.17549435e-38f);  // subnormal, zero or negative
+  const vf xs = select(sub, mul(x, splat(8388608.0f)), x);
+  const vu b = bits(xs);
+  vf e = to_float((vi)(b >> 23) - 126);
+  e = select(sub, e - splat(23.0f), e);
+  vf m = from_bits((b & splat_u(0x807fffffu)) | splat_u(0x3f000000u));  // [0.5, 1)
+  const auto low = m < splat(0.707106781186547524f);
+  e = select(low, e - splat(1.0f), e);
+  m = select(low, m + m, m) - splat(1.0f);
+  const vf z = mul(m, m);
+  vf y = splat(7.0376836292e-2f);
+  y = fma(y, m, splat(-1.1514610310e-1f));
+  y = fma(y, m, splat(1.1676998740e-1f));
+  y = fma(y, m, splat(-1.2420140846e-1f));
+  y = fma(y, m, splat(1.4249322787e-1f));
+  y = fma(y, m, splat(-1.6668057665e-1f));
+  y = fma(y, m, splat(2.0000714765e-1f));
+  y = fma(y, m, splat(-2.4999993993e-1f));
+  y = fma(y, m, splat(3.3333331174e-1f));
+  y = mul(mul(y, m), z);
+  y = fma(e, splat(-2.12194440e-4f), y);
+  y = fma(z, splat(-0.5f), y);
+  vf r = fma(e, splat(0.693359375f), m + y);
+  const float inf = __builtin_inff();
+  r = select(x == splat(inf), x, r);
+  r = select(x == splat(0.0f), splat(-inf), r);
+  r = select(x < splat(0.0f), splat(__builtin_nanf("")), r);
+  return select(x != x, x, r);
+}
+
+/// tanh x: |x| < 0.625 by its odd polynomial (no cancellation near 0; keeps -0), else
+/// ±(1 - 2 / (e^{2|x|} + 1)) with |x| clamped to 9 (tanh 9 rounds to 1). NaN propagates.
+SPMD_VL_FN vf tanh(vf x) {
+  const vf z = abs(x);
+  const vf zc = select(z > splat(9.0f), splat(9.0f), z);
+  const vf e = exp(zc + zc);
+  const vf big = splat(1.0f) - splat(2.0f) / (e + splat(1.0f));
+  const vf big_signed = from_bits(bits(big) | (bits(x) & splat_u(0x80000000u)));
+  const vf s = mul(x, x);
+  vf p = splat(-5.70498872745e-3f);
+  p = fma(p, s, splat(2.06390887954e-2f));
+  p = fma(p, s, splat(-5.37397155531e-2f));
+  p = fma(p, s, splat(1.33314422036e-1f));
+  p = fma(p, s, splat(-3.33332819422e-1f));
+  const vf small = fma(mul(p, s), x, x);
+  return select(z >= splat(0.625f), big_signed, small);
+}
+
+/// 1 / (1 + e^-x) for x >= 0, e^x / (1 + e^x) below (where e^-x would overflow first).
+SPMD_VL_FN vf sigmoid(vf x) {
+  const vf e = exp(-abs(x));
+  const vf d = splat(1.0f) + e;
+  return select(x >= splat(0.0f), splat(1.0f) / d, e / d);
+}
+
+/// torch's gelu(approximate='tanh'), in core/element_math.hpp's order of operations.
+SPMD_VL_FN vf gelu_tanh(vf x) {
+  const vf inner = mul(splat(0.79788456080286535588f), x + mul(mul(mul(splat(0.044715f), x), x), x));
+  return mul(mul(splat(0.5f), x), splat(1.0f) + tanh(inner));
+}
+
+/// g · gelu_tanh'(x), torch's GeluBackward (approximate='tanh') in element_math's order.
+SPMD_VL_FN vf gelu_tanh_backward(vf g, vf x) {
+  const vf beta = splat(0.79788456080286535588f), kappa = splat(0.044715f);
+  const vf x_sq = mul(x, x), x_cube = mul(x_sq, x);
+  const vf t = tanh(mul(beta, x + mul(kappa, x_cube)));
+  const vf left = mul(splat(0.5f), x), right = splat(1.0f) + t;
+  const vf left_d = mul(splat(0.5f), right), right_d = splat(1.0f) - mul(t, t);
+  const vf inner_d = mul(beta, splat(1.0f) + mul(mul(splat(3.0f), kappa), x_sq));
+  return mul(g, left_d + mul(mul(left, right_d), inner_d));
+}
+
+template <unary_fn F>
+SPMD_VL_FN vf unary(vf x) {
+  if constexpr (F == unary_fn::exp) return exp(x);
+  else if constexpr (F == unary_fn::log) return log(x);
+  else if constexpr (F == unary_fn::tanh) return tanh(x);
+  else if constexpr (F == unary_fn::sigmoid) return sigmoid(x);
+  else {
+    static_assert(F == unary_fn::gelu_tanh, "spmd::host::vector_math: no vector form of this function");
+    return gelu_tanh(x);
+  }
+}
+
+// ------------------------------------------------------------------------------------------
+// Loops the dispatcher calls (vector_math.hpp).
+// ------------------------------------------------------------------------------------------
+
+/// y[i] = F(x[i]), i < n (y may be x). The tail runs through a padded register.
+template <unary_fn F>
+SPMD_VL_LOOP void map_unary(const float* x, float* y, std::int64_t n) {
+  std::int64_t i = 0;
+  for (; i + 2 * W <= n; i += 2 * W) {  // two registers a turn: the polynomials' latency overlaps
+    const vf a = unary<F>(load(x + i)), b = unary<F>(load(x + i + W));
+    store(y + i, a);
+    store(y + i + W, b);
+  }
+  for (; i < n; i += W) {
+    if (i + W <= n) {
+      store(y + i, unary<F>(load(x + i)));
+      continue;
+    }
+    float buf[W] = {};
+    __builtin_memcpy(buf, x + i, static_cast<std::size_t>(n - i) * sizeof(float));
+    store(buf, unary<F>(load(buf)));
+    __builtin_memcpy(y + i, buf, static_cast<std::size_t>(n - i) * sizeof(float));
+  }
+}
+
+/// y[i] = g[i] · gelu_tanh'(x[i]), i < n.
+SPMD_VL_LOOP void map_gelu_tanh_backward(const float* g, const float* x, float* y, std::int64_t n) {
+  std::int64_t i = 0;
+  for (; i + W <= n; i += W) store(y + i, gelu_tanh_backward(load(g + i), load(x + i)));
+  if (i < n) {
+    float bg[W] = {}, bx[W] = {};
+    const auto rest = static_cast<std::size_t>(n - i) * sizeof(float);
+    __builtin_memcpy(bg, g + i, rest);
+    __builtin_memcpy(bx, x + i, rest);
+    store(bg, gelu_tanh_backward(load(bg), load(bx)));
+    __builtin_memcpy(y + i, bg, rest);
+  }
+}
+
+// ------------------------------------------------------------------------------------------
+// Rows: blocks of 16 lanes (see the top), for the reductions' fixed order.
+// ------------------------------------------------------------------------------------------
+
+struct block {
+  vf v[K];
+};
+SPMD_VL_FN block load_block(const float* p) {
+  block b;
+  for (int k = 0; k < K; ++k) b.v[k] = load(p + k * W);
+  return b;
+}
+/// The first `count` (< 16) floats at p, the rest `fill`.
+SPMD_VL_FN block load_part(const float* p, std::int64_t count, float fill) {
+  float buf[B];
+  for (int j = 0; j < B; ++j) buf[j] = j < count ? p[j] : fill;
+  return load_block(buf);
+}
+SPMD_VL_FN void store_block(float* p, const block& b) {
+  for (int k = 0; k < K; ++k) store(p + k * W, b.v[k]);
+}
+SPMD_VL_FN void store_part(float* p, const block& b, std::int64_t count) {
+  float buf[B];
+  store_block(buf, b);
+  for (std::int64_t j = 0; j < count; ++j) p[j] = buf[j];
+}
+/// The 16 lanes folded pairwise (lane j with lane j + 8, then + 4, + 2, + 1): one order on
+/// every path. (No lambdas in this file: a lambda does not inherit its function's target.)
+SPMD_VL_FN float fold_sum(const block& b) {
+  float l[B];
+  store_block(l, b);
+  for (int h = B / 2; h >= 1; h /= 2)
+    for (int j = 0; j < h; ++j) l[j] = l[j] + l[j + h];
+  return l[0];
+}
+SPMD_VL_FN float fold_max(const block& b) {
+  float l[B];
+  store_block(l, b);
+  for (int h = B / 2; h >= 1; h /= 2)
+    for (int j = 0; j < h; ++j) l[j] = max_nan1(l[j], l[j + h]);
+  return l[0];
+}
+/// The block of a row at j: whole, or the tail padded with `fill`.
+SPMD_VL_FN block row_block(const float* x, std::int64_t j, std::int64_t n, float fill) {
+  return j + B <= n ? load_block(x + j) : load_part(x + j, n - j, fill);
+}
+SPMD_VL_FN void store_row_block(float* y, std::int64_t j, std::int64_t n, const block& b) {
+  if (j + B <= n) store_block(y + j, b);
+  else store_part(y + j, b, n - j);
+}
+
+/// softmax (Log: log_softmax) of rows of n floats: rows r < rows at x + r * sx, to y + r * sy
+/// (y may be x). max (NaN propagates), exp(x - max) and its sum in 16 lanes, then times
+/// 1 / sum (log: x - max - log sum). A row of -inf (every entry masked) gives NaN
+/// (exp(-inf - -inf)), as torch's does.
+template <bool Log>
+SPMD_VL_LOOP void softmax_rows(const float* x, std::int64_t sx, float* y, std::int64_t sy, std::int64_t rows,
+                               std::int64_t n) {
+  const float ninf = -__builtin_inff();
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* px = x + r * sx;
+    float* py = y + r * sy;
+    block m;
+    for (int k = 0; k < K; ++k) m.v[k] = splat(ninf);
+    for (std::int64_t j = 0; j < n; j += B) {
+      const block b = row_block(px, j, n, ninf);
+      for (int k = 0; k < K; ++k) m.v[k] = max_nan(m.v[k], b.v[k]);
+    }
+    const vf mx = splat(fold_max(m));
+    block s{};
+    for (std::int64_t j = 0; j < n; j += B) {
+      const block b = row_block(px, j, n, ninf);  // the padding's exp(-inf - max) is 0
+      block e;
+      for (int k = 0; k < K; ++k) {
+        e.v[k] = exp(b.v[k] - mx);
+        s.v[k] = s.v[k] + e.v[k];
+      }
+      if constexpr (!Log) store_row_block(py, j, n, e);
+    }
+    const float sum = fold_sum(s);
+    if constexpr (Log) {
+      const vf shift = mx + log(splat(sum));
+      for (std::int64_t j = 0; j < n; j += B) {
+        block o = row_block(px, j, n, 0.0f);
+        for (int k = 0; k < K; ++k) o.v[k] = o.v[k] - shift;
+        store_row_block(py, j, n, o);
+      }
+    } else {
+      const vf inv = splat(1.0f / sum);
+      for (std::int64_t j = 0; j < n; j += B) {
+        block o = row_block(py, j, n, 0.0f);
+        for (int k = 0; k < K; ++k) o.v[k] = mul(o.v[k], inv);
+        store_row_block(py, j, n, o);
+      }
+    }
+  }
+}
+
+}  // namespace SPMD_VL_NS

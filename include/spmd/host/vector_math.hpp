@@ -1,0 +1,101 @@
+// spmd/host/vector_math.hpp — the host's vectorised float kernels: exp, log, tanh, sigmoid and
+// the tanh GELU (forward and backward) over arrays, and softmax / log_softmax over rows, on
+// the best path this CPU has (host/vector_isa.hpp), the same bits on every path.
+//
+//   spmd::host::vector_math::map<spmd::unary_fn::tanh>(x, y, n);      // y[i] = tanh(x[i])
+//   spmd::host::vector_math::gelu_tanh_backward(g, x, y, n);          // y = g · gelu'(x)
+//   spmd::host::vector_math::softmax_rows<false>(x, sx, y, sy, rows, n);
+//
+// The arithmetic is host/vector_lanes.hpp's, compiled here once per path. The functions'
+// maximum errors in ULPs, measured against double precision, are in docs/numerics.md and
+// checked by tests/host/vector_math.cpp. On the device, CUDA's own functions run
+// (core/element_math.hpp), within the tolerance docs/backends.md states.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "spmd/core/element_math.hpp"
+#include "spmd/host/vector_isa.hpp"
+
+namespace spmd::host::vector_math {
+
+#if SPMD_HOST_VECTOR_X86
+#define SPMD_VL_NS avx512
+#define SPMD_VL_W 16
+#define SPMD_VL_FN [[gnu::target(SPMD_AVX512_TARGET ",fma"), gnu::always_inline]] inline
+#define SPMD_VL_LOOP [[gnu::target(SPMD_AVX512_TARGET ",fma")]] inline
+// (GCC and clang name the builtin alike; 4: the current rounding mode, nearest)
+#define SPMD_VL_FMA(a, b, c) __builtin_ia32_vfmaddps512_mask(a, b, c, static_cast<unsigned short>(-1), 4)
+#include "spmd/host/vector_lanes.hpp"
+#undef SPMD_VL_NS
+#undef SPMD_VL_W
+#undef SPMD_VL_FN
+#undef SPMD_VL_LOOP
+#undef SPMD_VL_FMA
+
+#define SPMD_VL_NS avx2
+#define SPMD_VL_W 8
+#define SPMD_VL_FN [[gnu::target("avx2,fma"), gnu::always_inline]] inline
+#define SPMD_VL_LOOP [[gnu::target("avx2,fma")]] inline
+#define SPMD_VL_FMA(a, b, c) __builtin_ia32_vfmaddps256(a, b, c)
+#include "spmd/host/vector_lanes.hpp"
+#undef SPMD_VL_NS
+#undef SPMD_VL_W
+#undef SPMD_VL_FN
+#undef SPMD_VL_LOOP
+#undef SPMD_VL_FMA
+#endif
+
+// The scalar path: any CPU; fmaf is the instruction where the target has FMA, else glibc's
+// exact software fma (slow, but only CPUs without AVX2 and FMA take this path).
+#define SPMD_VL_NS scalar
+#define SPMD_VL_W 1
+#define SPMD_VL_FN [[gnu::always_inline]] inline
+#define SPMD_VL_LOOP inline
+#define SPMD_VL_FMA(a, b, c) __builtin_fmaf(a, b, c)
+#include "spmd/host/vector_lanes.hpp"
+#undef SPMD_VL_NS
+#undef SPMD_VL_W
+#undef SPMD_VL_FN
+#undef SPMD_VL_LOOP
+#undef SPMD_VL_FMA
+
+/// Whether unary_fn F has a vector form here.
+template <unary_fn F>
+inline constexpr bool has_vector_form = F == unary_fn::exp || F == unary_fn::log || F == unary_fn::tanh ||
+                                         F == unary_fn::sigmoid || F == unary_fn::gelu_tanh;
+
+#if SPMD_HOST_VECTOR_X86
+#define SPMD_VM_DISPATCH(call)                         \
+  switch (kernel_isa()) {                              \
+    case vector_isa::avx512: return avx512::call;      \
+    case vector_isa::avx2: return avx2::call;          \
+    default: return scalar::call;                      \
+  }
+#else
+#define SPMD_VM_DISPATCH(call) return scalar::call;
+#endif
+
+/// y[i] = F(x[i]) for i < n (y may be x).
+template <unary_fn F>
+void map(const float* x, float* y, std::int64_t n) {
+  static_assert(has_vector_form<F>, "spmd::host::vector_math::map: no vector form of this function");
+  SPMD_VM_DISPATCH(template map_unary<F>(x, y, n))
+}
+
+/// y[i] = g[i] · gelu_tanh'(x[i]) for i < n.
+inline void gelu_tanh_backward(const float* g, const float* x, float* y, std::int64_t n) {
+  SPMD_VM_DISPATCH(map_gelu_tanh_backward(g, x, y, n))
+}
+
+/// softmax (Log: log_softmax) of `rows` rows of n contiguous floats, row r at x + r * sx, to
+/// y + r * sy.
+template <bool Log>
+void softmax_rows(const float* x, std::int64_t sx, float* y, std::int64_t sy, std::int64_t rows, std::int64_t n) {
+  SPMD_VM_DISPATCH(template softmax_rows<Log>(x, sx, y, sy, rows, n))
+}
+
+#undef SPMD_VM_DISPATCH
+
+}  // namespace spmd::host::vector_math

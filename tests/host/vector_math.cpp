@@ -1,0 +1,216 @@
+// tests/host/vector_math.cpp — the host's vectorised float functions (host/vector_math.hpp):
+//  - each function's error in ULPs against the double-precision function rounded to float,
+//    over 2^24 inputs spread over every float exponent (every 256th bit pattern) and the
+//    special values; the bounds are docs/numerics.md's;
+//  - every path this CPU has (AVX-512, AVX2, scalar) gives the same bits, element by element,
+//    on those inputs, and for the softmax rows of every length 1..80 (the tails included).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <vector>
+
+#include "spmd/host/vector_math.hpp"
+
+namespace {
+
+namespace vm = spmd::host::vector_math;
+using spmd::unary_fn;
+using spmd::host::vector_isa;
+
+struct isa_limit {
+  explicit isa_limit(vector_isa isa) { spmd::host::limit_kernel_isa(isa); }
+  ~isa_limit() { spmd::host::limit_kernel_isa(vector_isa::avx512); }
+};
+
+std::vector<vector_isa> paths() {
+  std::vector<vector_isa> have{vector_isa::scalar};
+  if (spmd::host::best_kernel_isa() >= vector_isa::avx2) have.push_back(vector_isa::avx2);
+  if (spmd::host::best_kernel_isa() >= vector_isa::avx512) have.push_back(vector_isa::avx512);
+  else std::printf("vector_math: this CPU has no AVX-512: its path is not run here\n");
+  return have;
+}
+
+/// Every 256th float bit pattern (both signs, every exponent), then the special values.
+std::vector<float> inputs() {
+  std::vector<float> x;
+  x.reserve((std::size_t{1} << 24) + 16);
+  for (std::uint64_t b = 0; b < (std::uint64_t{1} << 32); b += 256)
+    x.push_back(std::bit_cast<float>(static_cast<std::uint32_t>(b + (b >> 8) % 256)));
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float v : {0.0f, -0.0f, inf, -inf, std::numeric_limits<float>::quiet_NaN(), 1.0f, -1.0f,
+                  std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::min(),
+                  std::numeric_limits<float>::max(), 88.72283172607421875f, 88.7228393554687f, -103.972084f,
+                  0.625f, -0.625f, 9.0f})
+    x.push_back(v);
+  return x;
+}
+
+/// The distance in float steps between a float and the exact value (a double): in units of
+/// the float grid's spacing at the exact value (0 for equal bits, NaN against NaN, same
+/// infinity). A huge number for a wrong NaN or infinity.
+double ulp_error(float got, double exact) {
+  if (std::isnan(exact)) return std::isnan(got) ? 0 : 1e30;
+  if (std::isnan(got)) return 1e30;
+  if (std::isinf(got) || std::isinf(exact)) {
+    if (static_cast<double>(got) == exact) return 0;
+    // an overflow at the edge: the exact value rounds to inf or to FLT_MAX
+    const double r = static_cast<double>(static_cast<float>(exact));
+    return r == static_cast<double>(got) ? 0 : 1e30;
+  }
+  const double a = std::fabs(exact);
+  // the spacing of floats at |exact| (subnormals: the smallest spacing)
+  int e = 0;
+  std::frexp(a < static_cast<double>(std::numeric_limits<float>::min()) ? static_cast<double>(std::numeric_limits<float>::min()) : a, &e);
+  const double ulp = std::ldexp(1.0, e - 24);
+  return std::fabs(static_cast<double>(got) - exact) / ulp;
+}
+
+double exact(unary_fn f, double x) {
+  switch (f) {
+    case unary_fn::exp: return std::exp(x);
+    case unary_fn::log: return x == 0 ? -INFINITY : std::log(x);
+    case unary_fn::tanh: return std::tanh(x);
+    case unary_fn::sigmoid: return 1.0 / (1.0 + std::exp(-x));
+    default: return 0;
+  }
+}
+
+template <unary_fn F>
+void check_function(const char* name, double bound) {
+  const auto x = inputs();
+  std::vector<float> y(x.size());
+  std::vector<std::vector<float>> by_path;
+  for (vector_isa isa : paths()) {
+    isa_limit limit(isa);
+    vm::map<F>(x.data(), y.data(), static_cast<std::int64_t>(x.size()));
+    by_path.push_back(y);
+  }
+  double worst = 0;
+  float worst_x = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double err = ulp_error(y[i], exact(F, static_cast<double>(x[i])));
+    if (err > worst) worst = err, worst_x = x[i];
+  }
+  std::printf("vector_math: %s: at most %.3f ULP (at %a) over %zu inputs\n", name, worst, worst_x, x.size());
+  CHECK(worst <= bound);
+  for (std::size_t p = 1; p < by_path.size(); ++p)
+    for (std::size_t i = 0; i < x.size(); ++i)
+      if (std::bit_cast<std::uint32_t>(by_path[p][i]) != std::bit_cast<std::uint32_t>(by_path[0][i])) {
+        FAIL(name << ": path " << p << " gives " << by_path[p][i] << " at " << x[i] << ", the scalar path "
+                  << by_path[0][i]);
+      }
+}
+
+}  // namespace
+
+TEST_CASE("exp is within 1 ULP, the same bits on every path", "[vector_math]") {
+  check_function<unary_fn::exp>("exp", 1.0);
+}
+TEST_CASE("log is within 1 ULP, the same bits on every path", "[vector_math]") {
+  check_function<unary_fn::log>("log", 1.0);
+}
+TEST_CASE("tanh is within 2 ULP, the same bits on every path", "[vector_math]") {
+  check_function<unary_fn::tanh>("tanh", 2.0);
+}
+TEST_CASE("sigmoid is within 3 ULP, the same bits on every path", "[vector_math]") {
+  check_function<unary_fn::sigmoid>("sigmoid", 3.0);
+}
+
+namespace {
+/// The tanh GELU and its derivative in double, in torch's formulas.
+double gelu_exact(double x) {
+  return 0.5 * x * (1 + std::tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
+}
+double gelu_grad_exact(double x) {
+  const double beta = 0.79788456080286535588, kappa = 0.044715;
+  const double t = std::tanh(beta * (x + kappa * x * x * x));
+  return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * beta * (1 + 3 * kappa * x * x);
+}
+/// |got - exact| in ULPs of the result, less what the formula itself loses where 1 ± tanh
+/// cancels: tanh's own error (2 ULP of 1) times the factor in front of it, |x| / 2 (and the
+/// derivative's x²-sized terms), which torch's float formula loses the same way.
+double gelu_error(double got, double exact, double cancel) {
+  const double scale = std::max(std::fabs(exact), static_cast<double>(std::numeric_limits<float>::min()));
+  int e = 0;
+  std::frexp(scale, &e);
+  const double ulp = std::ldexp(1.0, e - 24);
+  const double lost = cancel * std::ldexp(1.0, -23);
+  return std::max(0.0, std::fabs(got - exact) - lost) / ulp;
+}
+}  // namespace
+
+TEST_CASE("the tanh GELU and its backward: torch's formulas within 4 ULP, the same bits on every path",
+          "[vector_math]") {
+  std::vector<float> x;
+  for (std::uint32_t b = 0; b < (1u << 31); b += 1024) {  // |x| < 2^20: past it x³ overflows in float
+    const float v = std::bit_cast<float>(b);
+    if (v < 1048576.0f) x.push_back(v), x.push_back(-v);
+  }
+  const auto n = static_cast<std::int64_t>(x.size());
+  std::vector<float> g(x.size(), 1.0f), y(x.size()), dy(x.size());
+  std::vector<std::vector<float>> ys, dys;
+  for (vector_isa isa : paths()) {
+    isa_limit limit(isa);
+    vm::map<unary_fn::gelu_tanh>(x.data(), y.data(), n);
+    vm::gelu_tanh_backward(g.data(), x.data(), dy.data(), n);
+    ys.push_back(y), dys.push_back(dy);
+  }
+  double worst = 0, worst_d = 0, worst_x = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double v = x[i];
+    worst = std::max(worst, gelu_error(y[i], gelu_exact(v), std::fabs(v) / 2 + 1));
+    const double ed = gelu_error(dy[i], gelu_grad_exact(v), 1 + std::fabs(v * v * v) / 8);
+    if (ed > worst_d) worst_d = ed, worst_x = v;
+  }
+  std::printf("vector_math: gelu_tanh at most %.3f ULP, its backward %.3f ULP (at %a; past the cancellation) over %zu inputs\n",
+              worst, worst_d, worst_x, x.size());
+  CHECK(worst <= 4.0);
+  CHECK(worst_d <= 4.0);
+  for (std::size_t p = 1; p < ys.size(); ++p) {
+    CHECK(std::memcmp(ys[p].data(), ys[0].data(), x.size() * sizeof(float)) == 0);
+    CHECK(std::memcmp(dys[p].data(), dys[0].data(), x.size() * sizeof(float)) == 0);
+  }
+}
+
+TEST_CASE("softmax and log_softmax rows: the same bits on every path, every tail, within 4 ULP and x - max's rounding", "[vector_math]") {
+  std::vector<float> x;
+  for (int i = 0; i < 80 * 80; ++i) x.push_back(static_cast<float>(std::sin(i * 0.37) * 12.0));
+  x[5] = -std::numeric_limits<float>::infinity();  // a masked entry
+  for (bool log_form : {false, true}) {
+    std::vector<std::vector<float>> outs;
+    for (vector_isa isa : paths()) {
+      isa_limit limit(isa);
+      std::vector<float> y(x.size(), -7.0f);
+      for (std::int64_t n = 1; n <= 80; ++n) {  // 80 rows of n, at a stride of 80
+        if (log_form) vm::softmax_rows<true>(x.data(), 80, y.data(), 80, 80, n);
+        else vm::softmax_rows<false>(x.data(), 80, y.data(), 80, 80, n);
+        for (std::int64_t r = 0; r < 80; ++r) {
+          double m = -INFINITY, s = 0;
+          for (std::int64_t k = 0; k < n; ++k) m = std::max(m, static_cast<double>(x[r * 80 + k]));
+          for (std::int64_t k = 0; k < n; ++k) s += std::exp(x[r * 80 + k] - m);
+          for (std::int64_t k = 0; k < n; ++k) {
+            const double v = x[r * 80 + k] - m;
+            const double want = log_form ? v - std::log(s) : std::exp(v) / s;
+            const double got = y[r * 80 + k];
+            const double tol = (log_form ? 8 * std::ldexp(1.0, -24) * (std::fabs(v) + std::fabs(std::log(s)))
+                                         : (8 + std::fabs(v)) * std::ldexp(1.0, -24) * std::fabs(want)) + 1e-45;  // x - max rounds: |v| ULP
+            if (got != want && !(std::fabs(got - want) <= tol))
+              FAIL("row " << r << " of " << n << ", element " << k << ": " << got << ", want " << want);
+          }
+          CHECK(y[r * 80 + n - 1 + (n < 80 ? 1 : 0)] == (n < 80 ? -7.0f : y[r * 80 + 79]));  // nothing past the row
+        }
+        outs.push_back(y);
+      }
+    }
+    const std::size_t per = 80;  // outputs per path
+    for (std::size_t p = 1; p * per < outs.size(); ++p)
+      for (std::size_t k = 0; k < per; ++k)
+        CHECK(std::memcmp(outs[p * per + k].data(), outs[k].data(), x.size() * sizeof(float)) == 0);
+  }
+}
