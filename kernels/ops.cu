@@ -36,6 +36,8 @@ namespace spmd::cuda::kernels {
   template void softmax<true, T>(const job_batch<out_in<T>, softmax_geom>&, cudaStream_t);                  \
   template void layer_norm<false, T>(const job_batch<norm_ptrs<T>, norm_geom>&, double, cudaStream_t);      \
   template void layer_norm<true, T>(const job_batch<norm_ptrs<T>, norm_geom>&, double, cudaStream_t);       \
+  template void layer_norm_backward<false, T>(const job_batch<norm_ptrs<T>, norm_geom>&, double, cudaStream_t); \
+  template void layer_norm_backward<true, T>(const job_batch<norm_ptrs<T>, norm_geom>&, double, cudaStream_t);  \
   template void embedding<T, ::std::int32_t>(const job_batch<embedding_ptrs<T, ::std::int32_t>, embedding_geom>&, \
                                              index_t, cudaStream_t);                                        \
   template void embedding<T, ::std::int64_t>(const job_batch<embedding_ptrs<T, ::std::int64_t>, embedding_geom>&, \

@@ -198,8 +198,12 @@ TEST_CASE("softmax and log_softmax rows: the same bits on every path, every tail
             const double v = x[r * 80 + k] - m;
             const double want = log_form ? v - std::log(s) : std::exp(v) / s;
             const double got = y[r * 80 + k];
-            const double tol = (log_form ? 8 * std::ldexp(1.0, -24) * (std::fabs(v) + std::fabs(std::log(s)))
-                                         : (8 + std::fabs(v)) * std::ldexp(1.0, -24) * std::fabs(want)) + 1e-45;  // x - max rounds: |v| ULP
+            // exp's and the rounding's few ULP, x - max's rounding (|v| ULP of the exp), the
+            // float sum's (about one ULP per 8 terms: a relative error of the sum, an absolute
+            // one of its log)
+            const double u = std::ldexp(1.0, -24), sum_err = (4 + n / 8.0) * u;
+            const double tol = log_form ? 8 * u * (std::fabs(v) + std::fabs(std::log(s))) + sum_err
+                                        : ((8 + std::fabs(v)) * u + sum_err) * std::fabs(want) + 1e-45;
             if (got != want && !(std::fabs(got - want) <= tol))
               FAIL("row " << r << " of " << n << ", element " << k << ": " << got << ", want " << want);
           }
@@ -212,5 +216,70 @@ TEST_CASE("softmax and log_softmax rows: the same bits on every path, every tail
     for (std::size_t p = 1; p * per < outs.size(); ++p)
       for (std::size_t k = 0; k < per; ++k)
         CHECK(std::memcmp(outs[p * per + k].data(), outs[k].data(), x.size() * sizeof(float)) == 0);
+  }
+}
+
+TEST_CASE("layer_norm rows and their input gradient: the same bits on every path, every tail", "[vector_math]") {
+  const std::int64_t rows = 7, stride = 53;
+  std::vector<float> x(static_cast<std::size_t>(rows * stride)), g(x.size()), w(stride), b(stride);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    x[i] = static_cast<float>(std::sin(i * 0.71) * 3 + 40);  // a large mean: the two-pass variance
+    g[i] = static_cast<float>(std::cos(i * 0.29));
+  }
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = 1.0f + 0.01f * static_cast<float>(i), b[i] = 0.5f - 0.02f * static_cast<float>(i);
+  std::vector<std::vector<float>> outs;
+  for (vector_isa isa : paths()) {
+    isa_limit limit(isa);
+    for (std::int64_t n = 1; n <= stride; n += 3) {
+      std::vector<float> y(x.size(), -1.0f), dy(x.size(), -1.0f), yp(x.size(), -1.0f);
+      vm::layer_norm_rows(x.data(), stride, y.data(), stride, rows, n, w.data(), b.data(), 1e-5f);
+      vm::layer_norm_rows(x.data(), stride, yp.data(), stride, rows, n, nullptr, nullptr, 1e-5f);
+      vm::layer_norm_backward_rows(g.data(), stride, x.data(), stride, w.data(), dy.data(), stride, rows, n, 1e-5f);
+      for (std::int64_t r = 0; r < rows; ++r) {  // against double, and nothing past the row
+        double mean = 0, var = 0;
+        for (std::int64_t k = 0; k < n; ++k) mean += x[r * stride + k];
+        mean /= n;
+        for (std::int64_t k = 0; k < n; ++k) var += (x[r * stride + k] - mean) * (x[r * stride + k] - mean);
+        const double sd = std::sqrt(var / n + 1e-5);
+        for (std::int64_t k = 0; k < n; ++k) {
+          const double xh = (x[r * stride + k] - mean) / sd;
+          CHECK(std::fabs(yp[r * stride + k] - xh) <= 2e-5 * (1 + std::fabs(xh)));
+          CHECK(std::fabs(y[r * stride + k] - (xh * w[k] + b[k])) <= 2e-5 * (1 + std::fabs(xh)));
+        }
+        if (n < stride) CHECK(y[r * stride + n] == -1.0f);
+        if (n < stride) CHECK(dy[r * stride + n] == -1.0f);
+      }
+      outs.push_back(y), outs.push_back(yp), outs.push_back(dy);
+    }
+  }
+  const std::size_t per = outs.size() / paths().size();
+  for (std::size_t p = 1; p * per < outs.size(); ++p)
+    for (std::size_t k = 0; k < per; ++k)
+      CHECK(std::memcmp(outs[p * per + k].data(), outs[k].data(), x.size() * sizeof(float)) == 0);
+}
+
+TEST_CASE("AdamW: core/optim_math.hpp's scalar step, bit for bit, on every path", "[vector_math]") {
+  const std::size_t n = 1000 + 13;  // a tail
+  std::vector<float> p(n), g(n), m(n), v(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    p[i] = static_cast<float>(std::sin(i * 0.3));
+    g[i] = static_cast<float>(std::cos(i * 0.7)) * 1e-2f;
+    m[i] = static_cast<float>(std::sin(i * 1.1)) * 1e-3f;
+    v[i] = static_cast<float>(i % 7) * 1e-6f;
+  }
+  for (bool decays : {false, true}) {
+    spmd::optim_math::adamw_coeffs<float> c{decays, 1 - 1e-3f * 0.01f, 0.1f, 0.999f, 0.001f, 0.0447f, 1e-8f, 1e-3f / 0.19f};
+    std::vector<float> wp = p, wm = m, wv = v;  // the scalar reference
+    for (std::size_t i = 0; i < n; ++i) spmd::optim_math::adamw_elem(wp[i], g[i], wm[i], wv[i], c);
+    for (vector_isa isa : paths()) {
+      isa_limit limit(isa);
+      std::vector<float> op(n), om(n), ov(n), ip = p, im = m, iv = v;
+      vm::adamw(p.data(), g.data(), m.data(), v.data(), op.data(), om.data(), ov.data(), static_cast<std::int64_t>(n), c);
+      vm::adamw(ip.data(), g.data(), im.data(), iv.data(), ip.data(), im.data(), iv.data(), static_cast<std::int64_t>(n), c);
+      CHECK(std::memcmp(op.data(), wp.data(), n * sizeof(float)) == 0);
+      CHECK(std::memcmp(om.data(), wm.data(), n * sizeof(float)) == 0);
+      CHECK(std::memcmp(ov.data(), wv.data(), n * sizeof(float)) == 0);
+      CHECK(std::memcmp(ip.data(), wp.data(), n * sizeof(float)) == 0);  // in place
+    }
   }
 }

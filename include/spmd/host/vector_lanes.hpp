@@ -9,6 +9,7 @@
 //   SPMD_VL_FN    the attributes of an inlined helper (the target, always_inline)
 //   SPMD_VL_LOOP  the attributes of a loop the dispatcher calls (the target)
 //   SPMD_VL_FMA   a fused multiply-add on vf
+//   SPMD_VL_SQRT  the square root of vf (correctly rounded on every path)
 //
 // Why every path gives the same bits:
 //  - each lane does the same IEEE operations in the same order, each rounded once: products
@@ -60,6 +61,7 @@ SPMD_VL_FN vf mul(vf a, vf b) {
 #endif
   return p;
 }
+SPMD_VL_FN vf sqrt(vf a) { return SPMD_VL_SQRT(a); }
 /// a * b + c, rounded once.
 SPMD_VL_FN vf fma(vf a, vf b, vf c) { return SPMD_VL_FMA(a, b, c); }
 SPMD_VL_FN vf to_float(vi v) {
@@ -295,7 +297,7 @@ SPMD_VL_FN void store_row_block(float* y, std::int64_t j, std::int64_t n, const 
 
 /// softmax (Log: log_softmax) of rows of n floats: rows r < rows at x + r * sx, to y + r * sy
 /// (y may be x). max (NaN propagates), exp(x - max) and its sum in 16 lanes, then times
-/// 1 / sum (log: x - max - log sum). A row of -inf (every entry masked) gives NaN
+/// 1 / sum (log: (x - max) - log sum). A row of -inf (every entry masked) gives NaN
 /// (exp(-inf - -inf)), as torch's does.
 template <bool Log>
 SPMD_VL_LOOP void softmax_rows(const float* x, std::int64_t sx, float* y, std::int64_t sy, std::int64_t rows,
@@ -323,10 +325,11 @@ SPMD_VL_LOOP void softmax_rows(const float* x, std::int64_t sx, float* y, std::i
     }
     const float sum = fold_sum(s);
     if constexpr (Log) {
-      const vf shift = mx + log(splat(sum));
+      const vf log_sum = log(splat(sum));
       for (std::int64_t j = 0; j < n; j += B) {
         block o = row_block(px, j, n, 0.0f);
-        for (int k = 0; k < K; ++k) o.v[k] = o.v[k] - shift;
+        for (int k = 0; k < K; ++k) o.v[k] = (o.v[k] - mx) - log_sum;  // (not x - (max + log sum):
+                                                                        // that rounds at max's scale)
         store_row_block(py, j, n, o);
       }
     } else {
@@ -336,6 +339,135 @@ SPMD_VL_LOOP void softmax_rows(const float* x, std::int64_t sx, float* y, std::i
         for (int k = 0; k < K; ++k) o.v[k] = mul(o.v[k], inv);
         store_row_block(py, j, n, o);
       }
+    }
+  }
+}
+
+/// A row's mean and 1 / sqrt(variance + eps) (the biased variance, as torch.nn.LayerNorm), in
+/// two passes over the row (which stays in L1 between them): the squared deviations from
+/// the mean, no cancellation for a large mean.
+struct row_stats {
+  float mean, rstd;
+};
+SPMD_VL_FN row_stats stats_of(const float* x, std::int64_t n, float eps) {
+  block s{};
+  for (std::int64_t j = 0; j < n; j += B) {
+    const block b = row_block(x, j, n, 0.0f);
+    for (int k = 0; k < K; ++k) s.v[k] = s.v[k] + b.v[k];
+  }
+  const float mean = fold_sum(s) / static_cast<float>(n);
+  block q{};
+  for (std::int64_t j = 0; j < n; j += B) {
+    const block b = row_block(x, j, n, mean);  // (the padding deviates by 0)
+    for (int k = 0; k < K; ++k) {
+      const vf d = b.v[k] - splat(mean);
+      q.v[k] = fma(d, d, q.v[k]);
+    }
+  }
+  const float var = fold_sum(q) / static_cast<float>(n);
+  return {mean, 1.0f / __builtin_sqrtf(var + eps)};
+}
+
+/// layer_norm of rows of n floats (x + r * sx to y + r * sy), then * w + b where given (each
+/// n floats, or null).
+SPMD_VL_LOOP void layer_norm_rows(const float* x, std::int64_t sx, float* y, std::int64_t sy, std::int64_t rows,
+                                  std::int64_t n, const float* w, const float* b, float eps) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* px = x + r * sx;
+    float* py = y + r * sy;
+    const row_stats st = stats_of(px, n, eps);
+    const vf mean = splat(st.mean), rstd = splat(st.rstd);
+    for (std::int64_t j = 0; j < n; j += B) {
+      block o = row_block(px, j, n, 0.0f);
+      for (int k = 0; k < K; ++k) o.v[k] = mul(o.v[k] - mean, rstd);
+      if (w) {
+        const block bw = row_block(w, j, n, 0.0f), bb = row_block(b, j, n, 0.0f);
+        for (int k = 0; k < K; ++k) o.v[k] = fma(o.v[k], bw.v[k], bb.v[k]);
+      }
+      store_row_block(py, j, n, o);
+    }
+  }
+}
+
+/// layer_norm's input gradient over rows of n floats: ĝ = g * w (w null: g), x̂ = (x - mean)
+/// * rstd, gx = rstd (ĝ - mean ĝ - x̂ mean(ĝ x̂)); g at g + r * sg, x at x + r * sx, gx to
+/// y + r * sy.
+SPMD_VL_LOOP void layer_norm_backward_rows(const float* g, std::int64_t sg, const float* x, std::int64_t sx,
+                                           const float* w, float* y, std::int64_t sy, std::int64_t rows,
+                                           std::int64_t n, float eps) {
+  const vf inv_n = splat(1.0f / static_cast<float>(n));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* pg = g + r * sg;
+    const float* px = x + r * sx;
+    float* py = y + r * sy;
+    const row_stats st = stats_of(px, n, eps);
+    const vf mean = splat(st.mean), rstd = splat(st.rstd);
+    block sum_g{}, sum_gx{};
+    for (std::int64_t j = 0; j < n; j += B) {
+      block gh = row_block(pg, j, n, 0.0f);
+      const block bx = row_block(px, j, n, st.mean);  // (the padding's x̂ is 0)
+      if (w) {
+        const block bw = row_block(w, j, n, 0.0f);
+        for (int k = 0; k < K; ++k) gh.v[k] = mul(gh.v[k], bw.v[k]);
+      }
+      for (int k = 0; k < K; ++k) {
+        sum_g.v[k] = sum_g.v[k] + gh.v[k];
+        sum_gx.v[k] = fma(gh.v[k], mul(bx.v[k] - mean, rstd), sum_gx.v[k]);
+      }
+    }
+    const vf mean_g = mul(splat(fold_sum(sum_g)), inv_n), mean_gx = mul(splat(fold_sum(sum_gx)), inv_n);
+    for (std::int64_t j = 0; j < n; j += B) {
+      block gh = row_block(pg, j, n, 0.0f);
+      const block bx = row_block(px, j, n, 0.0f);
+      if (w) {
+        const block bw = row_block(w, j, n, 0.0f);
+        for (int k = 0; k < K; ++k) gh.v[k] = mul(gh.v[k], bw.v[k]);
+      }
+      block o;
+      for (int k = 0; k < K; ++k) {
+        const vf xh = mul(bx.v[k] - mean, rstd);
+        o.v[k] = mul(rstd, (gh.v[k] - mean_g) - mul(xh, mean_gx));
+      }
+      store_row_block(py, j, n, o);
+    }
+  }
+}
+
+/// torch.optim.AdamW's step over n elements: p, m and v read from p_in, m_in, v_in and
+/// written to p, m, v (each pair may be one array), g the gradient; core/optim_math.hpp's
+/// operations in its order (no FMA: the same bits as its scalar and device code).
+SPMD_VL_LOOP void adamw(const float* p_in, const float* g, const float* m_in, const float* v_in, float* p, float* m,
+                        float* v, std::int64_t n, const optim_math::adamw_coeffs<float>& c) {
+  const vf decay = splat(c.decay), omb1 = splat(c.one_minus_beta1), beta2 = splat(c.beta2),
+           omb2 = splat(c.one_minus_beta2), bc2 = splat(c.bc2_sqrt), eps = splat(c.eps), step = splat(c.step_size);
+  for (std::int64_t i = 0; i < n; i += W) {
+    const bool whole = i + W <= n;
+    float bp[W] = {}, bg[W] = {}, bm[W] = {}, bv[W] = {};
+    const auto rest = static_cast<std::size_t>(whole ? W : n - i) * sizeof(float);
+    if (!whole) {
+      __builtin_memcpy(bp, p_in + i, rest);
+      __builtin_memcpy(bg, g + i, rest);
+      __builtin_memcpy(bm, m_in + i, rest);
+      __builtin_memcpy(bv, v_in + i, rest);
+    }
+    vf P = load(whole ? p_in + i : bp), G = load(whole ? g + i : bg), M = load(whole ? m_in + i : bm),
+       V = load(whole ? v_in + i : bv);
+    if (c.decays) P = mul(P, decay);
+    M = M + mul(G - M, omb1);
+    V = mul(V, beta2) + mul(mul(G, omb2), G);
+    const vf denom = sqrt(V) / bc2 + eps;
+    P = P - mul(M / denom, step);
+    if (whole) {
+      store(p + i, P);
+      store(m + i, M);
+      store(v + i, V);
+    } else {
+      store(bp, P);
+      store(bm, M);
+      store(bv, V);
+      __builtin_memcpy(p + i, bp, rest);
+      __builtin_memcpy(m + i, bm, rest);
+      __builtin_memcpy(v + i, bv, rest);
     }
   }
 }

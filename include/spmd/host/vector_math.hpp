@@ -1,5 +1,6 @@
 // spmd/host/vector_math.hpp — the host's vectorised float kernels: exp, log, tanh, sigmoid and
-// the tanh GELU (forward and backward) over arrays, and softmax / log_softmax over rows, on
+// the tanh GELU (forward and backward) over arrays; softmax, log_softmax, layer_norm and its
+// input gradient over rows, on
 // the best path this CPU has (host/vector_isa.hpp), the same bits on every path.
 //
 //   spmd::host::vector_math::map<spmd::unary_fn::tanh>(x, y, n);      // y[i] = tanh(x[i])
@@ -16,6 +17,7 @@
 #include <cstdint>
 
 #include "spmd/core/element_math.hpp"
+#include "spmd/core/optim_math.hpp"
 #include "spmd/host/vector_isa.hpp"
 
 namespace spmd::host::vector_math {
@@ -27,24 +29,32 @@ namespace spmd::host::vector_math {
 #define SPMD_VL_LOOP [[gnu::target(SPMD_AVX512_TARGET ",fma")]] inline
 // (GCC and clang name the builtin alike; 4: the current rounding mode, nearest)
 #define SPMD_VL_FMA(a, b, c) __builtin_ia32_vfmaddps512_mask(a, b, c, static_cast<unsigned short>(-1), 4)
+#if defined(__clang__)
+#define SPMD_VL_SQRT(a) __builtin_ia32_sqrtps512(a, 4)
+#else
+#define SPMD_VL_SQRT(a) __builtin_ia32_sqrtps512_mask(a, vf{}, static_cast<unsigned short>(-1), 4)
+#endif
 #include "spmd/host/vector_lanes.hpp"
 #undef SPMD_VL_NS
 #undef SPMD_VL_W
 #undef SPMD_VL_FN
 #undef SPMD_VL_LOOP
 #undef SPMD_VL_FMA
+#undef SPMD_VL_SQRT
 
 #define SPMD_VL_NS avx2
 #define SPMD_VL_W 8
 #define SPMD_VL_FN [[gnu::target("avx2,fma"), gnu::always_inline]] inline
 #define SPMD_VL_LOOP [[gnu::target("avx2,fma")]] inline
 #define SPMD_VL_FMA(a, b, c) __builtin_ia32_vfmaddps256(a, b, c)
+#define SPMD_VL_SQRT(a) __builtin_ia32_sqrtps256(a)
 #include "spmd/host/vector_lanes.hpp"
 #undef SPMD_VL_NS
 #undef SPMD_VL_W
 #undef SPMD_VL_FN
 #undef SPMD_VL_LOOP
 #undef SPMD_VL_FMA
+#undef SPMD_VL_SQRT
 #endif
 
 // The scalar path: any CPU; fmaf is the instruction where the target has FMA, else glibc's
@@ -54,12 +64,14 @@ namespace spmd::host::vector_math {
 #define SPMD_VL_FN [[gnu::always_inline]] inline
 #define SPMD_VL_LOOP inline
 #define SPMD_VL_FMA(a, b, c) __builtin_fmaf(a, b, c)
+#define SPMD_VL_SQRT(a) __builtin_sqrtf(a)
 #include "spmd/host/vector_lanes.hpp"
 #undef SPMD_VL_NS
 #undef SPMD_VL_W
 #undef SPMD_VL_FN
 #undef SPMD_VL_LOOP
 #undef SPMD_VL_FMA
+#undef SPMD_VL_SQRT
 
 /// Whether unary_fn F has a vector form here.
 template <unary_fn F>
@@ -94,6 +106,28 @@ inline void gelu_tanh_backward(const float* g, const float* x, float* y, std::in
 template <bool Log>
 void softmax_rows(const float* x, std::int64_t sx, float* y, std::int64_t sy, std::int64_t rows, std::int64_t n) {
   SPMD_VM_DISPATCH(template softmax_rows<Log>(x, sx, y, sy, rows, n))
+}
+
+/// layer_norm over rows of n contiguous floats (x + r * sx to y + r * sy), then * w + b
+/// when w and b are given (n floats each; both or neither).
+inline void layer_norm_rows(const float* x, std::int64_t sx, float* y, std::int64_t sy, std::int64_t rows,
+                            std::int64_t n, const float* w, const float* b, float eps) {
+  SPMD_VM_DISPATCH(layer_norm_rows(x, sx, y, sy, rows, n, w, b, eps))
+}
+
+/// layer_norm's input gradient over rows of n contiguous floats, from the output's gradient
+/// g and the input x (w: the weight, or null).
+inline void layer_norm_backward_rows(const float* g, std::int64_t sg, const float* x, std::int64_t sx,
+                                     const float* w, float* y, std::int64_t sy, std::int64_t rows, std::int64_t n,
+                                     float eps) {
+  SPMD_VM_DISPATCH(layer_norm_backward_rows(g, sg, x, sx, w, y, sy, rows, n, eps))
+}
+
+/// torch.optim.AdamW's step over n floats (core/optim_math.hpp's arithmetic, the same bits):
+/// p, m, v from p_in, m_in, v_in (each pair may be one array), gradient g.
+inline void adamw(const float* p_in, const float* g, const float* m_in, const float* v_in, float* p, float* m,
+                  float* v, std::int64_t n, const optim_math::adamw_coeffs<float>& c) {
+  SPMD_VM_DISPATCH(adamw(p_in, g, m_in, v_in, p, m, v, n, c))
 }
 
 #undef SPMD_VM_DISPATCH

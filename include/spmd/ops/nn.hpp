@@ -98,6 +98,31 @@ struct layer_norm {
   }
 };
 
+/// layer_norm's input gradient: inputs (g, x, and with Affine the weight), output x's shape:
+/// rstd (ĝ − mean ĝ − x̂ mean(ĝ x̂)), ĝ = g * weight, over the last NormDims dims (recomputing
+/// the row's statistics from x). Linear in g: g P(sum) or P(avg) with x and the weight
+/// replicated passes, as the composition of mul, mean and sub it replaces did.
+template <int NormDims, bool Affine>
+struct layer_norm_backward {
+  static_assert(NormDims >= 1 && NormDims <= max_tensor_dims,
+                "spmd::layer_norm: NormDims must be 1 to 8.");
+  static constexpr const char* name = "layer_norm_backward";
+  double eps = 1e-5;
+
+  static constexpr op_rule rule(const op_context& c) {
+    const int r = c.in[0].tensor_rank, first = r - NormDims;
+    nn_detail::subscripts s{};
+    s.dims(0, r).put(',').dims(0, r);
+    if constexpr (Affine) s.put(',').dims(first, NormDims);
+    s.put('-').put('>').dims(0, r);
+    op_rule rule = einsum(s.text);
+    for (int d = first < 0 ? 0 : first; d < r; ++d) rule = rule.fixed(nn_detail::letter(d));
+    return rule.passes_partial_of(0, reduce_op::sum, reduce_op::sum).passes_partial_of(0, reduce_op::avg, reduce_op::avg);
+  }
+  /// x's shape (the forward checked the shapes).
+  static constexpr shape_vec out_shape(const svec<shape_vec, max_op_inputs>& in) { return in[1]; }
+};
+
 /// embedding: inputs (weight (V, H), indices (any rank)), output indices' shape + (H).
 /// `vocab` is V, for the kernel's range check.
 struct embedding {

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "spmd/host/thread_pool.hpp"
+#include "spmd/host/vector_math.hpp"
 #include "spmd/core/optim_math.hpp"
 #include "spmd/runtime/autograd/node.hpp"
 #include "spmd/runtime/autograd/variable.hpp"
@@ -141,6 +142,10 @@ void update_host_rows(host_targets<T>& t, const T* g, index_t n, Coeffs c) {
 }
 template <class T, class Coeffs>
 void update_host_block(host_targets<T>& t, const T* g, index_t n, const Coeffs& c) {
+  if constexpr (std::is_same_v<Coeffs, optim_math::adamw_coeffs<float>>) {
+    // host/vector_math.hpp's AdamW: the same operations in vector registers (the same bits)
+    if (t.in[1] && t.in[2]) return host::vector_math::adamw(t.in[0], g, t.in[1], t.in[2], t.out[0], t.out[1], t.out[2], n, c);
+  }
   if (c.decays) update_host_rows<true>(t, g, n, c);
   else update_host_rows<false>(t, g, n, c);
 }

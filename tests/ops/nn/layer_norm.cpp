@@ -8,6 +8,7 @@
 #include "reference.hpp"
 #include "spmd/backends/sim/sim.hpp"
 #include "spmd/runtime/ops/nn.hpp"
+#include "spmd/runtime/ops/view.hpp"
 
 namespace {
 
@@ -104,4 +105,71 @@ TEST_CASE("layer_norm misuse at run time throws naming the values", "[nn][layer_
   // A constant row normalises to 0 (var 0: eps keeps it finite); then * 1 + 1.
   op_test::check_close(sim::layer_norm<1>(x), host_tensor<double>::zeros({3, 4}), 0);
   op_test::check_close(sim::layer_norm<1>(x, w4, w4), host_tensor<double>::ones({3, 4}), 0);
+}
+
+namespace {
+
+// layer_norm's input gradient as one op: float rows along a contiguous last dim take the
+// vector kernel (host/vector_math.hpp), every other case the double path; both against the
+// reference's formula, over every layout of g and x.
+template <class Mesh, index_t B, index_t S, index_t H>
+void backward_sweep(unsigned seed) {
+  const auto a = op_test::random<float>({B, S, H}, seed), g = op_test::random<float>({B, S, H}, seed + 7);
+  const auto w1 = op_test::random<float>({H}, seed + 1, 0.5, 1.5);
+  const auto w2 = op_test::random<float>({S, H}, seed + 3, 0.5, 1.5);
+  const auto wa = nn_ref::widen(a), wg = nn_ref::widen(g), ww1 = nn_ref::widen(w1), ww2 = nn_ref::widen(w2);
+  const auto want1 = nn_ref::layer_norm_backward(wg, wa, 1, &ww1, eps);
+  const auto want2 = nn_ref::layer_norm_backward(wg, wa, 2, &ww2, eps);
+  const auto want_plain = nn_ref::layer_norm_backward(wg, wa, 1, nullptr, eps);
+  const auto dw1 = sim::distribute_tensor<layout<Mesh, placements<replicate>, extents<H>>>(w1.data);
+  const auto dw2 = sim::distribute_tensor<layout<Mesh, placements<replicate>, extents<S, H>>>(w2.data);
+  const auto gx = sim::distribute_tensor<layout<Mesh, placements<replicate>, extents<B, S, H>>>(g.data);
+  op_test::for_each_placements<Mesh, 3>([&]<class P>() {
+    INFO("mesh " << Mesh::size << " x " << op_test::placements_text<P>());
+    const auto x = sim::distribute_tensor<layout<Mesh, P, extents<B, S, H>>>(a.data);
+    op_test::check_close(sim::layer_norm_backward<1>(gx, x, dw1, eps), want1, 2e-5);
+    op_test::check_close(sim::layer_norm_backward<2>(gx, x, dw2, eps), want2, 2e-5);
+    op_test::check_close(sim::layer_norm_backward<1>(gx, x, eps), want_plain, 2e-5);
+    // g in P's layout too (P(sum): the gradient passes through, linear in g)
+    const auto gp = sim::distribute_tensor<layout<Mesh, P, extents<B, S, H>>>(g.data);
+    op_test::check_close(sim::layer_norm_backward<1>(gp, x, dw1, eps), want1, 2e-5);
+  });
+}
+
+}  // namespace
+
+TEST_CASE("layer_norm_backward over every layout, against the formula", "[nn][layer_norm]") {
+  backward_sweep<mesh<4>, 4, 6, 40>(51);  // rows of 40: two blocks of 16 and a tail
+  backward_sweep<mesh<3>, 5, 4, 7>(52);   // uneven, rows shorter than a block
+}
+
+TEST_CASE("layer_norm_backward: g P(sum) passes; double and strided rows take the double path", "[nn][layer_norm]") {
+  using RP = ops::resolved<ops::layer_norm_backward<1, true>, float, void,
+                           layout<M4, placements<partial<reduce_op::sum>>, extents<4, 6, 8>>,
+                           layout<M4, placements<replicate>, extents<4, 6, 8>>, LW>;
+  static_assert(!RP::input_moves<0> && RP::compute_placements::value()[0].is_partial());
+  const auto a = op_test::random<double>({4, 6, 8}, 53), g = op_test::random<double>({4, 6, 8}, 54);
+  const auto w = op_test::random<double>({8}, 55, 0.5, 1.5);
+  const auto want = nn_ref::layer_norm_backward(g, a, 1, &w, 1e-3);
+  using L = layout<M4, placements<shard<0>>, extents<4, 6, 8>>;
+  const auto dw = sim::distribute_tensor<LW>(w.data);
+  op_test::check_close(sim::layer_norm_backward<1>(sim::distribute_tensor<L>(g.data), sim::distribute_tensor<L>(a.data),
+                                                   sim::distribute_tensor<layout<M4, placements<replicate>, extents<8>>>(w.data),
+                                                   1e-3),
+                       want, 1e-12);
+  // float through a transposed view: x (4, 8, 6) permuted to (4, 6, 8), its last dim strided
+  const auto af = op_test::random<float>({4, 8, 6}, 56), gf = op_test::random<float>({4, 6, 8}, 57);
+  const auto xt = sim::permute<0, 2, 1>(sim::distribute_tensor<layout<M4, placements<shard<0>>, extents<4, 8, 6>>>(af.data));
+  auto wt = nn_ref::widen(af);  // the permuted values, for the reference
+  host_tensor<double> at = host_tensor<double>::zeros({4, 6, 8});
+  for (index_t i = 0; i < 4; ++i)
+    for (index_t j = 0; j < 6; ++j)
+      for (index_t k = 0; k < 8; ++k)
+        at.data[static_cast<std::size_t>((i * 6 + j) * 8 + k)] = wt.data[static_cast<std::size_t>((i * 8 + k) * 6 + j)];
+  const auto wf = op_test::random<float>({8}, 58, 0.5, 1.5);
+  const auto wwf = nn_ref::widen(wf);
+  op_test::check_close(sim::layer_norm_backward<1>(sim::distribute_tensor<L>(gf.data), xt,
+                                                   sim::distribute_tensor<LW>(wf.data), eps),
+                       nn_ref::layer_norm_backward(nn_ref::widen(gf), at, 1, &wwf, eps), 2e-5);
+  (void)dw;
 }

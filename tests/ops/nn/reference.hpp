@@ -75,6 +75,41 @@ inline host_tensor<double> layer_norm(const host_tensor<double>& x, std::size_t 
   return y;
 }
 
+/// layer_norm's input gradient over the last `norm` dims, from the output's gradient g (x's
+/// shape) and the weight w (may be null): with ĝ = g w and x̂ the normalised x,
+/// dx = (ĝ - mean ĝ - x̂ mean(ĝ x̂)) / sqrt(var + eps), written out directly (the chain rule
+/// through mean and variance, torch's formula).
+inline host_tensor<double> layer_norm_backward(const host_tensor<double>& g, const host_tensor<double>& x,
+                                               std::size_t norm, const host_tensor<double>* w, double eps) {
+  const std::size_t r = x.shape.size();
+  const index_t outer = product(x.shape, 0, r - norm), n = product(x.shape, r - norm, r);
+  host_tensor<double> dx = x;
+  for (index_t o = 0; o < outer; ++o) {
+    const double* xr = x.data.data() + o * n;
+    const double* gr = g.data.data() + o * n;
+    double mean = 0, var = 0;
+    for (index_t k = 0; k < n; ++k) mean += xr[k];
+    mean /= static_cast<double>(n);
+    for (index_t k = 0; k < n; ++k) var += (xr[k] - mean) * (xr[k] - mean);
+    var /= static_cast<double>(n);
+    const double sd = std::sqrt(var + eps);
+    std::vector<double> gh(static_cast<std::size_t>(n)), xh(static_cast<std::size_t>(n));
+    double mg = 0, mgx = 0;
+    for (index_t k = 0; k < n; ++k) {
+      const auto i = static_cast<std::size_t>(k);
+      gh[i] = gr[k] * (w ? w->data[i] : 1.0);
+      xh[i] = (xr[k] - mean) / sd;
+      mg += gh[i] / static_cast<double>(n);
+      mgx += gh[i] * xh[i] / static_cast<double>(n);
+    }
+    for (index_t k = 0; k < n; ++k) {
+      const auto i = static_cast<std::size_t>(k);
+      dx.data[static_cast<std::size_t>(o * n + k)] = (gh[i] - mg - xh[i] * mgx) / sd;
+    }
+  }
+  return dx;
+}
+
 /// The rows of w (V, H) at the indices: shape indices' + (H).
 template <class I>
 host_tensor<double> embedding(const host_tensor<I>& idx, const host_tensor<double>& w) {

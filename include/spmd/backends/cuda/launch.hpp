@@ -152,6 +152,10 @@ template <bool Log, class T>
 void softmax(const job_batch<out_in<T>, softmax_geom>& jobs, cudaStream_t stream);
 template <bool Affine, class T>
 void layer_norm(const job_batch<norm_ptrs<T>, norm_geom>& jobs, double eps, cudaStream_t stream);
+/// layer_norm's input gradient: norm_ptrs' x, w (null without Affine), and b holding g (the
+/// output's gradient, a block of x's shape and strides).
+template <bool Affine, class T>
+void layer_norm_backward(const job_batch<norm_ptrs<T>, norm_geom>& jobs, double eps, cudaStream_t stream);
 template <class T, class I>
 void embedding(const job_batch<embedding_ptrs<T, I>, embedding_geom>& jobs, index_t vocab, cudaStream_t stream);
 /// out = one_hot(idx) with `classes` classes; an index outside [0, classes) sets bad.

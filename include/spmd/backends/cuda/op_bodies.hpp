@@ -150,6 +150,49 @@ SPMD_HD void layer_norm_row(U* out, const T* x, const T* w, const T* b, const in
   }
 }
 
+/// Row `row` of layer_norm's input gradient (geometry as layer_norm_row; g has x's offsets):
+/// rstd (ĝ − mean ĝ − x̂ mean(ĝ x̂)), ĝ = g w, in double, as the host's reference path.
+template <bool Affine, class U, class T>
+SPMD_HD void layer_norm_backward_row(U* out, const T* g, const T* x, const T* w, const index_geom& outer,
+                                     const index_geom& inner, double eps, index_t row) {
+  index_t ox, oo, unused;
+  outer.offsets(row, ox, oo, unused);
+  const index_t n = inner.count();
+  double mean = 0, var = 0;
+  for (index_t j = 0; j < n; ++j) {
+    index_t ix, io, iw;
+    inner.offsets(j, ix, io, iw);
+    mean += static_cast<double>(x[ox + ix]);
+  }
+  mean /= static_cast<double>(n);
+  for (index_t j = 0; j < n; ++j) {
+    index_t ix, io, iw;
+    inner.offsets(j, ix, io, iw);
+    const double dx = static_cast<double>(x[ox + ix]) - mean;
+    var += dx * dx;
+  }
+  const double rstd = 1.0 / std::sqrt(var / static_cast<double>(n) + eps);
+  auto gh = [&](index_t ix, index_t iw) {
+    double v = static_cast<double>(g[ox + ix]);
+    if constexpr (Affine) v *= static_cast<double>(w[iw]);
+    return v;
+  };
+  double sum_g = 0, sum_gx = 0;
+  for (index_t j = 0; j < n; ++j) {
+    index_t ix, io, iw;
+    inner.offsets(j, ix, io, iw);
+    sum_g += gh(ix, iw);
+    sum_gx += gh(ix, iw) * (static_cast<double>(x[ox + ix]) - mean) * rstd;
+  }
+  const double mean_g = sum_g / static_cast<double>(n), mean_gx = sum_gx / static_cast<double>(n);
+  for (index_t j = 0; j < n; ++j) {
+    index_t ix, io, iw;
+    inner.offsets(j, ix, io, iw);
+    const double xh = (static_cast<double>(x[ox + ix]) - mean) * rstd;
+    out[oo + io] = static_cast<U>(rstd * (gh(ix, iw) - mean_g - xh * mean_gx));
+  }
+}
+
 /// Output element i of an embedding (indices contiguous, out contiguous (..., h)): the row of
 /// the rank's weight block (rows [first, first + rows), h columns, contiguous), or 0 where
 /// another rank holds it. An index outside [0, vocab) writes 0 and sets bad[0] = 1, bad[1] =

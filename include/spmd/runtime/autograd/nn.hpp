@@ -2,7 +2,9 @@
 //
 // softmax: dx = y · (g − Σ_d g·y); log_softmax: dx = g − exp(y) · Σ_d g (torch's formulas,
 // d the softmax dim). The sums are ordinary reductions: with the softmax dim never sharded
-// (the forward rule), they need no communication.
+// (the forward rule), they need no communication. layer_norm: dx is one op,
+// layer_norm_backward (runtime/ops/nn.hpp: rstd (ĝ − mean ĝ − x̂ mean(ĝ x̂)) per row, the
+// statistics recomputed from x), dweight = Σ g x̂ and dbias = Σ g over the other dims.
 #pragma once
 
 #include "spmd/runtime/autograd/operand.hpp"
@@ -46,47 +48,14 @@ auto log_softmax(const variable<T, L, B, GP>& x) {
 
 namespace spmd::runtime {
 
-namespace autograd_detail {
-/// The last N dims of a rank-R tensor, as reduce's over<...>.
-template <int R, int N>
-constexpr dim_list last_dims() {
-  dim_list l{};
-  for (int d = R - N; d < R; ++d) l.d[l.n++] = d;
-  return l;
-}
-template <dim_list D, class G, std::size_t... I>
-auto mean_dims(const G& g, std::index_sequence<I...>) {
-  return runtime::reduce<ops::reduce_kind::mean, over<D.d[I]...>, true>(g);
-}
-/// The mean over the dims of D, keeping them.
-template <dim_list D, class G>
-auto mean_dims(const G& g) {
-  return mean_dims<D>(g, std::make_index_sequence<static_cast<std::size_t>(D.n)>{});
-}
-
-/// layer_norm's input gradient from gx̂ (the gradient of the normalised x), x̂ and x:
-/// rstd · (gx̂ − mean(gx̂) − x̂ · mean(gx̂ · x̂)), the means over the normalised dims.
-template <int N, class GH, class XH, class X>
-auto layer_norm_input_grad(const GH& gh, const XH& xh, const X& x, double eps) {
-  using T = typename X::value_type;
-  constexpr dim_list D = last_dims<static_cast<int>(X::rank), N>();
-  auto centred = runtime::sub(x, mean_dims<D>(x));
-  auto rstd = runtime::div(T(1), runtime::sqrt(runtime::add(mean_dims<D>(runtime::mul(centred, centred)),
-                                                            static_cast<T>(eps))));
-  auto inner = runtime::sub(runtime::sub(gh, mean_dims<D>(gh)), runtime::mul(xh, mean_dims<D>(runtime::mul(gh, xh))));
-  return runtime::mul(rstd, inner);
-}
-}  // namespace autograd_detail
-
 /// layer_norm over the last NormDims dims on variables (x, and weight and bias when given).
 template <int NormDims, class Forced = void, element T, class L, class B, class GP>
 auto layer_norm(const variable<T, L, B, GP>& x, double eps = 1e-5) {
   auto y = runtime::layer_norm<NormDims, Forced>(x.value(), eps);
-  auto saved = share(y);
   return autograd_detail::make_result(
       std::move(y), "layer_norm",
-      [x, saved, eps](const auto& g) {
-        autograd_detail::send(x, autograd_detail::layer_norm_input_grad<NormDims>(g, *saved, x.value(), eps));
+      [x, eps](const auto& g) {
+        autograd_detail::send(x, runtime::layer_norm_backward<NormDims>(g, x.value(), eps));
       },
       x);
 }
@@ -107,7 +76,7 @@ auto layer_norm(const X& x, const W& weight, const Bias& bias, double eps = 1e-5
         if (wants(wv)) send(wv, sum_to<LW>(runtime::mul(g, xh)));
         if (wants(bv)) send(bv, sum_to<LB>(g));
         if (wants(xv))
-          send(xv, layer_norm_input_grad<NormDims>(runtime::mul(g, wv.value()), xh, xv.value(), eps));
+          send(xv, runtime::layer_norm_backward<NormDims>(g, xv.value(), wv.value(), eps));
       },
       x, weight, bias);
 }

@@ -22,6 +22,7 @@
 #include <type_traits>
 
 #include "spmd/core/numerics.hpp"
+#include "spmd/host/vector_math.hpp"
 #include "spmd/ops/elementwise.hpp"
 #include "spmd/runtime/ops/apply.hpp"
 
@@ -217,7 +218,11 @@ struct op_kernel<ops::unary<Fn>> {
   static constexpr bool rank_independent = true;  // apply.hpp: replicas share results
   template <class T>
   static void run(const ops::unary<Fn>&, strided_view<T> out, const op_rank_info&, strided_view<const T> x) {
-    ew_detail::map1(out, x, [](T v) { return ew_detail::unary_elem<Fn>(v); });
+    // float's transcendental functions: host/vector_math.hpp's (docs/numerics.md)
+    if constexpr (std::is_same_v<T, float> && host::vector_math::has_vector_form<Fn::id>)
+      host::vector_math::map<Fn::id>(x.data(), out.data(), out.size());
+    else
+      ew_detail::map1(out, x, [](T v) { return ew_detail::unary_elem<Fn>(v); });
   }
 };
 
@@ -227,6 +232,12 @@ struct op_kernel<ops::binary<Fn>> {
   template <class T>
   static void run(const ops::binary<Fn>&, strided_view<T> out, const op_rank_info&, strided_view<const T> a,
                   strided_view<const T> b) {
+    if constexpr (std::is_same_v<T, float> && Fn::id == binary_fn::gelu_tanh_backward) {
+      if (a.extents() == out.extents() && b.extents() == out.extents()) {  // (contiguous blocks)
+        host::vector_math::gelu_tanh_backward(a.data(), b.data(), out.data(), out.size());
+        return;
+      }
+    }
     ew_detail::map2(out, a, b, [](T u, T v) { return ew_detail::binary_elem<Fn>(u, v); });
   }
 };

@@ -8,10 +8,13 @@
 //   auto r = spmd::sim::softmax<1, spmd::placements<spmd::replicate>>(x);   // forced output
 //
 // The sharding rules are in spmd/ops/nn.hpp; the compiler chooses the placements. The
-// active dims are never sharded, so every kernel sees whole rows. The kernels compute in
-// double (the simulation checks placements and values, not device arithmetic) and round
-// once to the element type. The op's dim comes first among the template arguments (the
-// forced output second), as in softmax<Dim>(x).
+// active dims are never sharded, so every kernel sees whole rows. float rows along a
+// contiguous last dim take host/vector_math.hpp's kernels (in float, 16 lanes at a time, the
+// same bits on every CPU path: docs/numerics.md); every other case computes in double and
+// rounds once to the element type. The op's dim comes first among the template arguments
+// (the forced output second), as in softmax<Dim>(x).
+//
+//   auto gx = spmd::sim::layer_norm_backward<1>(g, x, w, 1e-5);   // layer_norm's input gradient
 #pragma once
 
 #include <cmath>
@@ -22,6 +25,7 @@
 #include <string>
 #include <type_traits>
 
+#include "spmd/host/vector_math.hpp"
 #include "spmd/ops/nn.hpp"
 #include "spmd/runtime/ops/apply.hpp"
 
@@ -47,6 +51,47 @@ void for_each_index(const shape_vec& shape, F&& f) {
     }
     if (d < 0) return;
   }
+}
+
+/// Calls f(rows, offset in v0, offset in v...) for runs of rows of the last dim of views of
+/// one shape: the dims before the last two walked, the rows of a run at the offsets plus r
+/// times each view's row_stride (the index arithmetic once per run, not per element).
+template <class F, class V0, class... V>
+void for_each_row_run(F&& f, const V0& v0, const V&... v) {
+  const int r = v0.rank();
+  if (r == 1) return f(index_t{1}, index_t{0}, (void(v), index_t{0})...);
+  shape_vec outer{};
+  for (int d = 0; d < r - 2; ++d) outer.push_back(v0.extent(d));
+  const index_t rows = v0.extent(r - 2);
+  for_each_index(outer, [&](const shape_vec& o) {
+    auto at = [&](const auto& w) {
+      index_t off = 0;
+      for (int d = 0; d < o.size(); ++d) off += o[d] * w.stride(d);
+      return off;
+    };
+    f(rows, at(v0), at(v)...);
+  });
+}
+
+/// The stride between rows of the last dim (the row's length for a rank-1 view).
+template <class T>
+index_t row_stride(const strided_view<T>& v) {
+  return v.rank() >= 2 ? v.stride(v.rank() - 2) : v.extent(0);
+}
+
+/// True when every view walks its last dim contiguously (the rank-1 ones: the weights) and
+/// the rows are not empty: the row kernels' case.
+template <class T, class U, class... V>
+bool last_dim_rows(const strided_view<T>& x, const strided_view<U>& out, const V&... v) {
+  const int r = x.rank();
+  return r >= 1 && x.size() > 0 && x.stride(r - 1) == 1 && out.stride(r - 1) == 1 &&
+         ((v.stride(v.rank() - 1) == 1) && ...);
+}
+
+template <class W, class Bv>
+void weight_and_bias(const float*& w, const float*& b, const W& wv, const Bv& bv) {
+  w = wv.data();
+  b = bv.data();
 }
 
 /// The element offset of (outer..., inner...) in a view.
@@ -87,6 +132,16 @@ struct op_kernel<ops::softmax<Dim, Log>> {
   template <class U, class T>
   static void run(const ops::softmax<Dim, Log>&, strided_view<U> out, const op_rank_info&,
                   strided_view<const T> x) {
+    if constexpr (std::is_same_v<T, float> && std::is_same_v<U, float>) {
+      // float rows along the last, contiguous dim: host/vector_math.hpp's, in float
+      if (Dim == x.rank() - 1 && nn_detail::last_dim_rows(x, out)) {
+        nn_detail::for_each_row_run([&](index_t rows, index_t ox, index_t oo) {
+          host::vector_math::softmax_rows<Log>(x.data() + ox, nn_detail::row_stride(x), out.data() + oo,
+                                               nn_detail::row_stride(out), rows, x.extent(Dim));
+        }, x, out);
+        return;
+      }
+    }
     shape_vec rows = x.extents();  // one multi-index per row: Dim pinned to 0
     const index_t n = rows[Dim], sx = x.stride(Dim), so = out.stride(Dim);
     if (n == 0) return;  // no rows to normalise (and no element to point at)
@@ -114,6 +169,19 @@ struct op_kernel<ops::layer_norm<N, Affine>> {
   template <class U, class T, class... WB>
   static void run(const ops::layer_norm<N, Affine>& op, strided_view<U> out, const op_rank_info&,
                   strided_view<const T> x, WB... wb) {
+    if constexpr (N == 1 && std::is_same_v<T, float> && std::is_same_v<U, float>) {
+      if (nn_detail::last_dim_rows(x, out, wb...)) {  // host/vector_math.hpp's rows, in float
+        const float* w = nullptr;
+        const float* b = nullptr;
+        if constexpr (Affine) nn_detail::weight_and_bias(w, b, wb...);
+        nn_detail::for_each_row_run([&](index_t rows, index_t ox, index_t oo) {
+          host::vector_math::layer_norm_rows(x.data() + ox, nn_detail::row_stride(x), out.data() + oo,
+                                             nn_detail::row_stride(out), rows, x.extent(x.rank() - 1), w, b,
+                                             static_cast<float>(op.eps));
+        }, x, out);
+        return;
+      }
+    }
     const int r = x.rank();
     shape_vec outer{}, inner{};
     for (int d = 0; d < r; ++d) (d < r - N ? outer : inner).push_back(x.extent(d));
@@ -144,6 +212,61 @@ struct op_kernel<ops::layer_norm<N, Affine>> {
   template <class T>
   static double affine(double v, const shape_vec& i, strided_view<const T> w, strided_view<const T> b) {
     return v * static_cast<double>(w.at(i)) + static_cast<double>(b.at(i));
+  }
+};
+
+template <int N, bool Affine>
+struct op_kernel<ops::layer_norm_backward<N, Affine>> {
+  static constexpr bool rank_independent = true;  // apply.hpp: replicas share results
+  template <class U, class T, class... W>
+  static void run(const ops::layer_norm_backward<N, Affine>& op, strided_view<U> out, const op_rank_info&,
+                  strided_view<const T> g, strided_view<const T> x, W... w) {
+    if constexpr (N == 1 && std::is_same_v<T, float> && std::is_same_v<U, float>) {
+      if (nn_detail::last_dim_rows(x, out, g, w...)) {  // host/vector_math.hpp's rows, in float
+        const float* pw = nullptr;
+        if constexpr (Affine) pw = (w.data(), ...);
+        nn_detail::for_each_row_run([&](index_t rows, index_t og, index_t ox, index_t oo) {
+          host::vector_math::layer_norm_backward_rows(g.data() + og, nn_detail::row_stride(g), x.data() + ox,
+                                                      nn_detail::row_stride(x), pw, out.data() + oo,
+                                                      nn_detail::row_stride(out), rows, x.extent(x.rank() - 1),
+                                                      static_cast<float>(op.eps));
+        }, g, x, out);
+        return;
+      }
+    }
+    // Any views and element types: in double, per row (the reference the float rows are
+    // tested against, tests/ops/nn).
+    const int r = x.rank();
+    shape_vec outer{}, inner{};
+    for (int d = 0; d < r; ++d) (d < r - N ? outer : inner).push_back(x.extent(d));
+    const double count = [&] {
+      double c = 1;
+      for (index_t e : inner) c *= static_cast<double>(e);
+      return c;
+    }();
+    nn_detail::for_each_index(outer, [&](const shape_vec& o) {
+      auto xv = [&](const shape_vec& i) { return static_cast<double>(x.data()[nn_detail::offset_of(x, o, i)]); };
+      auto gh = [&](const shape_vec& i) {
+        double v = static_cast<double>(g.data()[nn_detail::offset_of(g, o, i)]);
+        if constexpr (Affine) v *= static_cast<double>((w.at(i), ...));
+        return v;
+      };
+      double mean = 0, var = 0;
+      nn_detail::for_each_index(inner, [&](const shape_vec& i) { mean += xv(i); });
+      mean /= count;
+      nn_detail::for_each_index(inner, [&](const shape_vec& i) { var += (xv(i) - mean) * (xv(i) - mean); });
+      const double rstd = 1.0 / std::sqrt(var / count + op.eps);
+      double sum_g = 0, sum_gx = 0;
+      nn_detail::for_each_index(inner, [&](const shape_vec& i) {
+        sum_g += gh(i);
+        sum_gx += gh(i) * (xv(i) - mean) * rstd;
+      });
+      nn_detail::for_each_index(inner, [&](const shape_vec& i) {
+        const double xh = (xv(i) - mean) * rstd;
+        out.data()[nn_detail::offset_of(out, o, i)] =
+            static_cast<U>(rstd * (gh(i) - sum_g / count - xh * (sum_gx / count)));
+      });
+    });
   }
 };
 
@@ -227,6 +350,19 @@ auto layer_norm(const dtensor<T, LX, Bk>& x, double eps = 1e-5) {
   if (!(eps >= 0)) throw std::invalid_argument("spmd::layer_norm: eps is " + std::to_string(eps) + ", not >= 0");
   if constexpr (NormDims >= 1 && static_cast<std::size_t>(NormDims) <= LX::rank)
     return apply<Forced>(ops::layer_norm<NormDims, false>{eps}, x);
+}
+
+/// layer_norm's input gradient from the output's gradient g and the input x (both x's shape),
+/// with the weight (the normalised extents) when the forward had one: what the autograd
+/// layer's layer_norm sends back (runtime/autograd/nn.hpp), in one pass per row.
+template <int NormDims, class Forced = void, element T, class LG, class LX, class Bk>
+auto layer_norm_backward(const dtensor<T, LG, Bk>& g, const dtensor<T, LX, Bk>& x, double eps) {
+  return apply<Forced>(ops::layer_norm_backward<NormDims, false>{eps}, g, x);
+}
+template <int NormDims, class Forced = void, element T, class LG, class LX, class LW, class Bk>
+auto layer_norm_backward(const dtensor<T, LG, Bk>& g, const dtensor<T, LX, Bk>& x, const dtensor<T, LW, Bk>& weight,
+                         double eps) {
+  return apply<Forced>(ops::layer_norm_backward<NormDims, true>{eps}, g, x, weight);
 }
 
 /// The rows of weight (V, H) at `indices` (int32 or int64, any rank up to 7): shape

@@ -129,6 +129,16 @@ void layer_norm(const job_batch<norm_ptrs<T>, norm_geom>& jobs, double eps, cuda
       stream, "layer_norm kernel launch");
 }
 
+template <bool Affine, class T>
+void layer_norm_backward(const job_batch<norm_ptrs<T>, norm_geom>& jobs, double eps, cudaStream_t stream) {
+  detail::for_each_job(
+      jobs,
+      [=] __device__(const norm_ptrs<T>& p, const norm_geom& g, index_t r) {
+        layer_norm_backward_row<Affine, T, T>(p.out, p.b, p.x, p.w, g.outer, g.inner, eps, r);
+      },
+      stream, "layer_norm_backward kernel launch");
+}
+
 template <class T, class I>
 void embedding(const job_batch<embedding_ptrs<T, I>, embedding_geom>& jobs, index_t vocab, cudaStream_t stream) {
   detail::for_each_job(

@@ -52,6 +52,25 @@ struct device_op<spmd::ops::layer_norm<N, Affine>> {
   }
 };
 
+template <int N, bool Affine>
+struct device_op<spmd::ops::layer_norm_backward<N, Affine>> {
+  template <class T, class Off, class... W>
+  static void run(const spmd::ops::layer_norm_backward<N, Affine>& op, device_set<T>& out, Off&,
+                  const device_set<T>& g, const device_set<T>& x, const W&... w) {
+    const double eps = op.eps;
+    auto jobs = make_job_launcher<norm_ptrs<T>, norm_geom>(
+        [eps](const auto& batch) { kernels::layer_norm_backward<Affine, T>(batch, eps, current_stream()); });
+    for (const index_t i : out.held()) {
+      const auto [outer, inner] = ops_detail::layer_norm_geoms(x.shape(i), N);
+      const T* pw = nullptr;
+      if constexpr (Affine) pw = (w.data(i), ...);
+      // norm_ptrs' b carries g (launch.hpp): a block of x's shape, so x's offsets
+      jobs.add({out.data(i), x.data(i), pw, g.data(i)}, norm_geom{outer, inner}, outer.count());
+    }
+    jobs.finish();
+  }
+};
+
 template <>
 struct device_op<spmd::ops::embedding> {
   /// Checks indices on the device and synchronises once to report a bad one (so an embedding
