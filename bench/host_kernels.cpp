@@ -1,0 +1,124 @@
+// bench/host_kernels — each host kernel the models use, against its floor: the bytes it must
+// read and write at the copy bandwidth measured in the same run at the same size (a memcpy
+// of that many bytes: L2-resident at 64 KiB, memory at 64 MiB).
+//
+//   meson compile -C build host_kernels && build/bench/host_kernels [--isa scalar|avx2|avx512]
+//
+// Kernels (float, host/vector_math.hpp, on this CPU's path unless --isa limits it):
+//   exp, tanh, gelu_tanh      y = f(x)                       8 bytes an element
+//   gelu_tanh_backward        y = g · gelu'(x)               12
+//   softmax, log_softmax      rows of 512                    8 (each row stays in L1)
+//   layer_norm                rows of 512, weight and bias   8
+//   layer_norm_backward       rows of 512, weight            12
+//   adamw                     p, g, m, v -> p, m, v          28
+//   add                       the elementwise add's kernel   12 (runtime/ops/elementwise.hpp)
+// For each: the working set from 64 KiB to 64 MiB, GB/s of the bytes above, and floor =
+// the copy's time for those bytes / the kernel's time (1: at the copy's speed). The
+// transcendental kernels are compute-bound where the data is in cache; memory-bound
+// kernels are to reach 0.7 of the floor (issue 54). Time: the median of 5 runs after one.
+//   RESULT host_kernels_min_floor=<the least floor among the memory-bound kernels at 64 MiB>
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "spmd/host/vector_math.hpp"
+#include "spmd/runtime/ops/elementwise.hpp"
+#include "timing.hpp"
+
+namespace {
+
+namespace vm = spmd::host::vector_math;
+
+struct kernel {
+  const char* name;
+  int bytes_per_elem;  // read + written
+  bool memory_bound;   // expected to stream at the copy's rate at every size
+  std::function<void(std::vector<float>*, std::int64_t)> run;
+};
+
+/// Seconds of a memcpy of `bytes` bytes read plus written (copying bytes / 2).
+double copy_s(std::size_t bytes) {
+  const std::size_t n = bytes / 2;
+  std::vector<char> a(n, 1), b(n, 2);
+  return bench::median_s([&] { std::memcpy(b.data(), a.data(), n); });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--isa" && i + 1 < argc) {
+      const std::string v = argv[++i];
+      if (v == "scalar") spmd::host::limit_kernel_isa(spmd::host::vector_isa::scalar);
+      else if (v == "avx2") spmd::host::limit_kernel_isa(spmd::host::vector_isa::avx2);
+      else if (v != "avx512") {
+        std::fprintf(stderr, "host_kernels: --isa %s: the paths are scalar, avx2 and avx512\n", v.c_str());
+        return 2;
+      }
+    } else {
+      std::fprintf(stderr, "host_kernels: unknown argument %s (--isa scalar|avx2|avx512)\n", a.c_str());
+      return 2;
+    }
+  }
+  std::printf("host kernels: %s path (this CPU's best: %s)\n", spmd::host::to_string(spmd::host::kernel_isa()),
+              spmd::host::to_string(spmd::host::best_kernel_isa()));
+  constexpr std::int64_t row = 512;
+  spmd::optim_math::adamw_coeffs<float> c{true, 1 - 1e-5f, 0.1f, 0.999f, 0.001f, 0.03f, 1e-8f, 1e-3f};
+  // v[0..3]: the operands (each sized for the kernel), filled once
+  const std::vector<kernel> kernels = {
+      {"exp", 8, false, [](auto* v, std::int64_t n) { vm::map<spmd::unary_fn::exp>(v[0].data(), v[1].data(), n); }},
+      {"tanh", 8, false, [](auto* v, std::int64_t n) { vm::map<spmd::unary_fn::tanh>(v[0].data(), v[1].data(), n); }},
+      {"gelu_tanh", 8, false,
+       [](auto* v, std::int64_t n) { vm::map<spmd::unary_fn::gelu_tanh>(v[0].data(), v[1].data(), n); }},
+      {"gelu_tanh_backward", 12, false,
+       [](auto* v, std::int64_t n) { vm::gelu_tanh_backward(v[0].data(), v[2].data(), v[1].data(), n); }},
+      {"softmax", 8, true,
+       [](auto* v, std::int64_t n) { vm::softmax_rows<false>(v[0].data(), row, v[1].data(), row, n / row, row); }},
+      {"log_softmax", 8, true,
+       [](auto* v, std::int64_t n) { vm::softmax_rows<true>(v[0].data(), row, v[1].data(), row, n / row, row); }},
+      {"layer_norm", 8, true,
+       [](auto* v, std::int64_t n) {
+         vm::layer_norm_rows(v[0].data(), row, v[1].data(), row, n / row, row, v[3].data(), v[3].data() + row, 1e-5f);
+       }},
+      {"layer_norm_backward", 12, true,
+       [](auto* v, std::int64_t n) {
+         vm::layer_norm_backward_rows(v[2].data(), row, v[0].data(), row, v[3].data(), v[1].data(), row, n / row, row,
+                                      1e-5f);
+       }},
+      {"adamw", 28, true,
+       [c](auto* v, std::int64_t n) {
+         vm::adamw(v[0].data(), v[2].data(), v[1].data(), v[3].data(), v[0].data(), v[1].data(), v[3].data(), n, c);
+       }},
+      {"add", 12, true,
+       [](auto* v, std::int64_t n) {
+         using spmd::host::strided_view;
+         const spmd::shape_vec shape{n};
+         spmd::runtime::op_kernel<spmd::ops::binary<spmd::ops::add_fn>>::run(
+             {}, strided_view<float>(v[1].data(), shape), spmd::runtime::op_rank_info{},
+             strided_view<const float>(v[0].data(), shape), strided_view<const float>(v[2].data(), shape));
+       }},
+  };
+  double least = 1e30;
+  std::printf("%-20s %10s %10s %8s\n", "kernel", "KiB", "GB/s", "floor");
+  for (const kernel& k : kernels) {
+    for (std::size_t kib = 64; kib <= 64 * 1024; kib *= 4) {
+      const std::size_t bytes = kib * 1024;
+      const auto n = static_cast<std::int64_t>(bytes / static_cast<std::size_t>(k.bytes_per_elem)) / row * row;
+      std::vector<float> v[4];
+      for (auto& x : v) x.assign(static_cast<std::size_t>(n + 2 * row), 0.5f);
+      for (std::int64_t i = 0; i < n; ++i) v[0][static_cast<std::size_t>(i)] = std::sin(static_cast<float>(i)) * 3;
+      const double moved = static_cast<double>(n) * k.bytes_per_elem;
+      const double s = bench::median_s([&] { k.run(v, n); });
+      const double floor = copy_s(static_cast<std::size_t>(moved)) / s;
+      std::printf("%-20s %10zu %10.2f %8.3f\n", k.name, kib, moved / s / 1e9, floor);
+      if (k.memory_bound && kib == 64 * 1024) least = std::min(least, floor);
+    }
+  }
+  std::printf("RESULT host_kernels_min_floor=%.3f\n", least);
+  return 0;
+}
