@@ -273,16 +273,39 @@ SPMD_VL_FN void store_part(float* p, const block& b, std::int64_t count) {
 /// The 16 lanes folded pairwise (lane j with lane j + 8, then + 4, + 2, + 1): one order on
 /// every path. (No lambdas in this file: a lambda does not inherit its function's target.)
 SPMD_VL_FN float fold_sum(const block& b) {
-  float l[B];
-  store_block(l, b);
-  for (int h = B / 2; h >= 1; h /= 2)
+  float l[8];  // lanes j + j+8 in a register, then the last three levels in scalars
+#if SPMD_VL_W == 16
+  using v8 = float __attribute__((vector_size(32)));
+  const v8 h = __builtin_shufflevector(b.v[0], b.v[0], 0, 1, 2, 3, 4, 5, 6, 7) +
+               __builtin_shufflevector(b.v[0], b.v[0], 8, 9, 10, 11, 12, 13, 14, 15);
+  __builtin_memcpy(l, &h, sizeof l);
+#elif SPMD_VL_W == 8
+  const vf h = b.v[0] + b.v[1];
+  __builtin_memcpy(l, &h, sizeof l);
+#else
+  for (int j = 0; j < 8; ++j) l[j] = b.v[j] + b.v[j + 8];
+#endif
+  for (int h = 4; h >= 1; h /= 2)
     for (int j = 0; j < h; ++j) l[j] = l[j] + l[j + h];
   return l[0];
 }
 SPMD_VL_FN float fold_max(const block& b) {
-  float l[B];
-  store_block(l, b);
-  for (int h = B / 2; h >= 1; h /= 2)
+  float l[8];
+#if SPMD_VL_W == 16
+  using v8 = float __attribute__((vector_size(32)));
+  float lo[8], hi[8];
+  const v8 a = __builtin_shufflevector(b.v[0], b.v[0], 0, 1, 2, 3, 4, 5, 6, 7),
+           c = __builtin_shufflevector(b.v[0], b.v[0], 8, 9, 10, 11, 12, 13, 14, 15);
+  __builtin_memcpy(lo, &a, sizeof lo);
+  __builtin_memcpy(hi, &c, sizeof hi);
+  for (int j = 0; j < 8; ++j) l[j] = max_nan1(lo[j], hi[j]);
+#elif SPMD_VL_W == 8
+  const vf h = max_nan(b.v[0], b.v[1]);
+  __builtin_memcpy(l, &h, sizeof l);
+#else
+  for (int j = 0; j < 8; ++j) l[j] = max_nan1(b.v[j], b.v[j + 8]);
+#endif
+  for (int h = 4; h >= 1; h /= 2)
     for (int j = 0; j < h; ++j) l[j] = max_nan1(l[j], l[j + h]);
   return l[0];
 }

@@ -46,21 +46,51 @@ void strided_copy(strided_view<U> dst, strided_view<const T> src) {
     std::copy(src.data(), src.data() + src.size(), dst.data());
     return;
   }
-  const int n = src.rank();
-  if (n == 0) {
+  if (src.rank() == 0) {
     *dst.data() = static_cast<U>(*src.data());
     return;
   }
-  // An odometer over the outer dims, the innermost dim as a plain strided loop.
-  shape_vec idx{{}, n};
-  const index_t inner = src.extent(n - 1), ds = dst.stride(n - 1), ss = src.stride(n - 1);
+  // Merge dims that both sides walk as one (dim d's stride = dim d+1's stride x extent), and
+  // drop unit dims: a permute of (b, s, h, d) to (b, h, s, d) walks runs of d, and a copy
+  // between a slice and a block runs of whole rows. Index arithmetic once per run.
+  shape_vec e{}, ds{}, ss{};
+  for (int d = 0; d < src.rank(); ++d) {
+    if (src.extent(d) == 1) continue;
+    if (e.size() > 0 && ds[e.size() - 1] == dst.stride(d) * src.extent(d) &&
+        ss[e.size() - 1] == src.stride(d) * src.extent(d)) {
+      e[e.size() - 1] *= src.extent(d);
+      ds[e.size() - 1] = dst.stride(d);
+      ss[e.size() - 1] = src.stride(d);
+      continue;
+    }
+    e.push_back(src.extent(d));
+    ds.push_back(dst.stride(d));
+    ss.push_back(src.stride(d));
+  }
+  if (e.size() == 0) {  // one element
+    *dst.data() = static_cast<U>(*src.data());
+    return;
+  }
+  const int n = e.size();
+  const index_t inner = e[n - 1], di = ds[n - 1], si = ss[n - 1];
+  shape_vec idx{};
+  for (int d = 0; d < n; ++d) idx.push_back(0);
+  U* d = dst.data();
+  const T* sp = src.data();
   while (true) {
-    U* d = &dst.at(idx);
-    const T* s = &src.at(idx);
-    for (index_t k = 0; k < inner; ++k) d[k * ds] = static_cast<U>(s[k * ss]);
-    int m = n - 2;
+    if (di == 1 && si == 1) {
+      if constexpr (std::is_same_v<U, std::remove_const_t<T>>) std::copy(sp, sp + inner, d);
+      else for (index_t k = 0; k < inner; ++k) d[k] = static_cast<U>(sp[k]);
+    } else {
+      for (index_t k = 0; k < inner; ++k) d[k * di] = static_cast<U>(sp[k * si]);
+    }
+    int m = n - 2;  // the odometer over the outer dims, the offsets stepped along
     for (; m >= 0; --m) {
-      if (++idx[m] < src.extent(m)) break;
+      d += ds[m];
+      sp += ss[m];
+      if (++idx[m] < e[m]) break;
+      d -= ds[m] * e[m];
+      sp -= ss[m] * e[m];
       idx[m] = 0;
     }
     if (m < 0) return;
