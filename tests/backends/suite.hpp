@@ -272,7 +272,8 @@ void same_locals(report& rep, const DB& b, const DS& s, const std::string& what)
 }
 
 /// Where a backend's math library may round differently (a device's exp, tanh, erf, cuBLAS's
-/// order of sums): every local within a relative tolerance of the simulation's — 1e-5 for
+/// order of sums; the host's float rows of softmax and layer_norm, docs/numerics.md): every
+/// local within a relative tolerance of the simulation's — 1e-5 for
 /// float, 1e-12 for double, 1e-2 for the 16-bit floats (two bfloat16 steps) — NaN where it has
 /// NaN.
 /// Host backends run the same code as the simulation: bit for bit, as same_locals.
@@ -456,11 +457,11 @@ void typed_op_cases(report& rep) {
     same_locals(rep, rt::min<0>(x), rt::min<0>(xS), "min<0>");
     same_locals(rep, rt::prod<1>(x), rt::prod<1>(xS), "prod<1>");
     close_locals(rep, rt::log_softmax<1>(x), rt::log_softmax<1>(xS), "log_softmax<1>");
-    same_locals(rep, rt::layer_norm<1>(x), rt::layer_norm<1>(xS), "layer_norm<1>");
+    close_locals(rep, rt::layer_norm<1>(x), rt::layer_norm<1>(xS), "layer_norm<1>");
     {
       using LG = layout<Mesh, placements<replicate, replicate>, extents<8>>;
       const std::vector<float> gg = global_values<float>(8);
-      same_locals(rep,
+      close_locals(rep,
                   rt::layer_norm<1>(x, F::template distribute_tensor<LG>(gg),
                                     F::template distribute_tensor<LG>(gg)),
                   rt::layer_norm<1>(xS, sim::distribute_tensor<LG>(gg), sim::distribute_tensor<LG>(gg)),
