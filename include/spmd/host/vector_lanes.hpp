@@ -21,6 +21,11 @@
 //  - a row's tail (n % 16 elements) is padded to a block with neutral values.
 // tests/host/vector_math.cpp checks the paths bit for bit and the functions' errors in ULPs
 // against double precision (the bounds are in docs/numerics.md).
+//
+// Included on its own (a tool, a header check), it brings host/vector_math.hpp instead.
+#if !defined(SPMD_VL_NS)
+#include "spmd/host/vector_math.hpp"
+#else
 
 namespace SPMD_VL_NS {
 
@@ -496,3 +501,5 @@ SPMD_VL_LOOP void adamw(const float* p_in, const float* g, const float* m_in, co
 }
 
 }  // namespace SPMD_VL_NS
+
+#endif  // SPMD_VL_NS
