@@ -4,7 +4,10 @@
 // local_map with a user's backward.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
+#include <vector>
 
 #include "../ops/common/op_test.hpp"
 #include "gradcheck.hpp"
@@ -132,4 +135,30 @@ TEST_CASE("local_map: the user's backward, in the declared placements", "[autogr
                          c);
       },
       {a});
+}
+
+TEMPLATE_TEST_CASE("causal_attention: gradients of q, k and v; the composition's values", "[autograd][attention]",
+                   (mesh<2>), (mesh<2, 2>)) {
+  using M = TestType;
+  // (batch 2, positions 3, 2 heads of 2)
+  const auto q = gradcheck::values(24, 95), k = gradcheck::values(24, 96), v = gradcheck::values(24, 97);
+  const auto c = gradcheck::weights<L<M, all_r<M>, 2, 3, 4>>(98);
+  op_test::for_each_placements<M, 3>([&]<class P>() {
+    INFO("q placements " << op_test::placements_text<P>());
+    gradcheck::check<L<M, P, 2, 3, 4>, L<M, all_r<M>, 2, 3, 4>, L<M, P, 2, 3, 4>>(
+        [&](auto x, auto y, auto z) { return rt::sum<>(rt::causal_attention<2>(x, y, z) * c); }, {q, k, v});
+  });
+  // The fused operator against bmm and softmax composed (what a device runs)
+  using LX = L<M, all_r<M>, 2, 3, 4>;
+  const auto qd = sim::distribute_tensor<LX>(q), kd = sim::distribute_tensor<LX>(k), vd = sim::distribute_tensor<LX>(v);
+  const auto fused = rt::causal_attention<2>(qd, kd, vd, 1 / std::sqrt(2.0)).full_tensor();
+  auto split = [](const auto& y) { return rt::permute<0, 2, 1, 3>(rt::reshape<2, 3, 2, 2>(y)); };
+  std::vector<double> m(9, 0.0);
+  for (int i = 0; i < 3; ++i)
+    for (int j = i + 1; j < 3; ++j) m[static_cast<std::size_t>(i * 3 + j)] = -std::numeric_limits<double>::infinity();
+  const auto mask = sim::distribute_tensor<L<M, all_r<M>, 3, 3>>(m);
+  const auto s = rt::bmm(split(qd), rt::transpose<2, 3>(split(kd))) / std::sqrt(2.0) + mask;
+  const auto composed =
+      rt::reshape<2, 3, 4>(rt::permute<0, 2, 1, 3>(rt::bmm(rt::softmax<3>(s), split(vd)))).full_tensor();
+  for (std::size_t e = 0; e < composed.size(); ++e) CHECK(std::fabs(fused[e] - composed[e]) <= 1e-14);
 }

@@ -10,8 +10,9 @@
 // Tensor parallel (Megatron): wq, wk, wv column-parallel (the heads split over tp), wo
 // row-parallel, mlp.w1/b1 column, mlp.w2 row, lm_head split by vocabulary with the
 // vocabulary-parallel cross entropy (the logits are never gathered); the rest replicated on
-// tp. Attention is 4-d: (batch, heads, position, 8), batch on dp and heads on tp, so bmm's two
-// batch dims keep both sharded. Under FSDP the units are the embeddings, each block, and the
+// tp. Attention is runtime::causal_attention over heads of 8 on (batch, position, width): batch
+// on dp, the width (whole heads) on tp; one operator each way on the host backends, bmm and
+// softmax composed on the devices. Under FSDP the units are the embeddings, each block, and the
 // final norm with lm_head (torchtitan's wrapping).
 #pragma once
 
@@ -93,32 +94,12 @@ struct gpt_model {
                     lnf_w, lnf_b, lm_head);
   }
 
-  /// The causal mask: 0 on and below the diagonal, −inf above (replicated everywhere).
-  static auto causal_mask() {
-    std::vector<Tc> m(static_cast<std::size_t>(context * context));
-    for (index_t i = 0; i < context; ++i)
-      for (index_t j = 0; j < context; ++j)
-        m[static_cast<std::size_t>(i * context + j)] = j > i ? static_cast<Tc>(-std::numeric_limits<float>::infinity()) : Tc(0);
-    using L = spmd::layout<typename Cfg::mesh, spmd::placements<spmd::replicate, spmd::replicate>, spmd::extents<context, context>>;
-    return Cfg::factories::template distribute_tensor<L>(m);
-  }
-
-  /// (batch, context, width) -> (batch, heads, context, head_dim).
-  template <class Y>
-  static auto split_heads(const Y& y) {
-    return rt::permute<0, 2, 1, 3>(rt::reshape<batch, context, heads, head_dim>(y));
-  }
-
-  template <class H, class Mask, class... W>
-  static auto block_forward(const H& h, const Mask& mask, const W&... w) {
+  template <class H, class... W>
+  static auto block_forward(const H& h, const W&... w) {
     const auto& [ln1_w, ln1_b, wq, wk, wv, wo, ln2_w, ln2_b, w1, b1, w2, b2] = std::tie(w...);
     auto a = rt::layer_norm<1>(h, ln1_w, ln1_b, ln_eps);
-    auto q = split_heads(rt::matmul_t(a, wq));
-    auto k = split_heads(rt::matmul_t(a, wk));
-    auto v = split_heads(rt::matmul_t(a, wv));
-    auto scores = rt::bmm(q, rt::transpose<2, 3>(k)) / std::sqrt(double(head_dim)) + mask;
-    auto o = rt::bmm(rt::softmax<3>(scores), v);
-    auto y = rt::reshape<batch, context, width>(rt::permute<0, 2, 1, 3>(o));
+    // heads of head_dim: softmax(q kᵀ / √head_dim + causal) v, one operator on host backends
+    auto y = rt::causal_attention<head_dim>(rt::matmul_t(a, wq), rt::matmul_t(a, wk), rt::matmul_t(a, wv));
     auto h1 = rt::add<act>(h, rt::matmul_t(y, wo));  // row-parallel: one all_reduce over tp
     auto u = rt::gelu_tanh(rt::linear(rt::layer_norm<1>(h1, ln2_w, ln2_b, ln_eps), w1, b1));
     return rt::add<act>(h1, rt::matmul_t(u, w2)) + b2;
@@ -142,13 +123,12 @@ struct gpt_model {
   auto forward(const inputs& in, std::int64_t s, Finish&& finish) {
     const auto tokens = Cfg::template batch_of<std::int64_t, batch, context>(in.tokens, s);
     const auto targets = Cfg::template batch_of<std::int64_t, batch, context>(in.targets, s);
-    const auto mask = causal_mask();
     return Cfg::template with_params<2, 12, 12, 3>(
         params(),
         [&](auto&& embed, auto&& block0, auto&& block1, auto&& head) {
           auto h0 = embed([&](const auto& te, const auto& pe) { return rt::embedding(tokens, te) + pe; });
-          auto h1 = block0([&](const auto&... w) { return block_forward(h0, mask, w...); });
-          auto h2 = block1([&](const auto&... w) { return block_forward(h1, mask, w...); });
+          auto h1 = block0([&](const auto&... w) { return block_forward(h0, w...); });
+          auto h2 = block1([&](const auto&... w) { return block_forward(h1, w...); });
           auto logits = head([&](const auto& g, const auto& b, const auto& lm) {
             return rt::matmul_t(rt::layer_norm<1>(h2, g, b, ln_eps), lm);
           });

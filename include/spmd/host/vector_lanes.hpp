@@ -500,6 +500,37 @@ SPMD_VL_LOOP void adamw(const float* p_in, const float* g, const float* m_in, co
   }
 }
 
+/// softmax of row r of an n x n block at s (row stride ld) over its first r + 1 entries, the
+/// rest set to 0: attention's causal mask, in place.
+SPMD_VL_LOOP void causal_softmax_rows(float* s, std::int64_t ld, std::int64_t n) {
+  for (std::int64_t r = 0; r < n; ++r) {
+    softmax_rows<false>(s + r * ld, ld, s + r * ld, ld, 1, r + 1);
+    for (std::int64_t j = r + 1; j < n; ++j) s[r * ld + j] = 0.0f;
+  }
+}
+
+/// softmax's backward over rows of n at stride ld, in place into dp: dp = scale · p (dp − Σ dp p).
+SPMD_VL_LOOP void softmax_backward_rows(const float* p, float* dp, std::int64_t ld, std::int64_t rows, std::int64_t n,
+                                        float scale) {
+  const vf sc = splat(scale);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* pr = p + r * ld;
+    float* gr = dp + r * ld;
+    block acc{};
+    for (std::int64_t j = 0; j < n; j += B) {
+      const block bp = row_block(pr, j, n, 0.0f), bg = row_block(gr, j, n, 0.0f);
+      for (int k = 0; k < K; ++k) acc.v[k] = fma(bp.v[k], bg.v[k], acc.v[k]);
+    }
+    const vf dot = splat(fold_sum(acc));
+    for (std::int64_t j = 0; j < n; j += B) {
+      const block bp = row_block(pr, j, n, 0.0f);
+      block o = row_block(gr, j, n, 0.0f);
+      for (int k = 0; k < K; ++k) o.v[k] = mul(mul(bp.v[k], o.v[k] - dot), sc);
+      store_row_block(gr, j, n, o);
+    }
+  }
+}
+
 }  // namespace SPMD_VL_NS
 
 #endif  // SPMD_VL_NS

@@ -130,6 +130,17 @@ inline void adamw(const float* p_in, const float* g, const float* m_in, const fl
   SPMD_VM_DISPATCH(adamw(p_in, g, m_in, v_in, p, m, v, n, c))
 }
 
+/// Attention's causal softmax of an n x n block (row stride ld), in place.
+inline void causal_softmax_rows(float* s, std::int64_t ld, std::int64_t n) {
+  SPMD_VM_DISPATCH(causal_softmax_rows(s, ld, n))
+}
+
+/// softmax's backward, in place into dp: dp = scale · p (dp − Σ_row dp p), rows of n at stride ld.
+inline void softmax_backward_rows(const float* p, float* dp, std::int64_t ld, std::int64_t rows, std::int64_t n,
+                                  float scale) {
+  SPMD_VM_DISPATCH(softmax_backward_rows(p, dp, ld, rows, n, scale))
+}
+
 #undef SPMD_VM_DISPATCH
 
 }  // namespace spmd::host::vector_math

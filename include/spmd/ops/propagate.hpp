@@ -148,7 +148,9 @@ constexpr bool even_everywhere(const op_rule& rule, const op_context& c, const c
     const int d = op_rule::dim_of(dims, f);
     if (d < 0) return true;
     if (shape[d] == dyn) return false;
-    return uniform_extent(s, shape[d], d);
+    const index_t g = rule.factors[f].granule;  // pieces in whole granules: split extent / g
+    if (shape[d] % g != 0) return false;
+    return uniform_extent(s, shape[d] / g, d);
   };
   for (int i = 0; i < rule.inputs(); ++i)
     if (!even(rule.in[i], c.in_shape[i], k.in[i])) return false;

@@ -44,6 +44,7 @@ struct factor_info {
   reduce_op reduce = reduce_op::sum;
   bool fixed = false;            // never sharded
   bool even_only = false;        // sharded only where every level splits evenly
+  index_t granule = 1;           // even_only in pieces of this many (attention's heads)
 };
 
 /// One mesh dim's pass-through of Partial placements: input i holds in[i] (replicate or
@@ -89,6 +90,12 @@ struct op_rule {
   constexpr op_rule even_only(char c) const {
     op_rule r = *this;
     if (const int f = factor(c); f >= 0) r.factors[f].even_only = true;
+    return r;
+  }
+  /// even_only in whole groups of `granule` (each piece a multiple of it: whole heads).
+  constexpr op_rule even_in(char c, index_t granule) const {
+    op_rule r = even_only(c);
+    if (const int f = factor(c); f >= 0) r.factors[f].granule = granule;
     return r;
   }
   /// Factor c, when missing from the output, reduces with `op` (sharding it gives P(op)).

@@ -11,6 +11,7 @@
 // sharding the compiler chooses, and every gradient's layout is a type.
 #pragma once
 
+#include "spmd/runtime/autograd/attention.hpp"
 #include "spmd/runtime/autograd/elementwise.hpp"
 #include "spmd/runtime/autograd/grad_mode.hpp"
 #include "spmd/runtime/autograd/local.hpp"

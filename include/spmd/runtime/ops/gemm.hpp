@@ -113,4 +113,35 @@ void gemm(T* c, const T* a, const T* b, index_t m, index_t n, index_t k, bool at
   }
 }
 
+/// c (m x n, row stride ldc) = alpha · op(a) op(b), a and b read with row strides lda and ldb
+/// (BLAS's leading dimensions): one head's block inside a (batch, positions, width) tensor,
+/// used where it lies. float and double through BLAS when the build has one, else a loop
+/// summing over k in order.
+template <class T>
+void gemm_ld(T* c, index_t ldc, const T* a, index_t lda, const T* b, index_t ldb, index_t m, index_t n, index_t k,
+             bool at, bool bt, T alpha) {
+  if (m == 0 || n == 0) return;
+#if defined(SPMD_HAVE_CBLAS)
+  if constexpr (gemm_threads_itself<T>) {
+    if (k > 0) {
+      const auto ta = at ? CblasTrans : CblasNoTrans, tb = bt ? CblasTrans : CblasNoTrans;
+      const int M = static_cast<int>(m), N = static_cast<int>(n), K = static_cast<int>(k);
+      if constexpr (std::is_same_v<T, float>)
+        cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), 0.f, c,
+                    static_cast<int>(ldc));
+      else
+        cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), 0.0, c,
+                    static_cast<int>(ldc));
+      return;
+    }
+  }
+#endif
+  for (index_t i = 0; i < m; ++i)
+    for (index_t j = 0; j < n; ++j) {
+      T s = T(0);
+      for (index_t p = 0; p < k; ++p) s += (at ? a[p * lda + i] : a[i * lda + p]) * (bt ? b[j * ldb + p] : b[p * ldb + j]);
+      c[i * ldc + j] = alpha * s;
+    }
+}
+
 }  // namespace spmd::runtime::detail
