@@ -283,3 +283,38 @@ TEST_CASE("AdamW: core/optim_math.hpp's scalar step, bit for bit, on every path"
     }
   }
 }
+
+TEST_CASE("attention's causal softmax and softmax backward rows: the same bits on every path, against double",
+          "[vector_math]") {
+  for (const std::int64_t n : {1, 5, 16, 37}) {
+    std::vector<float> s0(static_cast<std::size_t>(n * n)), g(s0.size());
+    for (std::size_t i = 0; i < s0.size(); ++i) {
+      s0[i] = static_cast<float>(std::sin(i * 0.61) * 4);
+      g[i] = static_cast<float>(std::cos(i * 0.23));
+    }
+    std::vector<std::vector<float>> outs;
+    for (vector_isa isa : paths()) {
+      isa_limit limit(isa);
+      std::vector<float> p = s0, dp = g;
+      vm::causal_softmax_rows(p.data(), n, n);
+      vm::softmax_backward_rows(p.data(), dp.data(), n, n, n, 0.5f);
+      for (std::int64_t r = 0; r < n; ++r) {
+        double m = -INFINITY, sum = 0, dot = 0;
+        for (std::int64_t j = 0; j <= r; ++j) m = std::max(m, static_cast<double>(s0[r * n + j]));
+        for (std::int64_t j = 0; j <= r; ++j) sum += std::exp(s0[r * n + j] - m);
+        for (std::int64_t j = 0; j < n; ++j) {
+          const double want = j <= r ? std::exp(s0[r * n + j] - m) / sum : 0.0;
+          CHECK(std::fabs(p[r * n + j] - want) <= 1e-6 * (1 + want));
+          dot += (j <= r ? want : 0.0) * g[r * n + j];
+        }
+        for (std::int64_t j = 0; j < n; ++j) {
+          const double pj = j <= r ? std::exp(s0[r * n + j] - m) / sum : 0.0;
+          CHECK(std::fabs(dp[r * n + j] - 0.5 * pj * (g[r * n + j] - dot)) <= 1e-6);
+        }
+      }
+      outs.push_back(p), outs.push_back(dp);
+    }
+    for (std::size_t k = 2; k < outs.size(); ++k)
+      CHECK(std::memcmp(outs[k].data(), outs[k % 2].data(), outs[0].size() * sizeof(float)) == 0);
+  }
+}
