@@ -86,9 +86,17 @@ T* scratch(index_t elems, int which) {
 
 }  // namespace attention_detail
 
-template <index_t D>
-struct op_kernel<ops::causal_attention<D>> {
+/// Both kernels run BLAS products: like matmul's (matmul.hpp's gemm_kernel), BLAS spreads a
+/// product over the cores itself, and apply keeps it on one thread while it runs the ranks at once.
+struct attention_kernel {
   static constexpr bool rank_independent = true;  // apply.hpp: replicas share results
+  template <class T>
+  static constexpr bool threads_itself = detail::gemm_threads_itself<T>;
+  using one_thread = detail::gemm_one_thread;
+};
+
+template <index_t D>
+struct op_kernel<ops::causal_attention<D>> : attention_kernel {
   template <class T>
   static void run(const ops::causal_attention<D>& op, strided_view<T> out, const op_rank_info&,
                   strided_view<const T> q, strided_view<const T> k, strided_view<const T> v) {
@@ -107,8 +115,7 @@ struct op_kernel<ops::causal_attention<D>> {
 };
 
 template <index_t D>
-struct op_kernel<ops::causal_attention_backward<D>> {
-  static constexpr bool rank_independent = true;  // apply.hpp: replicas share results
+struct op_kernel<ops::causal_attention_backward<D>> : attention_kernel {
   template <class T>
   static void run(const ops::causal_attention_backward<D>& op, strided_view<T> out, const op_rank_info&,
                   strided_view<const T> g, strided_view<const T> q, strided_view<const T> k, strided_view<const T> v) {
