@@ -146,6 +146,34 @@ struct embedding {
   }
 };
 
+/// embedding's weight gradient: inputs (g (indices' shape + (H)), indices), output (V, H), V
+/// the vocabulary (static, as the autograd layer needs it):
+/// row v is the sum of g's rows at the positions whose index is v (a scatter-add, in position
+/// order: deterministic). The positions reduce with sum (sharded, the output is P(sum)); H
+/// shards freely; V is the output's own (fixed). Linear in g: g P(sum)/P(avg) with the indices
+/// replicated passes.
+template <index_t V>
+struct embedding_backward {
+  static_assert(V >= 1, "spmd::embedding: the vocabulary must have at least 1 row.");
+  static constexpr const char* name = "embedding_backward";
+
+  static constexpr op_rule rule(const op_context& c) {
+    const int r = c.in[1].tensor_rank;
+    nn_detail::subscripts s{};
+    s.dims(0, r).put('H').put(',').dims(0, r).put('-').put('>').put('V').put('H');
+    op_rule rule = einsum(s.text);
+    for (int d = 0; d < r; ++d) rule = rule.reduces(nn_detail::letter(d), reduce_op::sum);
+    return rule.passes_partial_of(0, reduce_op::sum, reduce_op::sum)
+        .passes_partial_of(0, reduce_op::avg, reduce_op::avg);
+  }
+  static constexpr shape_vec out_shape(const svec<shape_vec, max_op_inputs>& in) {
+    shape_vec out{};
+    out.push_back(V);
+    out.push_back(in[0][in[0].size() - 1]);
+    return out;
+  }
+};
+
 /// one_hot: indices (any rank) -> indices' shape + (Classes), element type U: 1 where the
 /// last index equals the index, else 0 (torch.nn.functional.one_hot, as U). The class dim is
 /// the output's own (fixed: every rank writes all classes); the indices' dims shard freely.

@@ -130,3 +130,27 @@ TEST_CASE("embedding: an index outside the vocabulary throws naming it and the r
   const auto w0 = sim::distribute_tensor<LWt<placements<shard<0>>>>(std::vector<float>(96, 1.f));
   REQUIRE_THROWS_AS(sim::embedding(sim::distribute_tensor<LIR>(idx), w0), std::out_of_range);
 }
+
+// embedding's weight gradient as one operator (the autograd layer's on host backends): the
+// scatter-add against the rows summed by hand, over the layouts of g and the indices, an
+// index outside the vocabulary named.
+TEST_CASE("embedding_backward: the scatter-add over every layout of g and the indices", "[nn][embedding]") {
+  using namespace spmd;
+  constexpr index_t V = 7, N = 6, H = 4;
+  const auto g = op_test::random<float>({N, H}, 71);
+  const std::vector<std::int64_t> idx = {3, 0, 3, 6, 1, 3};
+  host_tensor<double> want = host_tensor<double>::zeros({V, H});
+  for (index_t p = 0; p < N; ++p)
+    for (index_t k = 0; k < H; ++k)
+      want.data[static_cast<std::size_t>(idx[static_cast<std::size_t>(p)] * H + k)] += g.data[static_cast<std::size_t>(p * H + k)];
+  op_test::for_each_placements<mesh<2, 2>, 2>([&]<class P>() {
+    INFO("g " << op_test::placements_text<P>());
+    const auto gd = sim::distribute_tensor<layout<mesh<2, 2>, P, extents<N, H>>>(g.data);
+    const auto id = sim::distribute_tensor<layout<mesh<2, 2>, placements<shard<0>, replicate>, extents<N>>>(idx);
+    op_test::check_close(runtime::embedding_backward<V>(gd, id), want, 1e-6);
+  });
+  const std::vector<std::int64_t> bad = {3, 0, 9, 6, 1, 3};
+  const auto gd = sim::distribute_tensor<layout<mesh<2>, placements<replicate>, extents<N, H>>>(g.data);
+  const auto bd = sim::distribute_tensor<layout<mesh<2>, placements<replicate>, extents<N>>>(bad);
+  REQUIRE_THROWS_WITH(runtime::embedding_backward<V>(gd, bd), Catch::Contains("index 9 at [2]"));
+}

@@ -82,9 +82,10 @@ auto layer_norm(const X& x, const W& weight, const Bias& bias, double eps = 1e-5
 }
 
 /// embedding on a variable weight (indices are integers: no gradient). The weight's
-/// gradient is the scatter-add of the output's gradient into the rows of the indices,
-/// computed as one_hot(indices)ᵀ · g: a deterministic product (no atomics), whose sharding
-/// the compiler chooses like any matmul's; a vocabulary-sharded weight gets its rows.
+/// gradient is the scatter-add of the output's gradient into the rows of the indices: on host
+/// backends in float or double the embedding_backward operator (one pass over g, in position
+/// order); elsewhere one_hot(indices)ᵀ · g, a deterministic product (no atomics), whose
+/// sharding the compiler chooses like any matmul's. A vocabulary-sharded weight gets its rows.
 template <class Forced = void, element I, class LI, element T, class LW, class B, class GP>
 auto embedding(const dtensor<I, LI, B>& indices, const variable<T, LW, B, GP>& weight) {
   static_assert(LW::extents_type::static_extent(0) != dyn,
@@ -94,15 +95,18 @@ auto embedding(const dtensor<I, LI, B>& indices, const variable<T, LW, B, GP>& w
       std::move(y), "embedding",
       [indices, weight](const auto& g) {
         constexpr index_t V = LW::extents_type::static_extent(0);
-        auto oh = runtime::one_hot<T, V>(indices);  // (idx..., V)
-        if constexpr (LI::rank <= 2) {
+        if constexpr (host_memory<B> && (std::is_same_v<T, float> || std::is_same_v<T, double>)) {
+          // host backends: the scatter-add itself (one pass over g), not a (positions x V) one-hot
+          // and its product
+          autograd_detail::send(weight, runtime::embedding_backward<V>(g, indices));
+        } else if constexpr (LI::rank <= 2) {
           // (n, V)ᵀ·(n, H), or (b, n, V)ᵀ·(b, n, H) contracting b and n: no flatten, which an
           // uneven batch shard would not survive.
-          autograd_detail::send(weight, runtime::t_matmul(oh, g));
+          autograd_detail::send(weight, runtime::t_matmul(runtime::one_hot<T, V>(indices), g));
         } else {
           constexpr int r = static_cast<int>(LI::rank);
-          auto oh2 = runtime::flatten<0, r - 1>(oh);  // (n, V)
-          auto g2 = runtime::flatten<0, r - 1>(g);    // (n, H)
+          auto oh2 = runtime::flatten<0, r - 1>(runtime::one_hot<T, V>(indices));  // (n, V)
+          auto g2 = runtime::flatten<0, r - 1>(g);                                   // (n, H)
           autograd_detail::send(weight, runtime::t_matmul(oh2, g2));
         }
       },

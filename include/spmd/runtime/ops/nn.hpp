@@ -298,6 +298,48 @@ struct op_kernel<ops::embedding> {
   }
 };
 
+template <index_t V>
+struct op_kernel<ops::embedding_backward<V>> {
+  static constexpr bool rank_independent = true;  // apply.hpp: replicas share results
+  template <class T, class I>
+  static void run(const ops::embedding_backward<V>&, strided_view<T> out, const op_rank_info& info,
+                  strided_view<const T> g, strided_view<const I> idx) {
+    // out (V, h) a fresh contiguous block; g's rows (positions, h) and the indices walked in
+    // position order, each row added into its index's row: the same order on every backend
+    const index_t h = out.extent(1);
+    for (index_t k = 0; k < out.size(); ++k) out.data()[k] = T(0);
+    const int r = idx.rank();
+    nn_detail::for_each_index(idx.extents(), [&](const shape_vec& p) {
+      const index_t id = static_cast<index_t>(idx.at(p));
+      if (id < 0 || id >= V)
+        throw std::out_of_range("spmd::embedding: index " + std::to_string(id) + " at " +
+                                ops::nn_detail::shape_text(p) + " of rank " + std::to_string(info.rank) +
+                                "'s indices is outside the vocabulary [0, " + std::to_string(V) + ")");
+      index_t o = 0;
+      for (int d = 0; d < r; ++d) o += p[d] * g.stride(d);
+      const T* src = g.data() + o;
+      T* dst = out.data() + id * h;
+      const index_t sh = g.stride(r);
+      if (sh == 1)
+        for (index_t k = 0; k < h; ++k) dst[k] += src[k];
+      else
+        for (index_t k = 0; k < h; ++k) dst[k] += src[k * sh];
+    });
+  }
+};
+
+/// embedding's weight gradient from the output's gradient g (indices' shape + (H)): the
+/// (Vocab, H) sum of g's rows by index, a scatter-add in position order (deterministic).
+/// float and double on host backends (the autograd layer's embedding uses it there).
+template <index_t Vocab, class Forced = void, element T, class LG, element I, class LI, class Bk>
+auto embedding_backward(const dtensor<T, LG, Bk>& g, const dtensor<I, LI, Bk>& indices) {
+  static_assert(host_memory<Bk>, "spmd::embedding_backward: a host backends' operator (the simulation, MPI).");
+  static_assert(std::is_same_v<I, std::int32_t> || std::is_same_v<I, std::int64_t>,
+                "spmd::embedding_backward: the indices must be int32 or int64.");
+  static_assert(LG::rank == LI::rank + 1, "spmd::embedding_backward: g must have the indices' dims and one more (H).");
+  return apply<Forced>(ops::embedding_backward<Vocab>{}, g, indices);
+}
+
 /// softmax along Dim (negative: from the end): exp(x - max) / sum, per row.
 template <int Dim, class Forced = void, element T, class L, class Bk>
 auto softmax(const dtensor<T, L, Bk>& x) {
