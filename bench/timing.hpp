@@ -14,6 +14,12 @@ inline double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
 }
 
+/// The median of v (the upper one of an even count; 0 for none).
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
 /// Median seconds of `runs` calls of f, after one warm call (allocations, page cache).
 template <class F>
 double median_s(F&& f, int runs = 5) {

@@ -26,17 +26,16 @@
 // Targets (issue 54): wide <= 0.95, tiny <= 0.2, wide_floor >= 0.85. bench/RESULTS.md has the
 // figures and explains the gaps.
 #include <cblas.h>
-#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -169,11 +168,6 @@ class torch_run {
   bool ok_ = false;
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
 struct side_by_side {
   double spmd_ms = 0, torch_ms = 0;  // torch_ms 0: not run
 };
@@ -207,7 +201,7 @@ side_by_side compare(const char* name, int warmup, int measured, bool with_torch
       if (theirs) b.push_back(tms);
     }
   }
-  side_by_side r{median(a), theirs ? median(b) : 0};
+  side_by_side r{bench::median(a), theirs ? bench::median(b) : 0};
   std::printf("%s: spmd %.3f ms per step", name, r.spmd_ms);
   if (theirs) std::printf(", PyTorch eager %.3f ms: %.3f", r.torch_ms, r.spmd_ms / r.torch_ms);
   std::printf(" (medians of %d steps after %d)\n", measured, warmup);

@@ -10,6 +10,7 @@
 //   SPMD_VL_LOOP  the attributes of a loop the dispatcher calls (the target)
 //   SPMD_VL_FMA   a fused multiply-add on vf
 //   SPMD_VL_SQRT  the square root of vf (correctly rounded on every path)
+// and it undefines them at its end, ready for the next path.
 //
 // Why every path gives the same bits:
 //  - each lane does the same IEEE operations in the same order, each rounded once: products
@@ -534,4 +535,10 @@ SPMD_VL_LOOP void softmax_backward_rows(const float* p, float* dp, std::int64_t 
 
 }  // namespace SPMD_VL_NS
 
+#undef SPMD_VL_NS
+#undef SPMD_VL_W
+#undef SPMD_VL_FN
+#undef SPMD_VL_LOOP
+#undef SPMD_VL_FMA
+#undef SPMD_VL_SQRT
 #endif  // SPMD_VL_NS

@@ -35,12 +35,6 @@ namespace spmd::host::vector_math {
 #define SPMD_VL_SQRT(a) __builtin_ia32_sqrtps512_mask(a, vf{}, static_cast<unsigned short>(-1), 4)
 #endif
 #include "spmd/host/vector_lanes.hpp"
-#undef SPMD_VL_NS
-#undef SPMD_VL_W
-#undef SPMD_VL_FN
-#undef SPMD_VL_LOOP
-#undef SPMD_VL_FMA
-#undef SPMD_VL_SQRT
 
 #define SPMD_VL_NS avx2
 #define SPMD_VL_W 8
@@ -49,12 +43,6 @@ namespace spmd::host::vector_math {
 #define SPMD_VL_FMA(a, b, c) __builtin_ia32_vfmaddps256(a, b, c)
 #define SPMD_VL_SQRT(a) __builtin_ia32_sqrtps256(a)
 #include "spmd/host/vector_lanes.hpp"
-#undef SPMD_VL_NS
-#undef SPMD_VL_W
-#undef SPMD_VL_FN
-#undef SPMD_VL_LOOP
-#undef SPMD_VL_FMA
-#undef SPMD_VL_SQRT
 #endif
 
 // The scalar path: any CPU; fmaf is the instruction where the target has FMA, else glibc's
@@ -66,12 +54,6 @@ namespace spmd::host::vector_math {
 #define SPMD_VL_FMA(a, b, c) __builtin_fmaf(a, b, c)
 #define SPMD_VL_SQRT(a) __builtin_sqrtf(a)
 #include "spmd/host/vector_lanes.hpp"
-#undef SPMD_VL_NS
-#undef SPMD_VL_W
-#undef SPMD_VL_FN
-#undef SPMD_VL_LOOP
-#undef SPMD_VL_FMA
-#undef SPMD_VL_SQRT
 
 /// Whether unary_fn F has a vector form here.
 template <unary_fn F>

@@ -36,6 +36,12 @@ using subscripts = einsum_writer;
 constexpr char letter(int dim) { return factor_letter(dim); }
 using ops::shape_text;
 
+/// rule with dims [first, r) fixed: layer_norm's normalised dims, whole on every rank.
+constexpr op_rule fix_dims(op_rule rule, int first, int r) {
+  for (int d = first < 0 ? 0 : first; d < r; ++d) rule = rule.fixed(letter(d));
+  return rule;
+}
+
 }  // namespace nn_detail
 
 /// softmax (Log false) or log_softmax (Log true) along dim Dim (0 <= Dim < rank).
@@ -68,9 +74,7 @@ struct layer_norm {
     s.dims(0, r);
     if constexpr (Affine) s.put(',').dims(first, NormDims).put(',').dims(first, NormDims);
     s.put('-').put('>').dims(0, r);
-    op_rule rule = einsum(s.text);
-    for (int d = first < 0 ? 0 : first; d < r; ++d) rule = rule.fixed(nn_detail::letter(d));
-    return rule;
+    return nn_detail::fix_dims(einsum(s.text), first, r);
   }
   /// x's shape; throws when weight or bias is not of the normalised extents.
   static constexpr shape_vec out_shape(const svec<shape_vec, max_op_inputs>& in) {
@@ -115,9 +119,8 @@ struct layer_norm_backward {
     s.dims(0, r).put(',').dims(0, r);
     if constexpr (Affine) s.put(',').dims(first, NormDims);
     s.put('-').put('>').dims(0, r);
-    op_rule rule = einsum(s.text);
-    for (int d = first < 0 ? 0 : first; d < r; ++d) rule = rule.fixed(nn_detail::letter(d));
-    return rule.passes_partial_of(0, reduce_op::sum, reduce_op::sum).passes_partial_of(0, reduce_op::avg, reduce_op::avg);
+    return nn_detail::fix_dims(einsum(s.text), first, r)
+        .passes_partial_of(0, reduce_op::sum, reduce_op::sum).passes_partial_of(0, reduce_op::avg, reduce_op::avg);
   }
   /// x's shape (the forward checked the shapes).
   static constexpr shape_vec out_shape(const svec<shape_vec, max_op_inputs>& in) { return in[1]; }

@@ -117,14 +117,13 @@ SPMD_HD void softmax_row(U* out, const T* x, const index_geom& rows, index_t n, 
   }
 }
 
-/// Row `row` of a layer_norm: outer walks the leading dims (input strides s[0], output s[1]);
-/// inner the normalised ones (input s[0], output s[1], weight and bias s[2]). Two passes in
-/// double, biased variance, as the host kernel.
-template <bool Affine, class U, class T>
-SPMD_HD void layer_norm_row(U* out, const T* x, const T* w, const T* b, const index_geom& outer,
-                            const index_geom& inner, double eps, index_t row) {
-  index_t ox, oo, unused;
-  outer.offsets(row, ox, oo, unused);
+/// A layer_norm row's mean and 1 / sqrt(var + eps) (biased variance), two passes in double,
+/// the row at x + ox walked by inner's input strides.
+struct norm_stats {
+  double mean, rstd;
+};
+template <class T>
+SPMD_HD norm_stats layer_norm_stats(const T* x, index_t ox, const index_geom& inner, double eps) {
   const index_t n = inner.count();
   double mean = 0, var = 0;
   for (index_t j = 0; j < n; ++j) {
@@ -140,7 +139,20 @@ SPMD_HD void layer_norm_row(U* out, const T* x, const T* w, const T* b, const in
     var += dx * dx;
   }
   var /= static_cast<double>(n);
-  const double inv = 1.0 / std::sqrt(var + eps);
+  return {mean, 1.0 / std::sqrt(var + eps)};
+}
+
+/// Row `row` of a layer_norm: outer walks the leading dims (input strides s[0], output s[1]);
+/// inner the normalised ones (input s[0], output s[1], weight and bias s[2]). Two passes in
+/// double, biased variance, as the host kernel.
+template <bool Affine, class U, class T>
+SPMD_HD void layer_norm_row(U* out, const T* x, const T* w, const T* b, const index_geom& outer,
+                            const index_geom& inner, double eps, index_t row) {
+  index_t ox, oo, unused;
+  outer.offsets(row, ox, oo, unused);
+  const index_t n = inner.count();
+  const norm_stats st = layer_norm_stats(x, ox, inner, eps);
+  const double mean = st.mean, inv = st.rstd;
   for (index_t j = 0; j < n; ++j) {
     index_t ix, io, iw;
     inner.offsets(j, ix, io, iw);
@@ -158,20 +170,8 @@ SPMD_HD void layer_norm_backward_row(U* out, const T* g, const T* x, const T* w,
   index_t ox, oo, unused;
   outer.offsets(row, ox, oo, unused);
   const index_t n = inner.count();
-  double mean = 0, var = 0;
-  for (index_t j = 0; j < n; ++j) {
-    index_t ix, io, iw;
-    inner.offsets(j, ix, io, iw);
-    mean += static_cast<double>(x[ox + ix]);
-  }
-  mean /= static_cast<double>(n);
-  for (index_t j = 0; j < n; ++j) {
-    index_t ix, io, iw;
-    inner.offsets(j, ix, io, iw);
-    const double dx = static_cast<double>(x[ox + ix]) - mean;
-    var += dx * dx;
-  }
-  const double rstd = 1.0 / std::sqrt(var / static_cast<double>(n) + eps);
+  const norm_stats st = layer_norm_stats(x, ox, inner, eps);
+  const double mean = st.mean, rstd = st.rstd;
   auto gh = [&](index_t ix, index_t iw) {
     double v = static_cast<double>(g[ox + ix]);
     if constexpr (Affine) v *= static_cast<double>(w[iw]);

@@ -60,6 +60,37 @@ class gemm_one_thread {
   [[maybe_unused]] int saved_ = 1;
 };
 
+/// c (m x n, row stride ldc) = alpha · op(a) op(b), a and b read with row strides lda and ldb
+/// (BLAS's leading dimensions): one head's block inside a (batch, positions, width) tensor,
+/// used where it lies. float and double through BLAS when the build has one, else a loop
+/// summing over k in order.
+template <class T>
+void gemm_ld(T* c, index_t ldc, const T* a, index_t lda, const T* b, index_t ldb, index_t m, index_t n, index_t k,
+             bool at, bool bt, T alpha) {
+  if (m == 0 || n == 0) return;
+#if defined(SPMD_HAVE_CBLAS)
+  if constexpr (gemm_threads_itself<T>) {
+    if (k > 0) {
+      const auto ta = at ? CblasTrans : CblasNoTrans, tb = bt ? CblasTrans : CblasNoTrans;
+      const int M = static_cast<int>(m), N = static_cast<int>(n), K = static_cast<int>(k);
+      if constexpr (std::is_same_v<T, float>)
+        cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), 0.f, c,
+                    static_cast<int>(ldc));
+      else
+        cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), 0.0, c,
+                    static_cast<int>(ldc));
+      return;
+    }
+  }
+#endif
+  for (index_t i = 0; i < m; ++i)
+    for (index_t j = 0; j < n; ++j) {
+      T s = T(0);
+      for (index_t p = 0; p < k; ++p) s += (at ? a[p * lda + i] : a[i * lda + p]) * (bt ? b[j * ldb + p] : b[p * ldb + j]);
+      c[i * ldc + j] = alpha * s;
+    }
+}
+
 /// c (m x n) = a · b, where a is (m x k), or (k x m) read transposed when `at`, and b is
 /// (k x n), or (n x k) read transposed when `bt`. Every pointer is to a contiguous row-major
 /// block; c is overwritten.
@@ -67,18 +98,8 @@ template <class T>
 void gemm(T* c, const T* a, const T* b, index_t m, index_t n, index_t k, bool at, bool bt) {
   if (m == 0 || n == 0) return;
 #if defined(SPMD_HAVE_CBLAS)
-  if constexpr (gemm_threads_itself<T>) {  // to BLAS
-    if (k == 0) {
-      for (index_t i = 0; i < m * n; ++i) c[i] = T(0);
-      return;
-    }
-    const auto ta = at ? CblasTrans : CblasNoTrans, tb = bt ? CblasTrans : CblasNoTrans;
-    const int M = static_cast<int>(m), N = static_cast<int>(n), K = static_cast<int>(k);
-    const int lda = at ? M : K, ldb = bt ? K : N;
-    if constexpr (std::is_same_v<T, float>)
-      cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, 1.f, a, lda, b, ldb, 0.f, c, N);
-    else
-      cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, 1.0, a, lda, b, ldb, 0.0, c, N);
+  if constexpr (gemm_threads_itself<T>) {  // to BLAS (k == 0: gemm_ld's loop writes the zeros)
+    gemm_ld(c, n, a, at ? m : k, b, bt ? k : n, m, n, k, at, bt, T(1));
     return;
   }
 #endif
@@ -111,37 +132,6 @@ void gemm(T* c, const T* a, const T* b, index_t m, index_t n, index_t k, bool at
         c[i * n + j] = static_cast<T>(s);
       }
   }
-}
-
-/// c (m x n, row stride ldc) = alpha · op(a) op(b), a and b read with row strides lda and ldb
-/// (BLAS's leading dimensions): one head's block inside a (batch, positions, width) tensor,
-/// used where it lies. float and double through BLAS when the build has one, else a loop
-/// summing over k in order.
-template <class T>
-void gemm_ld(T* c, index_t ldc, const T* a, index_t lda, const T* b, index_t ldb, index_t m, index_t n, index_t k,
-             bool at, bool bt, T alpha) {
-  if (m == 0 || n == 0) return;
-#if defined(SPMD_HAVE_CBLAS)
-  if constexpr (gemm_threads_itself<T>) {
-    if (k > 0) {
-      const auto ta = at ? CblasTrans : CblasNoTrans, tb = bt ? CblasTrans : CblasNoTrans;
-      const int M = static_cast<int>(m), N = static_cast<int>(n), K = static_cast<int>(k);
-      if constexpr (std::is_same_v<T, float>)
-        cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), 0.f, c,
-                    static_cast<int>(ldc));
-      else
-        cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), 0.0, c,
-                    static_cast<int>(ldc));
-      return;
-    }
-  }
-#endif
-  for (index_t i = 0; i < m; ++i)
-    for (index_t j = 0; j < n; ++j) {
-      T s = T(0);
-      for (index_t p = 0; p < k; ++p) s += (at ? a[p * lda + i] : a[i * lda + p]) * (bt ? b[j * ldb + p] : b[p * ldb + j]);
-      c[i * ldc + j] = alpha * s;
-    }
 }
 
 }  // namespace spmd::runtime::detail

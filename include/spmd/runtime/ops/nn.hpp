@@ -88,10 +88,16 @@ bool last_dim_rows(const strided_view<T>& x, const strided_view<U>& out, const V
          ((v.stride(v.rank() - 1) == 1) && ...);
 }
 
-template <class W, class Bv>
-void weight_and_bias(const float*& w, const float*& b, const W& wv, const Bv& bv) {
-  w = wv.data();
-  b = bv.data();
+/// The index at p of a rank's indices, checked against the vocabulary [0, vocab): an index
+/// outside it throws std::out_of_range naming it, its position and the rank.
+template <class I>
+index_t vocabulary_index(const strided_view<const I>& idx, const shape_vec& p, index_t vocab, const op_rank_info& info) {
+  const index_t id = static_cast<index_t>(idx.at(p));
+  if (id < 0 || id >= vocab)
+    throw std::out_of_range("spmd::embedding: index " + std::to_string(id) + " at " + ops::nn_detail::shape_text(p) +
+                            " of rank " + std::to_string(info.rank) + "'s indices is outside the vocabulary [0, " +
+                            std::to_string(vocab) + ")");
+  return id;
 }
 
 /// The element offset of (outer..., inner...) in a view.
@@ -173,7 +179,11 @@ struct op_kernel<ops::layer_norm<N, Affine>> {
       if (nn_detail::last_dim_rows(x, out, wb...)) {  // host/vector_math.hpp's rows, in float
         const float* w = nullptr;
         const float* b = nullptr;
-        if constexpr (Affine) nn_detail::weight_and_bias(w, b, wb...);
+        if constexpr (Affine) {
+          const float* p[] = {wb.data()...};  // (weight, bias)
+          w = p[0];
+          b = p[1];
+        }
         nn_detail::for_each_row_run([&](index_t rows, index_t ox, index_t oo) {
           host::vector_math::layer_norm_rows(x.data() + ox, nn_detail::row_stride(x), out.data() + oo,
                                              nn_detail::row_stride(out), rows, x.extent(x.rank() - 1), w, b,
@@ -281,13 +291,7 @@ struct op_kernel<ops::embedding> {
     const index_t first = info.in_offset(0)[0], rows = w.extent(0), h = w.extent(1);
     const int r = idx.rank();
     nn_detail::for_each_index(idx.extents(), [&](const shape_vec& p) {
-      const index_t id = static_cast<index_t>(idx.at(p));
-      if (id < 0 || id >= op.vocab)
-        throw std::out_of_range("spmd::embedding: index " + std::to_string(id) + " at " +
-                                ops::nn_detail::shape_text(p) + " of rank " +
-                                std::to_string(info.rank) +
-                                "'s indices is outside the vocabulary [0, " +
-                                std::to_string(op.vocab) + ")");
+      const index_t id = nn_detail::vocabulary_index(idx, p, op.vocab, info);
       const index_t row = id - first;
       const bool held = row >= 0 && row < rows;
       index_t o = 0;
@@ -310,11 +314,7 @@ struct op_kernel<ops::embedding_backward<V>> {
     for (index_t k = 0; k < out.size(); ++k) out.data()[k] = T(0);
     const int r = idx.rank();
     nn_detail::for_each_index(idx.extents(), [&](const shape_vec& p) {
-      const index_t id = static_cast<index_t>(idx.at(p));
-      if (id < 0 || id >= V)
-        throw std::out_of_range("spmd::embedding: index " + std::to_string(id) + " at " +
-                                ops::nn_detail::shape_text(p) + " of rank " + std::to_string(info.rank) +
-                                "'s indices is outside the vocabulary [0, " + std::to_string(V) + ")");
+      const index_t id = nn_detail::vocabulary_index(idx, p, V, info);
       index_t o = 0;
       for (int d = 0; d < r; ++d) o += p[d] * g.stride(d);
       const T* src = g.data() + o;
