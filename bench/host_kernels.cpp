@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -34,11 +35,24 @@ namespace {
 
 namespace vm = spmd::host::vector_math;
 
+/// 64-byte aligned storage, as the library's buffers are (host/buffer.hpp).
+template <class T>
+struct aligned_allocator {
+  using value_type = T;
+  aligned_allocator() = default;
+  template <class U>
+  aligned_allocator(const aligned_allocator<U>&) {}
+  T* allocate(std::size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{64})); }
+  void deallocate(T* p, std::size_t) { ::operator delete(p, std::align_val_t{64}); }
+  bool operator==(const aligned_allocator&) const { return true; }
+};
+using floats = std::vector<float, aligned_allocator<float>>;
+
 struct kernel {
   const char* name;
   int bytes_per_elem;  // read + written
   bool memory_bound;   // expected to stream at the copy's rate at every size
-  std::function<void(std::vector<float>*, std::int64_t)> run;
+  std::function<void(floats*, std::int64_t)> run;
 };
 
 /// Seconds per call of f: the median of 5 timings of as many calls as take 20 ms (after a
@@ -131,7 +145,7 @@ int main(int argc, char** argv) {
     for (std::size_t kib = 64; kib <= 64 * 1024; kib *= 4) {
       const std::size_t bytes = kib * 1024;
       const auto n = static_cast<std::int64_t>(bytes / static_cast<std::size_t>(k.bytes_per_elem)) / row * row;
-      std::vector<float> v[4];
+      floats v[4];
       for (auto& x : v) x.assign(static_cast<std::size_t>(n + 2 * row), 0.5f);
       for (std::int64_t i = 0; i < n; ++i) v[0][static_cast<std::size_t>(i)] = std::sin(static_cast<float>(i)) * 3;
       const double moved = static_cast<double>(n) * k.bytes_per_elem;

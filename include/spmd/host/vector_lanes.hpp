@@ -10,6 +10,10 @@
 //   SPMD_VL_LOOP  the attributes of a loop the dispatcher calls (the target)
 //   SPMD_VL_FMA   a fused multiply-add on vf
 //   SPMD_VL_SQRT  the square root of vf (correctly rounded on every path)
+//   SPMD_VL_MIN   x86's minps: a < b ? a : b per lane (b when either is NaN)
+//   SPMD_VL_MAX   x86's maxps: a > b ? a : b per lane (b when either is NaN)
+// (and vector_math.hpp, SPMD_VL_UNROLL: the loops over a block's K registers unrolled at
+// -O2 too, where GCC would keep a block in memory and loop over it)
 // and it undefines them at its end, ready for the next path.
 //
 // Why every path gives the same bits:
@@ -70,6 +74,10 @@ SPMD_VL_FN vf mul(vf a, vf b) {
 SPMD_VL_FN vf sqrt(vf a) { return SPMD_VL_SQRT(a); }
 /// a * b + c, rounded once.
 SPMD_VL_FN vf fma(vf a, vf b, vf c) { return SPMD_VL_FMA(a, b, c); }
+/// a < b ? a : b and a > b ? a : b, per lane: one instruction each (b when either is NaN, so a
+/// constant bound passed as a lets a NaN through).
+SPMD_VL_FN vf min_ps(vf a, vf b) { return SPMD_VL_MIN(a, b); }
+SPMD_VL_FN vf max_ps(vf a, vf b) { return SPMD_VL_MAX(a, b); }
 SPMD_VL_FN vf to_float(vi v) {
 #if SPMD_VL_W == 1
   return static_cast<float>(v);
@@ -104,8 +112,7 @@ SPMD_VL_FN float max_nan1(float a, float b) {
 /// propagates.
 SPMD_VL_FN vf exp(vf x) {
   const vf magic = splat(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer
-  vf xc = select(x > splat(89.0f), splat(89.0f), x);
-  xc = select(xc < splat(-104.0f), splat(-104.0f), xc);
+  const vf xc = max_ps(splat(-104.0f), min_ps(splat(89.0f), x));  // (a NaN passes through)
   const vf t = fma(xc, splat(1.44269504088896341f), magic);
   const vf n = t - magic;
   vf r = fma(n, splat(-0.693359375f), xc);
@@ -121,6 +128,35 @@ SPMD_VL_FN vf exp(vf x) {
   const vi n1 = ni >> 1, n2 = ni - n1;          // each in [-75, 64]
   const vf s1 = from_bits((vu)(n1 + 127) << 23), s2 = from_bits((vu)(n2 + 127) << 23);
   return mul(mul(p, s1), s2);
+}
+
+/// e^x where 2^n is normal (n = round(x log2 e) in [-126, 127]: -87.33 <= x <= 88.02; NaN
+/// propagates): exp's reduction and polynomial, but 2^n read off the rounding constant (its
+/// low bits carry n + 127) and the result s + s·(e^r - 1) in one FMA. Half exp's instructions
+/// (no clamps, no split scale), within 1 ULP (docs/numerics.md). tanh's e^{2|x|} and softmax's
+/// exp(x - max) stay in this range.
+SPMD_VL_FN vf exp_normal(vf x) {
+  const vf magic = splat(12583039.0f);  // 1.5 * 2^23 + 127
+  const vf t = fma(x, splat(1.44269504088896341f), magic);
+  const vf n = t - magic;
+  vf r = fma(n, splat(-0.693359375f), x);
+  r = fma(n, splat(2.12194440e-4f), r);
+  vf p = splat(1.9875691500e-4f);
+  p = fma(p, r, splat(1.3981999507e-3f));
+  p = fma(p, r, splat(8.3334519073e-3f));
+  p = fma(p, r, splat(4.1665795894e-2f));
+  p = fma(p, r, splat(1.6666665459e-1f));
+  p = fma(p, r, splat(5.0000001201e-1f));
+  const vf q = fma(p, mul(r, r), r);       // e^r - 1
+  const vf s = from_bits(bits(t) << 23);   // 2^n
+  return fma(s, q, s);
+}
+
+/// e^x for x <= 0, softmax's exp(x - max): exp_normal, and 0 below ln 2^-126, where 2^n would
+/// not be normal (as oneDNN's and XNNPACK's softmax exps: a probability lost is under 1.2e-38).
+SPMD_VL_FN vf exp_nonpositive(vf x) {
+  const vf cutoff = splat(-87.3365402f);  // ln 2^-126, rounded toward 0
+  return select(x < cutoff, splat(0.0f), exp_normal(max_ps(cutoff, x)));  // (NaN passes through)
 }
 
 /// log x: x = m 2^e with m in [√½, √2), log m by its polynomial in m - 1, plus e ln 2 in two
@@ -162,7 +198,7 @@ SPMD_VL_FN vf log(vf x) {
 SPMD_VL_FN vf tanh(vf x) {
   const vf z = abs(x);
   const vf zc = select(z > splat(9.0f), splat(9.0f), z);
-  const vf e = exp(zc + zc);
+  const vf e = exp_normal(zc + zc);
   const vf big = splat(1.0f) - splat(2.0f) / (e + splat(1.0f));
   const vf big_signed = from_bits(bits(big) | (bits(x) & splat_u(0x80000000u)));
   const vf s = mul(x, x);
@@ -236,6 +272,21 @@ SPMD_VL_LOOP void map_unary(const float* x, float* y, std::int64_t n) {
   }
 }
 
+/// y[i] = exp_nonpositive(x[i]), i < n (for tests and benchmarks: softmax's exp).
+SPMD_VL_LOOP void map_exp_nonpositive(const float* x, float* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; i += W) {
+    float buf[W] = {};
+    const bool whole = i + W <= n;
+    if (!whole) __builtin_memcpy(buf, x + i, static_cast<std::size_t>(n - i) * sizeof(float));
+    const vf e = exp_nonpositive(load(whole ? x + i : buf));
+    if (whole) store(y + i, e);
+    else {
+      store(buf, e);
+      __builtin_memcpy(y + i, buf, static_cast<std::size_t>(n - i) * sizeof(float));
+    }
+  }
+}
+
 /// y[i] = g[i] · gelu_tanh'(x[i]), i < n.
 SPMD_VL_LOOP void map_gelu_tanh_backward(const float* g, const float* x, float* y, std::int64_t n) {
   std::int64_t i = 0;
@@ -259,7 +310,7 @@ struct block {
 };
 SPMD_VL_FN block load_block(const float* p) {
   block b;
-  for (int k = 0; k < K; ++k) b.v[k] = load(p + k * W);
+  SPMD_VL_UNROLL for (int k = 0; k < K; ++k) b.v[k] = load(p + k * W);
   return b;
 }
 /// The first `count` (< 16) floats at p, the rest `fill`.
@@ -269,13 +320,34 @@ SPMD_VL_FN block load_part(const float* p, std::int64_t count, float fill) {
   return load_block(buf);
 }
 SPMD_VL_FN void store_block(float* p, const block& b) {
-  for (int k = 0; k < K; ++k) store(p + k * W, b.v[k]);
+  SPMD_VL_UNROLL for (int k = 0; k < K; ++k) store(p + k * W, b.v[k]);
 }
 SPMD_VL_FN void store_part(float* p, const block& b, std::int64_t count) {
   float buf[B];
   store_block(buf, b);
   for (std::int64_t j = 0; j < count; ++j) p[j] = buf[j];
 }
+/// A whole block to p (64-byte aligned) past the caches: a store that does not read the line
+/// first (vector_math.hpp's streams_output says when). The scalar path stores as usual.
+SPMD_VL_FN void stream_block(float* p, const block& b) {
+#if SPMD_VL_W == 1 || !SPMD_HOST_VECTOR_X86
+  store_block(p, b);
+#elif defined(__clang__)
+  SPMD_VL_UNROLL for (int k = 0; k < K; ++k) __builtin_nontemporal_store(b.v[k], reinterpret_cast<vf*>(p + k * W));
+#elif SPMD_VL_W == 16
+  __builtin_ia32_movntps512(p, b.v[0]);
+#else
+  __builtin_ia32_movntps256(p, b.v[0]);
+  __builtin_ia32_movntps256(p + W, b.v[1]);
+#endif
+}
+/// Orders the streaming stores before whatever follows (another thread reading the output).
+SPMD_VL_FN void stream_fence() {
+#if SPMD_VL_W > 1 && SPMD_HOST_VECTOR_X86
+  __builtin_ia32_sfence();
+#endif
+}
+
 /// The 16 lanes folded pairwise (lane j with lane j + 8, then + 4, + 2, + 1): one order on
 /// every path. (No lambdas in this file: a lambda does not inherit its function's target.)
 SPMD_VL_FN float fold_sum(const block& b) {
@@ -328,48 +400,61 @@ SPMD_VL_FN void store_row_block(float* y, std::int64_t j, std::int64_t n, const 
 /// (y may be x). max (NaN propagates), exp(x - max) and its sum in 16 lanes, then times
 /// 1 / sum (log: (x - max) - log sum). A row of -inf (every entry masked) gives NaN
 /// (exp(-inf - -inf)), as torch's does.
+/// stream: the outputs go past the caches (whole, aligned blocks; n <= max_streamed_row);
+/// softmax's exps then wait in a row on the stack.
 template <bool Log>
 SPMD_VL_LOOP void softmax_rows(const float* x, std::int64_t sx, float* y, std::int64_t sy, std::int64_t rows,
-                               std::int64_t n) {
+                               std::int64_t n, bool stream) {
   const float ninf = -__builtin_inff();
+  alignas(64) float row[Log ? 1 : max_streamed_row];
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* px = x + r * sx;
     float* py = y + r * sy;
+    // The max by maxps, which passes over a NaN: a NaN's exp(x - max) is NaN, so the sum is,
+    // and every output with it (torch's max would be NaN: the same outputs). Which zero wins a
+    // tie of +0 and -0 does not matter: x - max is the same.
     block m;
-    for (int k = 0; k < K; ++k) m.v[k] = splat(ninf);
+    SPMD_VL_UNROLL for (int k = 0; k < K; ++k) m.v[k] = splat(ninf);
     for (std::int64_t j = 0; j < n; j += B) {
       const block b = row_block(px, j, n, ninf);
-      for (int k = 0; k < K; ++k) m.v[k] = max_nan(m.v[k], b.v[k]);
+      SPMD_VL_UNROLL for (int k = 0; k < K; ++k) m.v[k] = max_ps(b.v[k], m.v[k]);
     }
     const vf mx = splat(fold_max(m));
     block s{};
+    // The next row is fetched while this one's exps are computed (they, not the memory, bound
+    // this loop; the max pass over the next row then finds it in cache).
+    const float* next = r + 1 < rows ? px + sx : px;
     for (std::int64_t j = 0; j < n; j += B) {
+      __builtin_prefetch(next + j);
       const block b = row_block(px, j, n, ninf);  // the padding's exp(-inf - max) is 0
       block e;
-      for (int k = 0; k < K; ++k) {
-        e.v[k] = exp(b.v[k] - mx);
+      SPMD_VL_UNROLL for (int k = 0; k < K; ++k) {
+        e.v[k] = exp_nonpositive(b.v[k] - mx);
         s.v[k] = s.v[k] + e.v[k];
       }
-      if constexpr (!Log) store_row_block(py, j, n, e);
+      if constexpr (!Log) store_row_block(stream ? row : py, j, n, e);
     }
     const float sum = fold_sum(s);
     if constexpr (Log) {
       const vf log_sum = log(splat(sum));
       for (std::int64_t j = 0; j < n; j += B) {
         block o = row_block(px, j, n, 0.0f);
-        for (int k = 0; k < K; ++k) o.v[k] = (o.v[k] - mx) - log_sum;  // (not x - (max + log sum):
+        SPMD_VL_UNROLL for (int k = 0; k < K; ++k) o.v[k] = (o.v[k] - mx) - log_sum;  // (not x - (max + log sum):
                                                                         // that rounds at max's scale)
-        store_row_block(py, j, n, o);
+        if (stream) stream_block(py + j, o);
+        else store_row_block(py, j, n, o);
       }
     } else {
       const vf inv = splat(1.0f / sum);
       for (std::int64_t j = 0; j < n; j += B) {
-        block o = row_block(py, j, n, 0.0f);
-        for (int k = 0; k < K; ++k) o.v[k] = mul(o.v[k], inv);
-        store_row_block(py, j, n, o);
+        block o = row_block(stream ? row : py, j, n, 0.0f);
+        SPMD_VL_UNROLL for (int k = 0; k < K; ++k) o.v[k] = mul(o.v[k], inv);
+        if (stream) stream_block(py + j, o);
+        else store_row_block(py, j, n, o);
       }
     }
   }
+  if (stream) stream_fence();
 }
 
 /// A row's mean and 1 / sqrt(variance + eps) (the biased variance, as torch.nn.LayerNorm), in
@@ -382,13 +467,13 @@ SPMD_VL_FN row_stats stats_of(const float* x, std::int64_t n, float eps) {
   block s{};
   for (std::int64_t j = 0; j < n; j += B) {
     const block b = row_block(x, j, n, 0.0f);
-    for (int k = 0; k < K; ++k) s.v[k] = s.v[k] + b.v[k];
+    SPMD_VL_UNROLL for (int k = 0; k < K; ++k) s.v[k] = s.v[k] + b.v[k];
   }
   const float mean = fold_sum(s) / static_cast<float>(n);
   block q{};
   for (std::int64_t j = 0; j < n; j += B) {
     const block b = row_block(x, j, n, mean);  // (the padding deviates by 0)
-    for (int k = 0; k < K; ++k) {
+    SPMD_VL_UNROLL for (int k = 0; k < K; ++k) {
       const vf d = b.v[k] - splat(mean);
       q.v[k] = fma(d, d, q.v[k]);
     }
@@ -400,22 +485,26 @@ SPMD_VL_FN row_stats stats_of(const float* x, std::int64_t n, float eps) {
 /// layer_norm of rows of n floats (x + r * sx to y + r * sy), then * w + b where given (each
 /// n floats, or null).
 SPMD_VL_LOOP void layer_norm_rows(const float* x, std::int64_t sx, float* y, std::int64_t sy, std::int64_t rows,
-                                  std::int64_t n, const float* w, const float* b, float eps) {
+                                  std::int64_t n, const float* w, const float* b, float eps, bool stream) {
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* px = x + r * sx;
     float* py = y + r * sy;
+    if (r + 1 < rows)  // the next row fetched while this one's statistics are computed
+      for (std::int64_t j = 0; j < n; j += B) __builtin_prefetch(px + sx + j);
     const row_stats st = stats_of(px, n, eps);
     const vf mean = splat(st.mean), rstd = splat(st.rstd);
     for (std::int64_t j = 0; j < n; j += B) {
       block o = row_block(px, j, n, 0.0f);
-      for (int k = 0; k < K; ++k) o.v[k] = mul(o.v[k] - mean, rstd);
+      SPMD_VL_UNROLL for (int k = 0; k < K; ++k) o.v[k] = mul(o.v[k] - mean, rstd);
       if (w) {
         const block bw = row_block(w, j, n, 0.0f), bb = row_block(b, j, n, 0.0f);
-        for (int k = 0; k < K; ++k) o.v[k] = fma(o.v[k], bw.v[k], bb.v[k]);
+        SPMD_VL_UNROLL for (int k = 0; k < K; ++k) o.v[k] = fma(o.v[k], bw.v[k], bb.v[k]);
       }
-      store_row_block(py, j, n, o);
+      if (stream) stream_block(py + j, o);
+      else store_row_block(py, j, n, o);
     }
   }
+  if (stream) stream_fence();
 }
 
 /// layer_norm's input gradient over rows of n floats: ĝ = g * w (w null: g), x̂ = (x - mean)
@@ -437,9 +526,9 @@ SPMD_VL_LOOP void layer_norm_backward_rows(const float* g, std::int64_t sg, cons
       const block bx = row_block(px, j, n, st.mean);  // (the padding's x̂ is 0)
       if (w) {
         const block bw = row_block(w, j, n, 0.0f);
-        for (int k = 0; k < K; ++k) gh.v[k] = mul(gh.v[k], bw.v[k]);
+        SPMD_VL_UNROLL for (int k = 0; k < K; ++k) gh.v[k] = mul(gh.v[k], bw.v[k]);
       }
-      for (int k = 0; k < K; ++k) {
+      SPMD_VL_UNROLL for (int k = 0; k < K; ++k) {
         sum_g.v[k] = sum_g.v[k] + gh.v[k];
         sum_gx.v[k] = fma(gh.v[k], mul(bx.v[k] - mean, rstd), sum_gx.v[k]);
       }
@@ -450,10 +539,10 @@ SPMD_VL_LOOP void layer_norm_backward_rows(const float* g, std::int64_t sg, cons
       const block bx = row_block(px, j, n, 0.0f);
       if (w) {
         const block bw = row_block(w, j, n, 0.0f);
-        for (int k = 0; k < K; ++k) gh.v[k] = mul(gh.v[k], bw.v[k]);
+        SPMD_VL_UNROLL for (int k = 0; k < K; ++k) gh.v[k] = mul(gh.v[k], bw.v[k]);
       }
       block o;
-      for (int k = 0; k < K; ++k) {
+      SPMD_VL_UNROLL for (int k = 0; k < K; ++k) {
         const vf xh = mul(bx.v[k] - mean, rstd);
         o.v[k] = mul(rstd, (gh.v[k] - mean_g) - mul(xh, mean_gx));
       }
@@ -508,7 +597,7 @@ SPMD_VL_LOOP void causal_softmax_rows(float* s, std::int64_t ld, std::int64_t n)
   const float ninf = -__builtin_inff();
   for (std::int64_t r = 0; r + 1 < n; ++r)
     for (std::int64_t j = r + 1; j < n; ++j) s[r * ld + j] = ninf;
-  softmax_rows<false>(s, ld, s, ld, n, n);
+  softmax_rows<false>(s, ld, s, ld, n, n, false);
 }
 
 /// softmax's backward over rows of n at stride ld, in place into dp: dp = scale · p (dp − Σ dp p).
@@ -521,13 +610,13 @@ SPMD_VL_LOOP void softmax_backward_rows(const float* p, float* dp, std::int64_t 
     block acc{};
     for (std::int64_t j = 0; j < n; j += B) {
       const block bp = row_block(pr, j, n, 0.0f), bg = row_block(gr, j, n, 0.0f);
-      for (int k = 0; k < K; ++k) acc.v[k] = fma(bp.v[k], bg.v[k], acc.v[k]);
+      SPMD_VL_UNROLL for (int k = 0; k < K; ++k) acc.v[k] = fma(bp.v[k], bg.v[k], acc.v[k]);
     }
     const vf dot = splat(fold_sum(acc));
     for (std::int64_t j = 0; j < n; j += B) {
       const block bp = row_block(pr, j, n, 0.0f);
       block o = row_block(gr, j, n, 0.0f);
-      for (int k = 0; k < K; ++k) o.v[k] = mul(mul(bp.v[k], o.v[k] - dot), sc);
+      SPMD_VL_UNROLL for (int k = 0; k < K; ++k) o.v[k] = mul(mul(bp.v[k], o.v[k] - dot), sc);
       store_row_block(gr, j, n, o);
     }
   }
@@ -541,4 +630,6 @@ SPMD_VL_LOOP void softmax_backward_rows(const float* p, float* dp, std::int64_t 
 #undef SPMD_VL_LOOP
 #undef SPMD_VL_FMA
 #undef SPMD_VL_SQRT
+#undef SPMD_VL_MIN
+#undef SPMD_VL_MAX
 #endif  // SPMD_VL_NS

@@ -16,11 +16,26 @@
 #include <cmath>
 #include <cstdint>
 
+#if defined(__unix__)
+#include <unistd.h>
+#endif
+
 #include "spmd/core/element_math.hpp"
 #include "spmd/core/optim_math.hpp"
 #include "spmd/host/vector_isa.hpp"
 
 namespace spmd::host::vector_math {
+
+/// The longest row whose softmax streams its output (its exps wait on the stack, 8 KiB).
+inline constexpr std::int64_t max_streamed_row = 2048;
+
+#if defined(__clang__)
+#define SPMD_VL_UNROLL _Pragma("unroll")
+#elif defined(__GNUC__)
+#define SPMD_VL_UNROLL _Pragma("GCC unroll 16")
+#else
+#define SPMD_VL_UNROLL
+#endif
 
 #if SPMD_HOST_VECTOR_X86
 #define SPMD_VL_NS avx512
@@ -34,6 +49,13 @@ namespace spmd::host::vector_math {
 #else
 #define SPMD_VL_SQRT(a) __builtin_ia32_sqrtps512_mask(a, vf{}, static_cast<unsigned short>(-1), 4)
 #endif
+#if defined(__clang__)
+#define SPMD_VL_MIN(a, b) __builtin_ia32_minps512(a, b, 4)
+#define SPMD_VL_MAX(a, b) __builtin_ia32_maxps512(a, b, 4)
+#else
+#define SPMD_VL_MIN(a, b) __builtin_ia32_minps512_mask(a, b, vf{}, static_cast<unsigned short>(-1), 4)
+#define SPMD_VL_MAX(a, b) __builtin_ia32_maxps512_mask(a, b, vf{}, static_cast<unsigned short>(-1), 4)
+#endif
 #include "spmd/host/vector_lanes.hpp"
 
 #define SPMD_VL_NS avx2
@@ -42,6 +64,8 @@ namespace spmd::host::vector_math {
 #define SPMD_VL_LOOP [[gnu::target("avx2,fma")]] inline
 #define SPMD_VL_FMA(a, b, c) __builtin_ia32_vfmaddps256(a, b, c)
 #define SPMD_VL_SQRT(a) __builtin_ia32_sqrtps256(a)
+#define SPMD_VL_MIN(a, b) __builtin_ia32_minps256(a, b)
+#define SPMD_VL_MAX(a, b) __builtin_ia32_maxps256(a, b)
 #include "spmd/host/vector_lanes.hpp"
 #endif
 
@@ -53,7 +77,33 @@ namespace spmd::host::vector_math {
 #define SPMD_VL_LOOP inline
 #define SPMD_VL_FMA(a, b, c) __builtin_fmaf(a, b, c)
 #define SPMD_VL_SQRT(a) __builtin_sqrtf(a)
+#define SPMD_VL_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define SPMD_VL_MAX(a, b) ((a) > (b) ? (a) : (b))
 #include "spmd/host/vector_lanes.hpp"
+
+/// The bytes of this CPU's last-level cache (sysconf's; 32 MiB where it does not say).
+inline std::int64_t last_level_cache_bytes() {
+  static const std::int64_t bytes = [] {
+    long b = 0;
+#if defined(_SC_LEVEL3_CACHE_SIZE)
+    b = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (b <= 0) b = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+    return b > 0 ? static_cast<std::int64_t>(b) : std::int64_t{32} << 20;
+  }();
+  return bytes;
+}
+
+/// Whether a row kernel writes its output (rows of n floats at y, stride sy) past the caches:
+/// when what it reads and writes (`bytes`) is larger than the last-level cache, the output
+/// cannot stay there for its next reader, and a streaming store saves reading each line
+/// before writing it (a third of a softmax's traffic; glibc's memcpy does the same past its
+/// threshold). Rows of whole, aligned 64-byte lines only. A step's kernels (attention's
+/// 64 KiB blocks, a batch's logits) are far below it and keep their outputs in cache.
+inline bool streams_output(const float* y, std::int64_t sy, std::int64_t n, std::int64_t bytes) {
+  return bytes > last_level_cache_bytes() && reinterpret_cast<std::uintptr_t>(y) % 64 == 0 && sy % 16 == 0 &&
+         n % 16 == 0 && n <= max_streamed_row;
+}
 
 /// Whether unary_fn F has a vector form here.
 template <unary_fn F>
@@ -78,6 +128,12 @@ void map(const float* x, float* y, std::int64_t n) {
   SPMD_VM_DISPATCH(template map_unary<F>(x, y, n))
 }
 
+/// y[i] = e^x[i] for x[i] <= 0 as softmax computes it (0 below ln 2^-126; docs/numerics.md):
+/// for tests and benchmarks.
+inline void exp_nonpositive(const float* x, float* y, std::int64_t n) {
+  SPMD_VM_DISPATCH(map_exp_nonpositive(x, y, n))
+}
+
 /// y[i] = g[i] · gelu_tanh'(x[i]) for i < n.
 inline void gelu_tanh_backward(const float* g, const float* x, float* y, std::int64_t n) {
   SPMD_VM_DISPATCH(map_gelu_tanh_backward(g, x, y, n))
@@ -87,14 +143,16 @@ inline void gelu_tanh_backward(const float* g, const float* x, float* y, std::in
 /// y + r * sy.
 template <bool Log>
 void softmax_rows(const float* x, std::int64_t sx, float* y, std::int64_t sy, std::int64_t rows, std::int64_t n) {
-  SPMD_VM_DISPATCH(template softmax_rows<Log>(x, sx, y, sy, rows, n))
+  const bool stream = streams_output(y, sy, n, 8 * rows * n);
+  SPMD_VM_DISPATCH(template softmax_rows<Log>(x, sx, y, sy, rows, n, stream))
 }
 
 /// layer_norm over rows of n contiguous floats (x + r * sx to y + r * sy), then * w + b
 /// when w and b are given (n floats each; both or neither).
 inline void layer_norm_rows(const float* x, std::int64_t sx, float* y, std::int64_t sy, std::int64_t rows,
                             std::int64_t n, const float* w, const float* b, float eps) {
-  SPMD_VM_DISPATCH(layer_norm_rows(x, sx, y, sy, rows, n, w, b, eps))
+  const bool stream = streams_output(y, sy, n, 8 * rows * n);
+  SPMD_VM_DISPATCH(layer_norm_rows(x, sx, y, sy, rows, n, w, b, eps, stream))
 }
 
 /// layer_norm's input gradient over rows of n contiguous floats, from the output's gradient
@@ -124,5 +182,6 @@ inline void softmax_backward_rows(const float* p, float* dp, std::int64_t ld, st
 }
 
 #undef SPMD_VM_DISPATCH
+#undef SPMD_VL_UNROLL
 
 }  // namespace spmd::host::vector_math
