@@ -86,21 +86,6 @@ SPMD_VL_FN vf to_float(vi v) {
 #endif
 }
 SPMD_VL_FN vf abs(vf v) { return from_bits(bits(v) & splat_u(0x7fffffffu)); }
-/// NaN-propagating max and min (core/numerics.hpp's spmd::maximum / minimum: a NaN operand
-/// wins; +0 is above -0).
-SPMD_VL_FN vf max_nan(vf a, vf b) {
-  const vf m = select(a > b, a, b);
-  const vf z = select(a == b, from_bits(bits(a) & bits(b)), m);  // max(+0, -0) = +0
-  return select(a != a, a, select(b != b, b, z));
-}
-/// max_nan on one float (the folds of the lanes).
-SPMD_VL_FN float max_nan1(float a, float b) {
-  if (a != a) return a;
-  if (b != b) return b;
-  if (a == b) return __builtin_bit_cast(float, __builtin_bit_cast(std::uint32_t, a) & __builtin_bit_cast(std::uint32_t, b));
-  return a > b ? a : b;
-}
-
 // ------------------------------------------------------------------------------------------
 // Functions of one lane. Coefficients: Cephes' single-precision minimax polynomials (expf,
 // logf, tanhf), evaluated by Horner's rule with FMAs.
@@ -348,45 +333,41 @@ SPMD_VL_FN void stream_fence() {
 #endif
 }
 
+/// a + b, or max a b as maxps has it (a > b ? a : b), on floats or vectors of any width.
+template <bool Max, class T>
+SPMD_VL_FN T fold_op(T a, T b) {
+  if constexpr (Max) return a > b ? a : b;
+  else return a + b;
+}
 /// The 16 lanes folded pairwise (lane j with lane j + 8, then + 4, + 2, + 1): one order on
-/// every path. (No lambdas in this file: a lambda does not inherit its function's target.)
-SPMD_VL_FN float fold_sum(const block& b) {
-  float l[8];  // lanes j + j+8 in a register, then the last three levels in scalars
-#if SPMD_VL_W == 16
-  using v8 = float __attribute__((vector_size(32)));
-  const v8 h = __builtin_shufflevector(b.v[0], b.v[0], 0, 1, 2, 3, 4, 5, 6, 7) +
-               __builtin_shufflevector(b.v[0], b.v[0], 8, 9, 10, 11, 12, 13, 14, 15);
-  __builtin_memcpy(l, &h, sizeof l);
-#elif SPMD_VL_W == 8
-  const vf h = b.v[0] + b.v[1];
-  __builtin_memcpy(l, &h, sizeof l);
-#else
-  for (int j = 0; j < 8; ++j) l[j] = b.v[j] + b.v[j + 8];
-#endif
-  for (int h = 4; h >= 1; h /= 2)
-    for (int j = 0; j < h; ++j) l[j] = l[j] + l[j + h];
-  return l[0];
-}
-SPMD_VL_FN float fold_max(const block& b) {
+/// every path, in halving registers where there are. (A max here ignores a NaN lane and
+/// either zero may win a tie: softmax, its one user, needs neither; no lambdas in this file:
+/// a lambda does not inherit its function's target.)
+template <bool Max>
+SPMD_VL_FN float fold(const block& b) {
+#if SPMD_VL_W == 1
   float l[8];
-#if SPMD_VL_W == 16
-  using v8 = float __attribute__((vector_size(32)));
-  float lo[8], hi[8];
-  const v8 a = __builtin_shufflevector(b.v[0], b.v[0], 0, 1, 2, 3, 4, 5, 6, 7),
-           c = __builtin_shufflevector(b.v[0], b.v[0], 8, 9, 10, 11, 12, 13, 14, 15);
-  __builtin_memcpy(lo, &a, sizeof lo);
-  __builtin_memcpy(hi, &c, sizeof hi);
-  for (int j = 0; j < 8; ++j) l[j] = max_nan1(lo[j], hi[j]);
-#elif SPMD_VL_W == 8
-  const vf h = max_nan(b.v[0], b.v[1]);
-  __builtin_memcpy(l, &h, sizeof l);
-#else
-  for (int j = 0; j < 8; ++j) l[j] = max_nan1(b.v[j], b.v[j + 8]);
-#endif
+  for (int j = 0; j < 8; ++j) l[j] = fold_op<Max>(b.v[j], b.v[j + 8]);
   for (int h = 4; h >= 1; h /= 2)
-    for (int j = 0; j < h; ++j) l[j] = max_nan1(l[j], l[j + h]);
+    for (int j = 0; j < h; ++j) l[j] = fold_op<Max>(l[j], l[j + h]);
   return l[0];
+#else
+  using v8 = float __attribute__((vector_size(32)));
+  using v4 = float __attribute__((vector_size(16)));
+  using v2 = float __attribute__((vector_size(8)));
+#if SPMD_VL_W == 16
+  const v8 h = fold_op<Max>(v8(__builtin_shufflevector(b.v[0], b.v[0], 0, 1, 2, 3, 4, 5, 6, 7)),
+                            v8(__builtin_shufflevector(b.v[0], b.v[0], 8, 9, 10, 11, 12, 13, 14, 15)));
+#else
+  const v8 h = fold_op<Max>(b.v[0], b.v[1]);
+#endif
+  const v4 q = fold_op<Max>(v4(__builtin_shufflevector(h, h, 0, 1, 2, 3)), v4(__builtin_shufflevector(h, h, 4, 5, 6, 7)));
+  const v2 d = fold_op<Max>(v2(__builtin_shufflevector(q, q, 0, 1)), v2(__builtin_shufflevector(q, q, 2, 3)));
+  return fold_op<Max>(d[0], d[1]);
+#endif
 }
+SPMD_VL_FN float fold_sum(const block& b) { return fold<false>(b); }
+SPMD_VL_FN float fold_max(const block& b) { return fold<true>(b); }
 /// The block of a row at j: whole, or the tail padded with `fill`.
 SPMD_VL_FN block row_block(const float* x, std::int64_t j, std::int64_t n, float fill) {
   return j + B <= n ? load_block(x + j) : load_part(x + j, n - j, fill);
@@ -400,6 +381,17 @@ SPMD_VL_FN void store_row_block(float* y, std::int64_t j, std::int64_t n, const 
 /// (y may be x). max (NaN propagates), exp(x - max) and its sum in 16 lanes, then times
 /// 1 / sum (log: (x - max) - log sum). A row of -inf (every entry masked) gives NaN
 /// (exp(-inf - -inf)), as torch's does.
+/// log_softmax's outputs of a row: (x - max) - log sum (not x - (max + log sum): that rounds
+/// at max's scale).
+SPMD_VL_FN void log_softmax_out(const float* px, float* py, std::int64_t n, vf mx, vf log_sum, bool stream) {
+  for (std::int64_t j = 0; j < n; j += B) {
+    block o = row_block(px, j, n, 0.0f);
+    SPMD_VL_UNROLL for (int k = 0; k < K; ++k) o.v[k] = (o.v[k] - mx) - log_sum;
+    if (stream) stream_block(py + j, o);
+    else store_row_block(py, j, n, o);
+  }
+}
+
 /// stream: the outputs go past the caches (whole, aligned blocks; n <= max_streamed_row);
 /// softmax's exps then wait in a row on the stack.
 template <bool Log>
@@ -407,6 +399,9 @@ SPMD_VL_LOOP void softmax_rows(const float* x, std::int64_t sx, float* y, std::i
                                std::int64_t n, bool stream) {
   const float ninf = -__builtin_inff();
   alignas(64) float row[Log ? 1 : max_streamed_row];
+  const float* prev_px = x;  // log_softmax: the row whose outputs wait (see below)
+  float* prev_py = y;
+  vf prev_mx{}, prev_log_sum{};
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* px = x + r * sx;
     float* py = y + r * sy;
@@ -436,14 +431,11 @@ SPMD_VL_LOOP void softmax_rows(const float* x, std::int64_t sx, float* y, std::i
     }
     const float sum = fold_sum(s);
     if constexpr (Log) {
+      // log's polynomial is a long chain: the previous row's last pass, which does not need
+      // it, runs while it resolves.
       const vf log_sum = log(splat(sum));
-      for (std::int64_t j = 0; j < n; j += B) {
-        block o = row_block(px, j, n, 0.0f);
-        SPMD_VL_UNROLL for (int k = 0; k < K; ++k) o.v[k] = (o.v[k] - mx) - log_sum;  // (not x - (max + log sum):
-                                                                        // that rounds at max's scale)
-        if (stream) stream_block(py + j, o);
-        else store_row_block(py, j, n, o);
-      }
+      if (r > 0) log_softmax_out(prev_px, prev_py, n, prev_mx, prev_log_sum, stream);
+      prev_px = px, prev_py = py, prev_mx = mx, prev_log_sum = log_sum;
     } else {
       const vf inv = splat(1.0f / sum);
       for (std::int64_t j = 0; j < n; j += B) {
@@ -454,6 +446,8 @@ SPMD_VL_LOOP void softmax_rows(const float* x, std::int64_t sx, float* y, std::i
       }
     }
   }
+  if constexpr (Log)
+    if (rows > 0) log_softmax_out(prev_px, prev_py, n, prev_mx, prev_log_sum, stream);
   if (stream) stream_fence();
 }
 
