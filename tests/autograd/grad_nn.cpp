@@ -1,7 +1,7 @@
 // tests/autograd/grad_nn.cpp — layer_norm (with and without weight and bias), embedding (the
 // weight's gradient, a vocabulary-sharded weight included), cross entropy and its
-// vocabulary-parallel form (same values and gradients; no gather of the logits), one_hot, and
-// local_map with a user's backward.
+// vocabulary-parallel form (same values and gradients; no gather of the logits; the fused rows
+// against the composition), one_hot, and local_map with a user's backward.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -112,6 +112,52 @@ TEST_CASE("cross entropy: the value of torch's formula; the parallel form gather
   l2.backward();
   const auto gx = x.grad().full_tensor(), gy = y.grad().full_tensor();
   for (std::size_t i = 0; i < gx.size(); ++i) CHECK(gx[i] == Approx(gy[i]).margin(1e-15));
+}
+
+TEMPLATE_TEST_CASE("cross entropy: the fused rows give the composition's loss and gradient; a target outside the classes is named",
+                   "[autograd][loss]", float, double) {
+  using T = TestType;
+  using M = mesh<2>;
+  using LX = L<M, placements<shard<0>>, 2, 3, 10>;  // (batch, positions, classes), the batch sharded
+  using LT = L<M, placements<shard<0>>, 2, 3>;
+  std::vector<T> x0(60);
+  for (std::size_t i = 0; i < x0.size(); ++i) x0[i] = static_cast<T>(std::sin(0.37 * static_cast<double>(i)) * 4);
+  const auto t = sim::distribute_tensor<LT>(std::vector<std::int32_t>{9, 2, 0, 5, 7, 1});
+  const double tol = std::is_same_v<T, float> ? 2e-6 : 1e-13;
+  auto check = [&](auto fused, auto composed) {
+    auto x = sim::requires_grad(sim::distribute_tensor<LX>(x0), "logits");
+    auto y = sim::requires_grad(sim::distribute_tensor<LX>(x0), "logits");
+    auto l = fused(x), l2 = composed(y);
+    CHECK(l.full_tensor()[0] == Approx(l2.full_tensor()[0]).epsilon(tol));
+    l.backward();
+    l2.backward();
+    const auto gx = x.grad().full_tensor(), gy = y.grad().full_tensor();
+    for (std::size_t i = 0; i < gx.size(); ++i) CHECK(gx[i] == Approx(gy[i]).margin(tol));
+  };
+  check([&](auto& x) { return rt::cross_entropy<10>(x, t); }, [&](auto& y) { return rt::composed_cross_entropy<10>(y, t); });
+  check([&](auto& x) { return rt::vocab_parallel_cross_entropy<10>(x, t); },
+        [&](auto& y) { return rt::composed_vocab_parallel_cross_entropy<10>(y, t); });
+  // A class masked with -inf (not a target): probability 0, a finite loss, as torch's (the
+  // composition's logits · one_hot makes its 0 · -inf a NaN; docs/training.md)
+  x0[17] = -std::numeric_limits<T>::infinity();
+  {
+    const std::vector<std::int32_t> t0{9, 2, 0, 5, 7, 1};
+    double want = 0;
+    for (int i = 0; i < 6; ++i) {
+      double m = -1e300, sum = 0;
+      for (int k = 0; k < 10; ++k) m = std::max(m, static_cast<double>(x0[i * 10 + k]));
+      for (int k = 0; k < 10; ++k) sum += std::exp(static_cast<double>(x0[i * 10 + k]) - m);
+      want += (std::log(sum) + m - static_cast<double>(x0[i * 10 + t0[i]])) / 6;
+    }
+    auto x = sim::requires_grad(sim::distribute_tensor<LX>(x0), "logits");
+    auto l = rt::cross_entropy<10>(x, t);
+    CHECK(l.full_tensor()[0] == Approx(want).epsilon(tol));
+    l.backward();
+    CHECK(x.grad().full_tensor()[17] == 0);
+  }
+  const auto bad = sim::distribute_tensor<LT>(std::vector<std::int32_t>{9, 2, 0, 5, 10, 1});
+  auto x = sim::requires_grad(sim::distribute_tensor<LX>(x0), "logits");
+  CHECK_THROWS_WITH(rt::cross_entropy<10>(x, bad), Catch::Contains("target 10") && Catch::Contains("of rank 1"));
 }
 
 TEST_CASE("local_map: the user's backward, in the declared placements", "[autograd][local_map]") {

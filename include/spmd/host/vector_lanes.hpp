@@ -451,6 +451,31 @@ SPMD_VL_LOOP void softmax_rows(const float* x, std::int64_t sx, float* y, std::i
   if (stream) stream_fence();
 }
 
+/// log Σ exp(x) of rows of n floats (row r at x + r * sx) to out[r]: log(Σ exp(x − max)) + max,
+/// softmax's maximum and sum (cross entropy's forward, the composition's order).
+SPMD_VL_LOOP void logsumexp_rows(const float* x, std::int64_t sx, float* out, std::int64_t rows, std::int64_t n) {
+  const float ninf = -__builtin_inff();
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* px = x + r * sx;
+    block m;
+    SPMD_VL_UNROLL for (int k = 0; k < K; ++k) m.v[k] = splat(ninf);
+    for (std::int64_t j = 0; j < n; j += B) {
+      const block b = row_block(px, j, n, ninf);
+      SPMD_VL_UNROLL for (int k = 0; k < K; ++k) m.v[k] = max_ps(b.v[k], m.v[k]);
+    }
+    const float mx = fold_max(m);
+    block s{};
+    for (std::int64_t j = 0; j < n; j += B) {
+      const block b = row_block(px, j, n, ninf);
+      SPMD_VL_UNROLL for (int k = 0; k < K; ++k) s.v[k] = s.v[k] + exp_nonpositive(b.v[k] - splat(mx));
+    }
+    const vf l = log(splat(fold_sum(s)));
+    float l0;
+    __builtin_memcpy(&l0, &l, sizeof l0);
+    out[r] = l0 + mx;
+  }
+}
+
 /// A row's mean and 1 / sqrt(variance + eps) (the biased variance, as torch.nn.LayerNorm), in
 /// two passes over the row (which stays in L1 between them): the squared deviations from
 /// the mean, no cancellation for a large mean.

@@ -147,6 +147,11 @@ void softmax_rows(const float* x, std::int64_t sx, float* y, std::int64_t sy, st
   SPMD_VM_DISPATCH(template softmax_rows<Log>(x, sx, y, sy, rows, n, stream))
 }
 
+/// log Σ exp(x) of `rows` rows of n contiguous floats (row r at x + r * sx) to out[r].
+inline void logsumexp_rows(const float* x, std::int64_t sx, float* out, std::int64_t rows, std::int64_t n) {
+  SPMD_VM_DISPATCH(logsumexp_rows(x, sx, out, rows, n))
+}
+
 /// layer_norm over rows of n contiguous floats (x + r * sx to y + r * sy), then * w + b
 /// when w and b are given (n floats each; both or neither).
 inline void layer_norm_rows(const float* x, std::int64_t sx, float* y, std::int64_t sy, std::int64_t rows,

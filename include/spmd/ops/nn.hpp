@@ -177,6 +177,45 @@ struct embedding_backward {
   }
 };
 
+/// cross entropy's loss of each row, fused: inputs (logits (rows..., C), targets (rows...)),
+/// output the targets' shape: logsumexp(x) − x[t] per row (torch's cross_entropy with
+/// reduction='none', classes last). The class dim is whole on every rank (fixed: the
+/// vocabulary-parallel form, which keeps it sharded, is a composition of ops); the rows shard
+/// freely. A host backends' operator (runtime/autograd/loss.hpp).
+template <index_t C>
+struct cross_entropy_rows {
+  static_assert(C >= 1, "spmd::cross_entropy: the number of classes must be at least 1.");
+  static constexpr const char* name = "cross_entropy";
+
+  static constexpr op_rule rule(const op_context& c) {
+    const int r = c.in[1].tensor_rank;
+    nn_detail::subscripts s{};
+    s.dims(0, r).put('C').put(',').dims(0, r).put('-').put('>').dims(0, r);
+    return einsum(s.text).fixed('C');
+  }
+  static constexpr shape_vec out_shape(const svec<shape_vec, max_op_inputs>& in) { return in[1]; }
+};
+
+/// Its gradient: inputs (g (rows...), logits (rows..., C), targets (rows...)), output the
+/// logits' shape: g · (softmax(x) − one_hot(t)) per row. Linear in g: g P(sum) or P(avg) with
+/// the logits and targets replicated passes.
+template <index_t C>
+struct cross_entropy_rows_backward {
+  static_assert(C >= 1, "spmd::cross_entropy: the number of classes must be at least 1.");
+  static constexpr const char* name = "cross_entropy_backward";
+
+  static constexpr op_rule rule(const op_context& c) {
+    const int r = c.in[0].tensor_rank;
+    nn_detail::subscripts s{};
+    s.dims(0, r).put(',').dims(0, r).put('C').put(',').dims(0, r).put('-').put('>').dims(0, r).put('C');
+    return einsum(s.text)
+        .fixed('C')
+        .passes_partial_of(0, reduce_op::sum, reduce_op::sum)
+        .passes_partial_of(0, reduce_op::avg, reduce_op::avg);
+  }
+  static constexpr shape_vec out_shape(const svec<shape_vec, max_op_inputs>& in) { return in[1]; }
+};
+
 /// one_hot: indices (any rank) -> indices' shape + (Classes), element type U: 1 where the
 /// last index equals the index, else 0 (torch.nn.functional.one_hot, as U). The class dim is
 /// the output's own (fixed: every rank writes all classes); the indices' dims shard freely.

@@ -8,8 +8,12 @@
 // The class dim is the last (a language model's (batch, position, vocabulary) logits need no
 // flatten, which an uneven batch shard would not survive; torch puts it at dim 1 for 3-d
 // input, spmd chooses the last: docs/training.md). Both are the mean over rows of logsumexp(x_i) − x_{i, t_i} (torch's cross_entropy with
-// reduction='mean'), composed of operators, so their backward ((softmax − one_hot) / N) comes
-// from the same rules as everything else. cross_entropy goes through log_softmax, whose class
+// reduction='mean'). On host backends in float or double, logits whose class dim is whole go
+// through one fused operator each way (ops::cross_entropy_rows: logsumexp − the target's
+// logit per row; its backward g · (softmax − one_hot)); elsewhere they are composed of
+// operators, whose backward ((softmax − one_hot) / N) comes from the same rules as everything
+// else (composed_cross_entropy, composed_vocab_parallel_cross_entropy: the references the
+// fused form is tested against). cross_entropy goes through log_softmax, whose class
 // dim is never sharded: class-sharded logits are gathered first, as DTensor does outside
 // loss_parallel. vocab_parallel_cross_entropy keeps the class dim sharded: the row max (for
 // stability; a constant of the gradient) and the row sum of exp are Partial over the class
@@ -70,18 +74,49 @@ constexpr void check_cross_entropy() {
 }
 }  // namespace autograd_detail
 
-/// mean_i(−log_softmax(x)_{i, t_i}): logits (N..., C) and targets (N...) in [0, C).
+namespace autograd_detail {
+/// On host backends in float or double, cross entropy is one operator each way
+/// (ops::cross_entropy_rows: a row's logsumexp and its target's logit in one pass; the
+/// backward softmax − one_hot in one more), not the dozen composed ops and their gradients.
+template <class T, class B>
+inline constexpr bool fused_cross_entropy = host_memory<B> && (std::is_same_v<T, float> || std::is_same_v<T, double>);
+
+/// True when no mesh dim of more than one rank shards the logits' class dim (the last).
+template <class L>
+constexpr bool class_dim_whole() {
+  constexpr layout_spec s = L::spec();
+  for (int m : s.shard_order(static_cast<int>(L::rank) - 1))
+    if (s.mesh[m] != 1) return false;
+  return true;
+}
+
+template <index_t C, class T, class L, class B, class GP, class I, class LT>
+auto fused_cross_entropy_mean(const variable<T, L, B, GP>& logits, const dtensor<I, LT, B>& targets) {
+  auto lv = keep(logits);
+  auto rows = runtime::cross_entropy_rows<C>(lv.value(), targets);
+  auto per_row = make_result(
+      std::move(rows), "cross_entropy",
+      [lv, targets](const auto& g) {
+        if (wants(lv)) send(lv, runtime::cross_entropy_rows_backward<C>(g, lv.value(), targets));
+      },
+      logits);
+  return row_mean<L>(per_row);
+}
+}  // namespace autograd_detail
+
+/// The composition cross_entropy is elsewhere (the devices, bfloat16), and the reference its
+/// fused form is tested against (tests/autograd).
 template <index_t C, element T, class L, class B, class GP, element I, class LT>
-auto cross_entropy(const variable<T, L, B, GP>& logits, const dtensor<I, LT, B>& targets) {
+auto composed_cross_entropy(const variable<T, L, B, GP>& logits, const dtensor<I, LT, B>& targets) {
   autograd_detail::check_cross_entropy<C, dtensor<T, L, B>, dtensor<I, LT, B>>();
   constexpr int c = static_cast<int>(L::rank) - 1;
   const auto onehot = one_hot<T, C>(targets);
   return -row_mean<L>(sum<c>(log_softmax<c>(logits) * onehot));
 }
 
-/// The same value, with logits sharded on the class dim kept so (loss_parallel): see above.
+/// vocab_parallel_cross_entropy's composition (class-sharded logits, the devices, bfloat16).
 template <index_t C, element T, class L, class B, class GP, element I, class LT>
-auto vocab_parallel_cross_entropy(const variable<T, L, B, GP>& logits, const dtensor<I, LT, B>& targets) {
+auto composed_vocab_parallel_cross_entropy(const variable<T, L, B, GP>& logits, const dtensor<I, LT, B>& targets) {
   autograd_detail::check_cross_entropy<C, dtensor<T, L, B>, dtensor<I, LT, B>>();
   using XP = typename L::placements_type;
   constexpr int c = static_cast<int>(L::rank) - 1;
@@ -98,6 +133,24 @@ auto vocab_parallel_cross_entropy(const variable<T, L, B, GP>& logits, const dte
   auto lse = log(reduced(sum<c>(exp(sub<XP>(logits, m)), keepdim))) + m;
   auto picked = reduced(sum<c>(mul<XP>(logits, one_hot<T, C>(targets)), keepdim));
   return row_mean<L>(lse - picked);
+}
+
+/// mean_i(−log_softmax(x)_{i, t_i}): logits (N..., C) and targets (N...) in [0, C).
+template <index_t C, element T, class L, class B, class GP, element I, class LT>
+auto cross_entropy(const variable<T, L, B, GP>& logits, const dtensor<I, LT, B>& targets) {
+  autograd_detail::check_cross_entropy<C, dtensor<T, L, B>, dtensor<I, LT, B>>();
+  if constexpr (autograd_detail::fused_cross_entropy<T, B>) return autograd_detail::fused_cross_entropy_mean<C>(logits, targets);
+  else return composed_cross_entropy<C>(logits, targets);
+}
+
+/// The same value, with logits sharded on the class dim kept so (loss_parallel): see above.
+/// Logits whose class dim is whole take cross_entropy's fused operator on host backends.
+template <index_t C, element T, class L, class B, class GP, element I, class LT>
+auto vocab_parallel_cross_entropy(const variable<T, L, B, GP>& logits, const dtensor<I, LT, B>& targets) {
+  autograd_detail::check_cross_entropy<C, dtensor<T, L, B>, dtensor<I, LT, B>>();
+  if constexpr (autograd_detail::fused_cross_entropy<T, B> && autograd_detail::class_dim_whole<L>())
+    return autograd_detail::fused_cross_entropy_mean<C>(logits, targets);
+  else return composed_vocab_parallel_cross_entropy<C>(logits, targets);
 }
 
 }  // namespace spmd::runtime

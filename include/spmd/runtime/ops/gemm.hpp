@@ -5,6 +5,7 @@
 // vectorises over j.
 #pragma once
 
+#include <cstring>
 #include <type_traits>
 
 #include "spmd/core/config.hpp"
@@ -73,11 +74,22 @@ void gemm_ld(T* c, index_t ldc, const T* a, index_t lda, const T* b, index_t ldb
     if (k > 0) {
       const auto ta = at ? CblasTrans : CblasNoTrans, tb = bt ? CblasTrans : CblasNoTrans;
       const int M = static_cast<int>(m), N = static_cast<int>(n), K = static_cast<int>(k);
+      T beta = T(0);
+#if defined(OPENBLAS_VERSION)
+      // OpenBLAS clears c for beta = 0 in a pass of its own (gemm_beta), then adds the product
+      // to it: on a small product that pass costs 7-25 % of the call (bench/RESULTS.md, issue
+      // 54). Clearing c here and passing beta = 1 gives the same bits (0 + the product either
+      // way) for less. Large c keeps OpenBLAS's pass, which its threads share.
+      if (m * n <= 65536) {
+        for (index_t i = 0; i < m; ++i) std::memset(c + i * ldc, 0, static_cast<std::size_t>(n) * sizeof(T));
+        beta = T(1);
+      }
+#endif
       if constexpr (std::is_same_v<T, float>)
-        cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), 0.f, c,
+        cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c,
                     static_cast<int>(ldc));
       else
-        cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), 0.0, c,
+        cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c,
                     static_cast<int>(ldc));
       return;
     }

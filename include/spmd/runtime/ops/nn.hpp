@@ -422,6 +422,109 @@ auto embedding(const dtensor<I, LI, Bk>& indices, const dtensor<T, LW, Bk>& weig
     return apply<Forced>(ops::embedding{weight.shape()[0]}, weight, indices);
 }
 
+namespace nn_detail {
+/// The target at p of a rank's targets, checked against the classes [0, C): one outside
+/// throws std::out_of_range naming it, its position and the rank.
+template <class I>
+index_t class_index(const strided_view<const I>& t, const shape_vec& p, index_t classes, const op_rank_info& info) {
+  const index_t id = static_cast<index_t>(t.at(p));
+  if (id < 0 || id >= classes)
+    throw std::out_of_range("spmd::cross_entropy: target " + std::to_string(id) + " at " +
+                            ops::nn_detail::shape_text(p) + " of rank " + std::to_string(info.rank) +
+                            "'s targets is outside the classes [0, " + std::to_string(classes) + ")");
+  return id;
+}
+/// The offset of row p (the targets' index) in a (rows..., C) view.
+template <class T>
+index_t row_offset(const strided_view<T>& v, const shape_vec& p) {
+  index_t o = 0;
+  for (int d = 0; d < p.size(); ++d) o += p[d] * v.stride(d);
+  return o;
+}
+}  // namespace nn_detail
+
+template <index_t C>
+struct op_kernel<ops::cross_entropy_rows<C>> {
+  static constexpr bool rank_independent = true;  // apply.hpp: replicas share results
+  template <class U, class T, class I>
+  static void run(const ops::cross_entropy_rows<C>&, strided_view<U> out, const op_rank_info& info,
+                  strided_view<const T> x, strided_view<const I> t) {
+    const int r = t.rank();
+    const index_t sc = x.stride(r);
+    nn_detail::for_each_index(t.extents(), [&](const shape_vec& p) {
+      const index_t target = nn_detail::class_index(t, p, C, info);
+      const T* row = x.data() + nn_detail::row_offset(x, p);
+      if constexpr (std::is_same_v<T, float>) {
+        if (sc == 1) {  // host/vector_math.hpp's row, in float
+          float lse;
+          host::vector_math::logsumexp_rows(row, 0, &lse, 1, C);
+          out.data()[nn_detail::row_offset(out, p)] = static_cast<U>(lse - row[target]);
+          return;
+        }
+      }
+      double m = -std::numeric_limits<double>::infinity(), sum = 0;  // in double: the reference
+      for (index_t k = 0; k < C; ++k) m = std::max(m, static_cast<double>(row[k * sc]));
+      for (index_t k = 0; k < C; ++k) sum += std::exp(static_cast<double>(row[k * sc]) - m);
+      out.data()[nn_detail::row_offset(out, p)] =
+          static_cast<U>((std::log(sum) + m) - static_cast<double>(row[target * sc]));
+    });
+  }
+};
+
+template <index_t C>
+struct op_kernel<ops::cross_entropy_rows_backward<C>> {
+  static constexpr bool rank_independent = true;  // apply.hpp: replicas share results
+  template <class U, class T, class I>
+  static void run(const ops::cross_entropy_rows_backward<C>&, strided_view<U> out, const op_rank_info& info,
+                  strided_view<const T> g, strided_view<const T> x, strided_view<const I> t) {
+    const int r = t.rank();
+    const index_t sc = x.stride(r), so = out.stride(r);
+    nn_detail::for_each_index(t.extents(), [&](const shape_vec& p) {
+      const index_t target = nn_detail::class_index(t, p, C, info);
+      const T* row = x.data() + nn_detail::row_offset(x, p);
+      U* o = out.data() + nn_detail::row_offset(out, p);
+      if constexpr (std::is_same_v<T, float> && std::is_same_v<U, float>) {
+        if (sc == 1 && so == 1) {  // softmax's row in float, then (p − 1 at the target) · g
+          const float gr = g.data()[nn_detail::row_offset(g, p)];
+          host::vector_math::softmax_rows<false>(row, 0, o, 0, 1, C);
+          o[target] -= 1.0f;
+          for (index_t k = 0; k < C; ++k) o[k] *= gr;
+          return;
+        }
+      }
+      const double gr = static_cast<double>(g.data()[nn_detail::row_offset(g, p)]);
+      double m = -std::numeric_limits<double>::infinity(), sum = 0;
+      for (index_t k = 0; k < C; ++k) m = std::max(m, static_cast<double>(row[k * sc]));
+      for (index_t k = 0; k < C; ++k) sum += std::exp(static_cast<double>(row[k * sc]) - m);
+      for (index_t k = 0; k < C; ++k)
+        o[k * so] = static_cast<U>((std::exp(static_cast<double>(row[k * sc]) - m) / sum - (k == target ? 1.0 : 0.0)) * gr);
+    });
+  }
+};
+
+/// Cross entropy's loss of each row, fused (ops/nn.hpp): logits (rows..., C), targets
+/// (rows...) int32 or int64 in [0, C); the targets' shape, logsumexp(x) − x[t]. The class dim
+/// is gathered where sharded. Throws std::out_of_range naming a target outside [0, C). Host
+/// backends (the autograd layer's cross entropy uses it there).
+template <index_t C, class Forced = void, element T, class L, element I, class LT, class Bk>
+auto cross_entropy_rows(const dtensor<T, L, Bk>& logits, const dtensor<I, LT, Bk>& targets) {
+  static_assert(host_memory<Bk>, "spmd::cross_entropy_rows: a host backends' operator (the simulation, MPI).");
+  static_assert(std::is_same_v<I, std::int32_t> || std::is_same_v<I, std::int64_t>,
+                "spmd::cross_entropy_rows: the targets must be int32 or int64.");
+  static_assert(L::rank == LT::rank + 1, "spmd::cross_entropy_rows: the logits must have the targets' dims and one more (C).");
+  static_assert(L::extents_type::static_extent(L::rank - 1) == C,
+                "spmd::cross_entropy_rows: C must be the logits' static class extent (the last dim).");
+  return apply<Forced>(ops::cross_entropy_rows<C>{}, logits, targets);
+}
+
+/// Its gradient from the rows' gradient g (the targets' shape): g · (softmax(x) − one_hot(t)).
+template <index_t C, class Forced = void, element T, class LG, class L, element I, class LT, class Bk>
+auto cross_entropy_rows_backward(const dtensor<T, LG, Bk>& g, const dtensor<T, L, Bk>& logits,
+                                 const dtensor<I, LT, Bk>& targets) {
+  static_assert(host_memory<Bk>, "spmd::cross_entropy_rows: a host backends' operator (the simulation, MPI).");
+  return apply<Forced>(ops::cross_entropy_rows_backward<C>{}, g, logits, targets);
+}
+
 template <class U, index_t C>
 struct op_kernel<ops::one_hot<U, C>> {
   static constexpr bool rank_independent = true;  // apply.hpp: replicas share results
