@@ -3,6 +3,7 @@
 //   spmd::sim::set_threads(4);        // 1: everything on the calling thread
 //   spmd::sim::threads();             // the setting (default: the machine's cores, or
 //                                     // SPMD_SIM_THREADS from the environment)
+//   spmd::host::threads_free();       // a parallel_for here would use them
 //
 // The redistribute kernels and the per-rank operator loops hand their work to
 // `parallel_for(n, f)`: f(0) .. f(n - 1), each task on one thread, the caller working too.
@@ -37,6 +38,9 @@ class thread_pool {
   }
 
   int threads() const { return threads_.load(order::relaxed); }
+
+  /// True on a thread running one of parallel_for's tasks (a parallel_for there runs serially).
+  static bool in_task() { return inside_task(); }
 
   void set_threads(int n) {
     lock job(job_mutex_);  // not while a job runs
@@ -171,6 +175,10 @@ void parallel_for(index_t n, F&& f) {
 
 /// The number of threads the simulation uses (the caller's included).
 inline int threads() { return detail::thread_pool::instance().threads(); }
+
+/// True when a parallel_for called here would use the threads: more than one, and this
+/// thread not already running a task (a kernel that can spread itself asks before splitting).
+inline bool threads_free() { return threads() > 1 && !detail::thread_pool::in_task(); }
 
 /// Use n threads (n >= 1; 1: everything on the calling thread). Throws
 /// std::invalid_argument naming n otherwise.

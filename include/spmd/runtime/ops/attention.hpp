@@ -84,6 +84,19 @@ T* scratch(index_t elems, int which) {
   return v.data();
 }
 
+/// f(i) for each (batch, head) block i < blocks: on the simulation's threads where they are
+/// free, each block's products on one thread (not BLAS's threads, which would spin between
+/// the small products: gemm.hpp), else one after another.
+template <class F>
+void for_each_head(index_t blocks, F&& f) {
+  if (blocks > 1 && host::threads_free()) {
+    const detail::gemm_one_thread one;
+    host::parallel_for(blocks, f);
+  } else {
+    for (index_t i = 0; i < blocks; ++i) f(i);
+  }
+}
+
 }  // namespace attention_detail
 
 /// Both kernels run BLAS products: like matmul's (matmul.hpp's gemm_kernel), BLAS spreads a
@@ -103,14 +116,13 @@ struct op_kernel<ops::causal_attention<D>> : attention_kernel {
     const index_t nb = q.extent(0), c = q.extent(1), w = q.extent(2);
     attention_detail::check_blocks<D>("causal_attention", w, q, k, v, out);
     if (out.size() == 0) return;
-    T* s = attention_detail::scratch<T>(c * c, 0);
-    for (index_t b = 0; b < nb; ++b)
-      for (index_t h = 0; h < w / D; ++h) {
-        const index_t at = b * c * w + h * D;  // the head's first column in the block
-        detail::gemm_ld(s, c, q.data() + at, w, k.data() + at, w, c, c, D, false, true, static_cast<T>(op.scale));
-        attention_detail::causal_softmax(s, c);
-        detail::gemm_ld(out.data() + at, w, s, c, v.data() + at, w, c, D, c, false, false, T(1));
-      }
+    attention_detail::for_each_head(nb * (w / D), [&](index_t i) {
+      const index_t at = (i / (w / D)) * c * w + (i % (w / D)) * D;  // the head's first column in the block
+      T* s = attention_detail::scratch<T>(c * c, 0);
+      detail::gemm_ld(s, c, q.data() + at, w, k.data() + at, w, c, c, D, false, true, static_cast<T>(op.scale));
+      attention_detail::causal_softmax(s, c);
+      detail::gemm_ld(out.data() + at, w, s, c, v.data() + at, w, c, D, c, false, false, T(1));
+    });
   }
 };
 
@@ -122,23 +134,22 @@ struct op_kernel<ops::causal_attention_backward<D>> : attention_kernel {
     const index_t nb = q.extent(0), c = q.extent(1), w = q.extent(2), part = nb * c * w;
     attention_detail::check_blocks<D>("causal_attention_backward", w, g, q, k, v, out);
     if (out.size() == 0) return;
-    T* p = attention_detail::scratch<T>(c * c, 0);
-    T* dp = attention_detail::scratch<T>(c * c, 1);
     T* dq = out.data();
     T* dk = dq + part;
     T* dv = dk + part;
     const T scale = static_cast<T>(op.scale);
-    for (index_t b = 0; b < nb; ++b)
-      for (index_t h = 0; h < w / D; ++h) {
-        const index_t at = b * c * w + h * D;
-        detail::gemm_ld(p, c, q.data() + at, w, k.data() + at, w, c, c, D, false, true, scale);  // S, recomputed
-        attention_detail::causal_softmax(p, c);                                                 // P
-        detail::gemm_ld(dp, c, g.data() + at, w, v.data() + at, w, c, c, D, false, true, T(1));  // dP = g vᵀ
-        detail::gemm_ld(dv + at, w, p, c, g.data() + at, w, c, D, c, true, false, T(1));         // dv = Pᵀ g
-        attention_detail::softmax_backward(p, dp, c, scale);                                    // dS (scaled)
-        detail::gemm_ld(dq + at, w, dp, c, k.data() + at, w, c, D, c, false, false, T(1));       // dq = dS k
-        detail::gemm_ld(dk + at, w, dp, c, q.data() + at, w, c, D, c, true, false, T(1));        // dk = dSᵀ q
-      }
+    attention_detail::for_each_head(nb * (w / D), [&](index_t i) {
+      const index_t at = (i / (w / D)) * c * w + (i % (w / D)) * D;
+      T* p = attention_detail::scratch<T>(c * c, 0);
+      T* dp = attention_detail::scratch<T>(c * c, 1);
+      detail::gemm_ld(p, c, q.data() + at, w, k.data() + at, w, c, c, D, false, true, scale);  // S, recomputed
+      attention_detail::causal_softmax(p, c);                                                 // P
+      detail::gemm_ld(dp, c, g.data() + at, w, v.data() + at, w, c, c, D, false, true, T(1));  // dP = g vᵀ
+      detail::gemm_ld(dv + at, w, p, c, g.data() + at, w, c, D, c, true, false, T(1));         // dv = Pᵀ g
+      attention_detail::softmax_backward(p, dp, c, scale);                                    // dS (scaled)
+      detail::gemm_ld(dq + at, w, dp, c, k.data() + at, w, c, D, c, false, false, T(1));       // dq = dS k
+      detail::gemm_ld(dk + at, w, dp, c, q.data() + at, w, c, D, c, true, false, T(1));        // dk = dSᵀ q
+    });
   }
 };
 

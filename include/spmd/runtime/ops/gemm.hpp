@@ -10,6 +10,7 @@
 
 #include "spmd/core/config.hpp"
 #include "spmd/host/element.hpp"
+#include "spmd/host/thread_pool.hpp"
 
 #if defined(SPMD_HAVE_CBLAS)
 // OpenBLAS's config header declares C99 _Complex types, which clang's -Wpedantic flags in
@@ -61,10 +62,45 @@ class gemm_one_thread {
   [[maybe_unused]] int saved_ = 1;
 };
 
+#if defined(SPMD_HAVE_CBLAS)
+/// One BLAS call: c = alpha · op(a) op(b) (see gemm_ld), k > 0.
+template <class T>
+void blas_gemm(T* c, index_t ldc, const T* a, index_t lda, const T* b, index_t ldb, index_t m, index_t n, index_t k,
+               bool at, bool bt, T alpha) {
+  const auto ta = at ? CblasTrans : CblasNoTrans, tb = bt ? CblasTrans : CblasNoTrans;
+  const int M = static_cast<int>(m), N = static_cast<int>(n), K = static_cast<int>(k);
+  T beta = T(0);
+#if defined(OPENBLAS_VERSION)
+  // OpenBLAS clears c for beta = 0 in a pass of its own (gemm_beta), then adds the product
+  // to it: on a small product that pass costs 7-25 % of the call, on one thread 1-8 % of
+  // any (bench/RESULTS.md, issue 54). Clearing c here and passing beta = 1 gives the same
+  // bits (0 + the product either way) for less. A large c on several threads keeps
+  // OpenBLAS's pass, which its threads share.
+  if (m * n <= 65536 || openblas_get_num_threads() == 1) {
+    for (index_t i = 0; i < m; ++i) std::memset(c + i * ldc, 0, static_cast<std::size_t>(n) * sizeof(T));
+    beta = T(1);
+  }
+#endif
+  if constexpr (std::is_same_v<T, float>)
+    cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c,
+                static_cast<int>(ldc));
+  else
+    cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c,
+                static_cast<int>(ldc));
+}
+#endif
+
 /// c (m x n, row stride ldc) = alpha · op(a) op(b), a and b read with row strides lda and ldb
 /// (BLAS's leading dimensions): one head's block inside a (batch, positions, width) tensor,
 /// used where it lies. float and double through BLAS when the build has one, else a loop
 /// summing over k in order.
+///
+/// With OpenBLAS, a product worth spreading (its own threshold, m n k > 2^18), called where the
+/// simulation's threads are free, is cut into one block of rows (or columns) per thread, each
+/// a one-thread BLAS call: OpenBLAS's threads are never woken, so they never spin (sched_yield,
+/// for 2^28 cycles after each product) on the cores the ranks' threads need (bench/RESULTS.md,
+/// issue 54). The bits are the same: OpenBLAS sums every element over k in the same order
+/// whatever the blocks.
 template <class T>
 void gemm_ld(T* c, index_t ldc, const T* a, index_t lda, const T* b, index_t ldb, index_t m, index_t n, index_t k,
              bool at, bool bt, T alpha) {
@@ -72,25 +108,22 @@ void gemm_ld(T* c, index_t ldc, const T* a, index_t lda, const T* b, index_t ldb
 #if defined(SPMD_HAVE_CBLAS)
   if constexpr (gemm_threads_itself<T>) {
     if (k > 0) {
-      const auto ta = at ? CblasTrans : CblasNoTrans, tb = bt ? CblasTrans : CblasNoTrans;
-      const int M = static_cast<int>(m), N = static_cast<int>(n), K = static_cast<int>(k);
-      T beta = T(0);
 #if defined(OPENBLAS_VERSION)
-      // OpenBLAS clears c for beta = 0 in a pass of its own (gemm_beta), then adds the product
-      // to it: on a small product that pass costs 7-25 % of the call (bench/RESULTS.md, issue
-      // 54). Clearing c here and passing beta = 1 gives the same bits (0 + the product either
-      // way) for less. Large c keeps OpenBLAS's pass, which its threads share.
-      if (m * n <= 65536) {
-        for (index_t i = 0; i < m; ++i) std::memset(c + i * ldc, 0, static_cast<std::size_t>(n) * sizeof(T));
-        beta = T(1);
-      }
+      const index_t parts = host::threads_free() && m * n * k > (index_t{1} << 18) ? host::threads() : 1;
+#else
+      const index_t parts = 1;  // another BLAS threads itself (and may block by size: no split)
 #endif
-      if constexpr (std::is_same_v<T, float>)
-        cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c,
-                    static_cast<int>(ldc));
-      else
-        cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c,
-                    static_cast<int>(ldc));
+      const bool by_rows = m >= n;
+      const index_t span = by_rows ? m : n, step = (span + parts - 1) / parts;
+      if (parts <= 1 || step < 8) return blas_gemm(c, ldc, a, lda, b, ldb, m, n, k, at, bt, alpha);
+      const gemm_one_thread one;
+      host::parallel_for((span + step - 1) / step, [&](index_t p) {
+        const index_t lo = p * step, len = lo + step < span ? step : span - lo;
+        if (by_rows)  // rows lo.. of op(a): a's rows, or its columns when read transposed
+          blas_gemm(c + lo * ldc, ldc, at ? a + lo : a + lo * lda, lda, b, ldb, len, n, k, at, bt, alpha);
+        else  // columns lo.. of op(b)
+          blas_gemm(c + lo, ldc, a, lda, bt ? b + lo * ldb : b + lo, ldb, m, len, k, at, bt, alpha);
+      });
       return;
     }
   }
