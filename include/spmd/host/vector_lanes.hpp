@@ -399,9 +399,6 @@ SPMD_VL_LOOP void softmax_rows(const float* x, std::int64_t sx, float* y, std::i
                                std::int64_t n, bool stream) {
   const float ninf = -__builtin_inff();
   alignas(64) float row[Log ? 1 : max_streamed_row];
-  const float* prev_px = x;  // log_softmax: the row whose outputs wait (see below)
-  float* prev_py = y;
-  vf prev_mx{}, prev_log_sum{};
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* px = x + r * sx;
     float* py = y + r * sy;
@@ -431,11 +428,9 @@ SPMD_VL_LOOP void softmax_rows(const float* x, std::int64_t sx, float* y, std::i
     }
     const float sum = fold_sum(s);
     if constexpr (Log) {
-      // log's polynomial is a long chain: the previous row's last pass, which does not need
-      // it, runs while it resolves.
-      const vf log_sum = log(splat(sum));
-      if (r > 0) log_softmax_out(prev_px, prev_py, n, prev_mx, prev_log_sum, stream);
-      prev_px = px, prev_py = py, prev_mx = mx, prev_log_sum = log_sum;
+      // (Deferring this pass past the next row's, so that log's long chain overlaps it, was
+      // faster in L2 and slower from memory, 0.70 against 0.82 of the copy: bench/RESULTS.md.)
+      log_softmax_out(px, py, n, mx, log(splat(sum)), stream);
     } else {
       const vf inv = splat(1.0f / sum);
       for (std::int64_t j = 0; j < n; j += B) {
@@ -446,8 +441,6 @@ SPMD_VL_LOOP void softmax_rows(const float* x, std::int64_t sx, float* y, std::i
       }
     }
   }
-  if constexpr (Log)
-    if (rows > 0) log_softmax_out(prev_px, prev_py, n, prev_mx, prev_log_sum, stream);
   if (stream) stream_fence();
 }
 
