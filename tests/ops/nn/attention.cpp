@@ -84,8 +84,6 @@ reference attend(const std::vector<double>& q, const std::vector<double>& k, con
   return r;
 }
 
-std::vector<double> widen(const host_tensor<float>& t) { return {t.data.begin(), t.data.end()}; }
-
 /// The stacked backward's part i (dq, dk, dv) as a (Bn, C, W) host tensor.
 template <class D3>
 host_tensor<double> part(const D3& d, int i) {
