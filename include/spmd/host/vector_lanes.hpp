@@ -91,37 +91,13 @@ SPMD_VL_FN vf abs(vf v) { return from_bits(bits(v) & splat_u(0x7fffffffu)); }
 // logf, tanhf), evaluated by Horner's rule with FMAs.
 // ------------------------------------------------------------------------------------------
 
-/// e^x: n = round(x log2 e), r = x - n ln 2 (in two parts), e^r by its polynomial, times 2^n
-/// as two powers of two (each normal, so a subnormal result is rounded once). Overflow to inf
-/// and underflow to 0 come out of the arithmetic (x is clamped to [-104, 89] first); NaN
-/// propagates.
-SPMD_VL_FN vf exp(vf x) {
-  const vf magic = splat(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer
-  const vf xc = max_ps(splat(-104.0f), min_ps(splat(89.0f), x));  // (a NaN passes through)
-  const vf t = fma(xc, splat(1.44269504088896341f), magic);
-  const vf n = t - magic;
-  vf r = fma(n, splat(-0.693359375f), xc);
-  r = fma(n, splat(2.12194440e-4f), r);
-  vf p = splat(1.9875691500e-4f);
-  p = fma(p, r, splat(1.3981999507e-3f));
-  p = fma(p, r, splat(8.3334519073e-3f));
-  p = fma(p, r, splat(4.1665795894e-2f));
-  p = fma(p, r, splat(1.6666665459e-1f));
-  p = fma(p, r, splat(5.0000001201e-1f));
-  p = fma(p, mul(r, r), r) + splat(1.0f);
-  const vi ni = (vi)(bits(t) - bits(magic));  // n in [-150, 128] (garbage for NaN: unused)
-  const vi n1 = ni >> 1, n2 = ni - n1;          // each in [-75, 64]
-  const vf s1 = from_bits((vu)(n1 + 127) << 23), s2 = from_bits((vu)(n2 + 127) << 23);
-  return mul(mul(p, s1), s2);
-}
-
-/// e^x where 2^n is normal (n = round(x log2 e) in [-126, 127]: -87.33 <= x <= 88.02; NaN
-/// propagates): exp's reduction and polynomial, but 2^n read off the rounding constant (its
-/// low bits carry n + 127) and the result s + s·(e^r - 1) in one FMA. Half exp's instructions
-/// (no clamps, no split scale), within 1 ULP (docs/numerics.md). tanh's e^{2|x|} and softmax's
-/// exp(x - max) stay in this range.
-SPMD_VL_FN vf exp_normal(vf x) {
-  const vf magic = splat(12583039.0f);  // 1.5 * 2^23 + 127
+/// The reduction both exps share: x = n ln 2 + r, n = round(x log2 e) by adding `magic` (1.5 ·
+/// 2^23, plus any bias wanted in t's low bits), r = x − n ln 2 in two parts, and e^r − 1 by
+/// Cephes' polynomial. t is x log2 e + magic, which carries n in its low bits.
+struct exp_parts {
+  vf t, expm1_r;
+};
+SPMD_VL_FN exp_parts exp_reduce(vf x, vf magic) {
   const vf t = fma(x, splat(1.44269504088896341f), magic);
   const vf n = t - magic;
   vf r = fma(n, splat(-0.693359375f), x);
@@ -132,9 +108,32 @@ SPMD_VL_FN vf exp_normal(vf x) {
   p = fma(p, r, splat(4.1665795894e-2f));
   p = fma(p, r, splat(1.6666665459e-1f));
   p = fma(p, r, splat(5.0000001201e-1f));
-  const vf q = fma(p, mul(r, r), r);       // e^r - 1
-  const vf s = from_bits(bits(t) << 23);   // 2^n
-  return fma(s, q, s);
+  return {t, fma(p, mul(r, r), r)};
+}
+
+/// e^x: n = round(x log2 e), r = x - n ln 2 (in two parts), e^r by its polynomial, times 2^n
+/// as two powers of two (each normal, so a subnormal result is rounded once). Overflow to inf
+/// and underflow to 0 come out of the arithmetic (x is clamped to [-104, 89] first); NaN
+/// propagates.
+SPMD_VL_FN vf exp(vf x) {
+  const vf magic = splat(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer
+  const exp_parts e = exp_reduce(max_ps(splat(-104.0f), min_ps(splat(89.0f), x)), magic);  // (NaN passes)
+  const vf p = e.expm1_r + splat(1.0f);
+  const vi ni = (vi)(bits(e.t) - bits(magic));  // n in [-150, 128] (garbage for NaN: unused)
+  const vi n1 = ni >> 1, n2 = ni - n1;            // each in [-75, 64]
+  const vf s1 = from_bits((vu)(n1 + 127) << 23), s2 = from_bits((vu)(n2 + 127) << 23);
+  return mul(mul(p, s1), s2);
+}
+
+/// e^x where 2^n is normal (n = round(x log2 e) in [-126, 127]: -87.33 <= x <= 88.02; NaN
+/// propagates): exp's reduction and polynomial, but 2^n read off the rounding constant (its
+/// low bits carry n + 127) and the result s + s·(e^r - 1) in one FMA. Half exp's instructions
+/// (no clamps, no split scale), within 1 ULP (docs/numerics.md). tanh's e^{2|x|} and softmax's
+/// exp(x - max) stay in this range.
+SPMD_VL_FN vf exp_normal(vf x) {
+  const exp_parts e = exp_reduce(x, splat(12583039.0f));  // 1.5 * 2^23 + 127
+  const vf s = from_bits(bits(e.t) << 23);                  // 2^n
+  return fma(s, e.expm1_r, s);
 }
 
 /// e^x for x <= 0, softmax's exp(x - max): exp_normal, and 0 below ln 2^-126, where 2^n would

@@ -88,15 +88,26 @@ bool last_dim_rows(const strided_view<T>& x, const strided_view<U>& out, const V
          ((v.stride(v.rank() - 1) == 1) && ...);
 }
 
-/// The index at p of a rank's indices, checked against the vocabulary [0, vocab): an index
-/// outside it throws std::out_of_range naming it, its position and the rank.
+/// What an index check names: "<op>: <item> 7 at [0, 3] of rank 1's <items> is outside <range> [0, 5)".
+struct index_words {
+  const char* op;
+  const char* item;
+  const char* items;
+  const char* range;
+};
+inline constexpr index_words vocabulary_words{"spmd::embedding", "index", "indices", "the vocabulary"};
+inline constexpr index_words target_words{"spmd::cross_entropy", "target", "targets", "the classes"};
+
+/// The index at p of a rank's indices, checked against [0, bound): one outside throws
+/// std::out_of_range naming it, its position and the rank (in the op's words).
 template <class I>
-index_t vocabulary_index(const strided_view<const I>& idx, const shape_vec& p, index_t vocab, const op_rank_info& info) {
+index_t checked_index(const strided_view<const I>& idx, const shape_vec& p, index_t bound, const op_rank_info& info,
+                      const index_words& w) {
   const index_t id = static_cast<index_t>(idx.at(p));
-  if (id < 0 || id >= vocab)
-    throw std::out_of_range("spmd::embedding: index " + std::to_string(id) + " at " + ops::nn_detail::shape_text(p) +
-                            " of rank " + std::to_string(info.rank) + "'s indices is outside the vocabulary [0, " +
-                            std::to_string(vocab) + ")");
+  if (id < 0 || id >= bound)
+    throw std::out_of_range(std::string(w.op) + ": " + w.item + " " + std::to_string(id) + " at " +
+                            ops::nn_detail::shape_text(p) + " of rank " + std::to_string(info.rank) + "'s " + w.items +
+                            " is outside " + w.range + " [0, " + std::to_string(bound) + ")");
   return id;
 }
 
@@ -291,11 +302,10 @@ struct op_kernel<ops::embedding> {
     const index_t first = info.in_offset(0)[0], rows = w.extent(0), h = w.extent(1);
     const int r = idx.rank();
     nn_detail::for_each_index(idx.extents(), [&](const shape_vec& p) {
-      const index_t id = nn_detail::vocabulary_index(idx, p, op.vocab, info);
+      const index_t id = nn_detail::checked_index(idx, p, op.vocab, info, nn_detail::vocabulary_words);
       const index_t row = id - first;
       const bool held = row >= 0 && row < rows;
-      index_t o = 0;
-      for (int d = 0; d < r; ++d) o += p[d] * out.stride(d);
+      const index_t o = nn_detail::offset_of(out, p, {});
       for (index_t k = 0; k < h; ++k)
         out.data()[o + k * out.stride(r)] = held ? static_cast<U>(w(row, k)) : static_cast<U>(0);
     });
@@ -314,10 +324,8 @@ struct op_kernel<ops::embedding_backward<V>> {
     for (index_t k = 0; k < out.size(); ++k) out.data()[k] = T(0);
     const int r = idx.rank();
     nn_detail::for_each_index(idx.extents(), [&](const shape_vec& p) {
-      const index_t id = nn_detail::vocabulary_index(idx, p, V, info);
-      index_t o = 0;
-      for (int d = 0; d < r; ++d) o += p[d] * g.stride(d);
-      const T* src = g.data() + o;
+      const index_t id = nn_detail::checked_index(idx, p, V, info, nn_detail::vocabulary_words);
+      const T* src = g.data() + nn_detail::offset_of(g, p, {});
       T* dst = out.data() + id * h;
       const index_t sh = g.stride(r);
       if (sh == 1)
@@ -422,27 +430,6 @@ auto embedding(const dtensor<I, LI, Bk>& indices, const dtensor<T, LW, Bk>& weig
     return apply<Forced>(ops::embedding{weight.shape()[0]}, weight, indices);
 }
 
-namespace nn_detail {
-/// The target at p of a rank's targets, checked against the classes [0, C): one outside
-/// throws std::out_of_range naming it, its position and the rank.
-template <class I>
-index_t class_index(const strided_view<const I>& t, const shape_vec& p, index_t classes, const op_rank_info& info) {
-  const index_t id = static_cast<index_t>(t.at(p));
-  if (id < 0 || id >= classes)
-    throw std::out_of_range("spmd::cross_entropy: target " + std::to_string(id) + " at " +
-                            ops::nn_detail::shape_text(p) + " of rank " + std::to_string(info.rank) +
-                            "'s targets is outside the classes [0, " + std::to_string(classes) + ")");
-  return id;
-}
-/// The offset of row p (the targets' index) in a (rows..., C) view.
-template <class T>
-index_t row_offset(const strided_view<T>& v, const shape_vec& p) {
-  index_t o = 0;
-  for (int d = 0; d < p.size(); ++d) o += p[d] * v.stride(d);
-  return o;
-}
-}  // namespace nn_detail
-
 template <index_t C>
 struct op_kernel<ops::cross_entropy_rows<C>> {
   static constexpr bool rank_independent = true;  // apply.hpp: replicas share results
@@ -452,20 +439,20 @@ struct op_kernel<ops::cross_entropy_rows<C>> {
     const int r = t.rank();
     const index_t sc = x.stride(r);
     nn_detail::for_each_index(t.extents(), [&](const shape_vec& p) {
-      const index_t target = nn_detail::class_index(t, p, C, info);
-      const T* row = x.data() + nn_detail::row_offset(x, p);
+      const index_t target = nn_detail::checked_index(t, p, C, info, nn_detail::target_words);
+      const T* row = x.data() + nn_detail::offset_of(x, p, {});
       if constexpr (std::is_same_v<T, float>) {
         if (sc == 1) {  // host/vector_math.hpp's row, in float
           float lse;
           host::vector_math::logsumexp_rows(row, 0, &lse, 1, C);
-          out.data()[nn_detail::row_offset(out, p)] = static_cast<U>(lse - row[target]);
+          out.data()[nn_detail::offset_of(out, p, {})] = static_cast<U>(lse - row[target]);
           return;
         }
       }
       double m = -std::numeric_limits<double>::infinity(), sum = 0;  // in double: the reference
       for (index_t k = 0; k < C; ++k) m = std::max(m, static_cast<double>(row[k * sc]));
       for (index_t k = 0; k < C; ++k) sum += std::exp(static_cast<double>(row[k * sc]) - m);
-      out.data()[nn_detail::row_offset(out, p)] =
+      out.data()[nn_detail::offset_of(out, p, {})] =
           static_cast<U>((std::log(sum) + m) - static_cast<double>(row[target * sc]));
     });
   }
@@ -480,19 +467,19 @@ struct op_kernel<ops::cross_entropy_rows_backward<C>> {
     const int r = t.rank();
     const index_t sc = x.stride(r), so = out.stride(r);
     nn_detail::for_each_index(t.extents(), [&](const shape_vec& p) {
-      const index_t target = nn_detail::class_index(t, p, C, info);
-      const T* row = x.data() + nn_detail::row_offset(x, p);
-      U* o = out.data() + nn_detail::row_offset(out, p);
+      const index_t target = nn_detail::checked_index(t, p, C, info, nn_detail::target_words);
+      const T* row = x.data() + nn_detail::offset_of(x, p, {});
+      U* o = out.data() + nn_detail::offset_of(out, p, {});
       if constexpr (std::is_same_v<T, float> && std::is_same_v<U, float>) {
         if (sc == 1 && so == 1) {  // softmax's row in float, then (p − 1 at the target) · g
-          const float gr = g.data()[nn_detail::row_offset(g, p)];
+          const float gr = g.data()[nn_detail::offset_of(g, p, {})];
           host::vector_math::softmax_rows<false>(row, 0, o, 0, 1, C);
           o[target] -= 1.0f;
           for (index_t k = 0; k < C; ++k) o[k] *= gr;
           return;
         }
       }
-      const double gr = static_cast<double>(g.data()[nn_detail::row_offset(g, p)]);
+      const double gr = static_cast<double>(g.data()[nn_detail::offset_of(g, p, {})]);
       double m = -std::numeric_limits<double>::infinity(), sum = 0;
       for (index_t k = 0; k < C; ++k) m = std::max(m, static_cast<double>(row[k * sc]));
       for (index_t k = 0; k < C; ++k) sum += std::exp(static_cast<double>(row[k * sc]) - m);
@@ -533,11 +520,7 @@ struct op_kernel<ops::one_hot<U, C>> {
                   strided_view<const I> idx) {
     index_t p = 0;
     nn_detail::for_each_index(idx.extents(), [&](const shape_vec& at) {
-      const index_t id = static_cast<index_t>(idx.at(at));
-      if (id < 0 || id >= C)
-        throw std::out_of_range("spmd::one_hot: index " + std::to_string(id) + " at " +
-                                ops::nn_detail::shape_text(at) + " of rank " + std::to_string(info.rank) +
-                                "'s indices is outside the classes [0, " + std::to_string(C) + ")");
+      const index_t id = nn_detail::checked_index(idx, at, C, info, {"spmd::one_hot", "index", "indices", "the classes"});
       U* row = out.data() + p * C;  // out is a fresh contiguous block (..., C)
       for (index_t k = 0; k < C; ++k) row[k] = static_cast<U>(k == id ? 1 : 0);
       ++p;
