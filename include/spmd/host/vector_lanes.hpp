@@ -633,6 +633,8 @@ SPMD_VL_LOOP void softmax_backward_rows(const float* p, float* dp, std::int64_t 
   }
 }
 
+#include "spmd/host/gemm_lanes.hpp"
+
 }  // namespace SPMD_VL_NS
 
 #undef SPMD_VL_NS

@@ -15,6 +15,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #if defined(__unix__)
 #include <unistd.h>
@@ -184,6 +185,46 @@ inline void causal_softmax_rows(float* s, std::int64_t ld, std::int64_t n) {
 inline void softmax_backward_rows(const float* p, float* dp, std::int64_t ld, std::int64_t rows, std::int64_t n,
                                   float scale) {
   SPMD_VM_DISPATCH(softmax_backward_rows(p, dp, ld, rows, n, scale))
+}
+
+/// c (m x n, row stride ldc) = alpha · op(a) op(b): a is (m x k), or (k x m) read transposed
+/// when `at`, with row stride lda; b is (k x n), or (n x k) when `bt`, row stride ldb (BLAS's
+/// conventions). The small-product kernel (host/gemm_lanes.hpp): each element summed over k in
+/// order by fused multiply-adds, the same bits on every path and whatever the blocking. op(B)
+/// is copied to a panel of whole tiles first unless it already is one.
+inline void gemm_small(float* c, std::int64_t ldc, const float* a, std::int64_t lda, const float* b,
+                       std::int64_t ldb, std::int64_t m, std::int64_t n, std::int64_t k, bool at, bool bt,
+                       float alpha) {
+  if (m <= 0 || n <= 0) return;
+  std::int64_t cols = scalar::gemm_tile_columns(n);
+#if SPMD_HOST_VECTOR_X86
+  const vector_isa isa = kernel_isa();
+  if (isa == vector_isa::avx512) cols = avx512::gemm_tile_columns(n);
+  if (isa == vector_isa::avx2) cols = avx2::gemm_tile_columns(n);
+#endif
+  const float* panel = b;
+  std::int64_t ldp = ldb;
+  if (bt || n % cols != 0) {
+    thread_local std::vector<float> packed;
+    ldp = (n + cols - 1) / cols * cols;
+    if (packed.size() < static_cast<std::size_t>(k * ldp)) packed.resize(static_cast<std::size_t>(k * ldp));
+    float* out = packed.data();
+    for (std::int64_t p = 0; p < k; ++p)
+      for (std::int64_t j = n; j < ldp; ++j) out[p * ldp + j] = 0.0f;  // read, never kept
+    if (bt) {  // 8 of op(B)'s columns at a time: 8 rows of b read along, 8 floats written along
+      for (std::int64_t j0 = 0; j0 < n; j0 += 8) {
+        const std::int64_t j1 = j0 + 8 < n ? j0 + 8 : n;
+        for (std::int64_t p = 0; p < k; ++p)
+          for (std::int64_t j = j0; j < j1; ++j) out[p * ldp + j] = b[j * ldb + p];
+      }
+    } else {
+      for (std::int64_t p = 0; p < k; ++p)
+        for (std::int64_t j = 0; j < n; ++j) out[p * ldp + j] = b[p * ldb + j];
+    }
+    panel = out;
+  }
+  const std::int64_t sai = at ? 1 : lda, sap = at ? lda : 1;
+  SPMD_VM_DISPATCH(gemm_packed(c, ldc, a, sai, sap, panel, ldp, m, n, k, alpha))
 }
 
 #undef SPMD_VM_DISPATCH

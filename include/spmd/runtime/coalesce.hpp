@@ -36,6 +36,7 @@
 #include "spmd/core/extents.hpp"
 #include "spmd/core/layout.hpp"
 #include "spmd/core/mesh_groups.hpp"
+#include "spmd/host/thread_pool.hpp"
 #include "spmd/plan/step.hpp"
 #include "spmd/runtime/dtensor.hpp"
 
@@ -240,7 +241,7 @@ namespace coalesce_detail {
 
 /// Where each tensor's piece sits in the segment, and the segment's length.
 struct segment_map {
-  std::vector<index_t> offset;
+  std::vector<index_t> offset, cap;  // each tensor's piece: where, and its room (the largest piece)
   index_t length = 0;
 };
 
@@ -263,6 +264,7 @@ segment_map make_segments(const std::tuple<const L&...>& from, const std::tuple<
             cap = std::max(cap, elems(box));
           }
           s.offset.push_back(s.length);
+          s.cap.push_back(cap);
           s.length += cap;
         }(),
         ...);
@@ -284,11 +286,37 @@ auto run(std::index_sequence<I...>, const Xs& xs, const Targets& targets) {
   const segment_map seg = make_segments<C, Mesh>(
       std::tuple<decltype(std::get<I>(xs).layout())...>(std::get<I>(xs).layout()...),
       std::tuple<const std::tuple_element_t<I, Targets>&...>(std::get<I>(targets)...));
-  // Zeros: the padding is reduced (reduce_scatter, all_reduce) but never read back.
-  auto bucket = F::template full<T>(T(0), typename Bucket::src{Bucket::make(seg.length)});
+  // The padding is reduced (reduce_scatter, all_reduce) but never read back: zeros. In host
+  // memory the bucket starts uninitialised and each rank zeroes its own padding as it packs
+  // (a bucket of zeros would be one buffer shared by every rank, copied by each on its first
+  // write: bench/RESULTS.md, issue 54); a device backend fills it first.
+  constexpr bool host = host_memory<B>;
+  auto bucket = [&] {
+    if constexpr (host)
+      return F::template empty<T>(typename Bucket::src{Bucket::make(seg.length)});
+    else
+      return F::template full<T>(T(0), typename Bucket::src{Bucket::make(seg.length)});
+  }();
+  // (the pieces' runs, copied in and out by each rank's own thread where the simulation
+  // holds many and they are worth it: every run lands in a local of its own)
+  const auto each_rank = [&](const auto& held, index_t elems_per_rank, auto&& f) {
+    if constexpr (host) {
+      const index_t count = held.hi - held.lo;
+      if (count > 1 && elems_per_rank * count >= (index_t{1} << 16) && host::threads_free()) {
+        host::parallel_for(count, [&](index_t r) { f(held.lo + r); });
+        return;
+      }
+    }
+    for (const index_t i : held) f(i);
+  };
+  const index_t rows = C.kind == step_kind::reduce_scatter ? n : 1;  // the bucket's rows per rank
+  const auto zero_rest = [&](auto& locals, index_t i, index_t at, index_t used, index_t cap) {
+    if constexpr (host)
+      if (cap > used) std::memset(locals.data(i) + at + used, 0, static_cast<std::size_t>(cap - used) * sizeof(T));
+  };
   {
     auto& packed = bucket.locals(detail::internal_t{});
-    for (const index_t i : packed.held()) {
+    each_rank(packed.held(), rows * seg.length, [&](index_t i) {
       const coord_vec ci = unravel(mesh, i);
       const group_position gp = group_of(mesh, g, i);
       (
@@ -305,16 +333,18 @@ auto run(std::index_sequence<I...>, const Xs& xs, const Targets& targets) {
               for (index_t k = 0; k < n; ++k) {
                 const index_t s = group_member(mesh, g, gp.group, k);
                 const local_box piece = box_at(LB::spec(), global, unravel(mesh, s));
-                copy_elements<B, T>(packed, i, k * seg.length + seg.offset[I], x.locals(), i, row_offset(a, piece),
-                                    elems(piece));
+                const index_t at = k * seg.length + seg.offset[I];
+                copy_elements<B, T>(packed, i, at, x.locals(), i, row_offset(a, piece), elems(piece));
+                zero_rest(packed, i, at, elems(piece), seg.cap[I]);
               }
             } else {
-              copy_elements<B, T>(packed, i, seg.offset[I], x.locals(), i, 0,
-                                  elems(box_at(LA::spec(), global, ci)));
+              const index_t len = elems(box_at(LA::spec(), global, ci));
+              copy_elements<B, T>(packed, i, seg.offset[I], x.locals(), i, 0, len);
+              zero_rest(packed, i, seg.offset[I], len, seg.cap[I]);
             }
           }(),
           ...);
-    }
+    });
   }
   const auto moved = runtime::redistribute<typename Bucket::dst::placements_type>(std::move(bucket));
   // A tensor already in its target is itself (shared where the backend shares); the others
@@ -330,7 +360,7 @@ auto run(std::index_sequence<I...>, const Xs& xs, const Targets& targets) {
   std::tuple<dtensor<T, std::tuple_element_t<I, Targets>, B>...> out{
       output(std::integral_constant<std::size_t, I>{})...};
   const auto& got = moved.locals();
-  for (const index_t i : got.held()) {
+  each_rank(got.held(), seg.length, [&](index_t i) {
     const coord_vec ci = unravel(mesh, i);
     const group_position gp = group_of(mesh, g, i);
     (
@@ -356,7 +386,7 @@ auto run(std::index_sequence<I...>, const Xs& xs, const Targets& targets) {
           }
         }(),
         ...);
-  }
+  });
   return out;
 }
 

@@ -1,5 +1,7 @@
 // spmd/runtime/ops/gemm.hpp — the local matrix product every rank runs: C = op(A) · op(B) on
-// contiguous row-major blocks, either operand read transposed (no copy made). float and double go to BLAS (cblas_sgemm / cblas_dgemm) when
+// contiguous row-major blocks, either operand read transposed (no copy made). A small float
+// product runs host/vector_math's kernel (host/gemm_lanes.hpp); larger float and double
+// products go to BLAS (cblas_sgemm / cblas_dgemm) when
 // the build found one (SPMD_HAVE_CBLAS, set by meson when OpenBLAS is installed); other
 // element types, and builds without BLAS, use a loop in i-k-j order, which the compiler
 // vectorises over j.
@@ -11,6 +13,7 @@
 #include "spmd/core/config.hpp"
 #include "spmd/host/element.hpp"
 #include "spmd/host/thread_pool.hpp"
+#include "spmd/host/vector_math.hpp"
 
 #if defined(SPMD_HAVE_CBLAS)
 // OpenBLAS's config header declares C99 _Complex types, which clang's -Wpedantic flags in
@@ -90,44 +93,62 @@ void blas_gemm(T* c, index_t ldc, const T* a, index_t lda, const T* b, index_t l
 }
 #endif
 
+/// The largest product (m n k multiply-adds) that goes to host/vector_math's small-product
+/// kernel instead of BLAS: below it a BLAS call's set-up (its checks, packing both operands,
+/// clearing c) costs more than the kernel's lack of cache blocking; at 2^20 the two run alike
+/// (bench/RESULTS.md, issue 54: OpenBLAS 64-75 GFLOP/s on spmd-train's gpt's shapes, the
+/// small kernel 85-95).
+inline constexpr index_t gemm_small_limit = index_t{1} << 20;
+
 /// c (m x n, row stride ldc) = alpha · op(a) op(b), a and b read with row strides lda and ldb
 /// (BLAS's leading dimensions): one head's block inside a (batch, positions, width) tensor,
-/// used where it lies. float and double through BLAS when the build has one, else a loop
-/// summing over k in order.
+/// used where it lies. A float product of at most gemm_small_limit multiply-adds runs
+/// host/vector_math's small-product kernel; larger float and double products go through BLAS
+/// when the build has one, else a loop summing over k in order.
 ///
-/// With OpenBLAS, a product worth spreading (its own threshold, m n k > 2^18), called where the
+/// A product worth spreading (OpenBLAS's own threshold, m n k > 2^18), called where the
 /// simulation's threads are free, is cut into one block of rows (or columns) per thread, each
-/// a one-thread BLAS call: OpenBLAS's threads are never woken, so they never spin (sched_yield,
-/// for 2^28 cycles after each product) on the cores the ranks' threads need (bench/RESULTS.md,
-/// issue 54). The bits are the same: OpenBLAS sums every element over k in the same order
-/// whatever the blocks.
+/// a one-thread call of the small kernel or of OpenBLAS: OpenBLAS's threads are never woken, so
+/// they never spin (sched_yield, for 2^28 cycles after each product) on the cores the ranks'
+/// threads need (bench/RESULTS.md, issue 54). The bits are the same: both kernels sum every
+/// element over k in the same order whatever the blocks. (Another BLAS threads itself and is
+/// called whole.)
 template <class T>
 void gemm_ld(T* c, index_t ldc, const T* a, index_t lda, const T* b, index_t ldb, index_t m, index_t n, index_t k,
              bool at, bool bt, T alpha) {
   if (m == 0 || n == 0) return;
+  // Which kernel: the small one for a small float product (any float product where there is no
+  // BLAS), else BLAS; neither: the loop below.
+  constexpr bool blas_here = gemm_threads_itself<T>;
+  const bool small = std::is_same_v<T, float> && k > 0 && (m * n * k <= gemm_small_limit || !blas_here);
+  const bool blas = blas_here && k > 0 && !small;
+  if (small || blas) {
+    const auto block = [&](T* cb, const T* ab, const T* bb, index_t mb, index_t nb) {
+      if constexpr (std::is_same_v<T, float>)
+        if (small) return host::vector_math::gemm_small(cb, ldc, ab, lda, bb, ldb, mb, nb, k, at, bt, alpha);
 #if defined(SPMD_HAVE_CBLAS)
-  if constexpr (gemm_threads_itself<T>) {
-    if (k > 0) {
-#if defined(OPENBLAS_VERSION)
-      const index_t parts = host::threads_free() && m * n * k > (index_t{1} << 18) ? host::threads() : 1;
+      if constexpr (blas_here) blas_gemm(cb, ldc, ab, lda, bb, ldb, mb, nb, k, at, bt, alpha);
+#endif
+    };
+#if defined(SPMD_HAVE_CBLAS) && !defined(OPENBLAS_VERSION)
+    // another BLAS threads itself (and may block by size): never split
+    const index_t parts = small && host::threads_free() && m * n * k > (index_t{1} << 18) ? host::threads() : 1;
 #else
-      const index_t parts = 1;  // another BLAS threads itself (and may block by size: no split)
+    const index_t parts = host::threads_free() && m * n * k > (index_t{1} << 18) ? host::threads() : 1;
 #endif
-      const bool by_rows = m >= n;
-      const index_t span = by_rows ? m : n, step = (span + parts - 1) / parts;
-      if (parts <= 1 || step < 8) return blas_gemm(c, ldc, a, lda, b, ldb, m, n, k, at, bt, alpha);
-      const gemm_one_thread one;
-      host::parallel_for((span + step - 1) / step, [&](index_t p) {
-        const index_t lo = p * step, len = lo + step < span ? step : span - lo;
-        if (by_rows)  // rows lo.. of op(a): a's rows, or its columns when read transposed
-          blas_gemm(c + lo * ldc, ldc, at ? a + lo : a + lo * lda, lda, b, ldb, len, n, k, at, bt, alpha);
-        else  // columns lo.. of op(b)
-          blas_gemm(c + lo, ldc, a, lda, bt ? b + lo * ldb : b + lo, ldb, m, len, k, at, bt, alpha);
-      });
-      return;
-    }
+    const bool by_rows = m >= n;
+    const index_t span = by_rows ? m : n, step = (span + parts - 1) / parts;
+    if (parts <= 1 || step < 8) return block(c, a, b, m, n);
+    const gemm_one_thread one;
+    host::parallel_for((span + step - 1) / step, [&](index_t p) {
+      const index_t lo = p * step, len = lo + step < span ? step : span - lo;
+      if (by_rows)  // rows lo.. of op(a): a's rows, or its columns when read transposed
+        block(c + lo * ldc, at ? a + lo : a + lo * lda, b, len, n);
+      else  // columns lo.. of op(b)
+        block(c + lo, a, bt ? b + lo * ldb : b + lo, m, len);
+    });
+    return;
   }
-#endif
   for (index_t i = 0; i < m; ++i)
     for (index_t j = 0; j < n; ++j) {
       T s = T(0);
@@ -142,12 +163,10 @@ void gemm_ld(T* c, index_t ldc, const T* a, index_t lda, const T* b, index_t ldb
 template <class T>
 void gemm(T* c, const T* a, const T* b, index_t m, index_t n, index_t k, bool at, bool bt) {
   if (m == 0 || n == 0) return;
-#if defined(SPMD_HAVE_CBLAS)
-  if constexpr (gemm_threads_itself<T>) {  // to BLAS (k == 0: gemm_ld's loop writes the zeros)
+  if constexpr (gemm_threads_itself<T> || std::is_same_v<T, float>) {  // (k == 0: gemm_ld writes the zeros)
     gemm_ld(c, n, a, at ? m : k, b, bt ? k : n, m, n, k, at, bt, T(1));
     return;
   }
-#endif
   using Acc = std::conditional_t<is_narrow_float<T>, float, T>;
   if (at || bt) {  // each element summed over k in order (the CUDA kernel's order too)
     for (index_t i = 0; i < m; ++i)
