@@ -14,24 +14,15 @@
 #include <vector>
 
 #include "spmd/host/vector_math.hpp"
+#include "paths.hpp"
 
 namespace {
 
 namespace vm = spmd::host::vector_math;
 using spmd::host::vector_isa;
 
-struct isa_limit {
-  explicit isa_limit(vector_isa isa) { spmd::host::limit_kernel_isa(isa); }
-  ~isa_limit() { spmd::host::limit_kernel_isa(vector_isa::avx512); }
-};
-
-std::vector<vector_isa> paths() {
-  std::vector<vector_isa> have{vector_isa::scalar};
-  if (spmd::host::best_kernel_isa() >= vector_isa::avx2) have.push_back(vector_isa::avx2);
-  if (spmd::host::best_kernel_isa() >= vector_isa::avx512) have.push_back(vector_isa::avx512);
-  else std::printf("small_gemm: this CPU has no AVX-512: its path is not run here\n");
-  return have;
-}
+using spmd_test::isa_limit;
+std::vector<vector_isa> paths() { return spmd_test::paths("small_gemm"); }
 
 /// The definition, one element at a time.
 float reference(const std::vector<float>& a, std::int64_t lda, const std::vector<float>& b, std::int64_t ldb,

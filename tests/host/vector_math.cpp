@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "spmd/host/vector_math.hpp"
+#include "paths.hpp"
 
 namespace {
 
@@ -23,18 +24,8 @@ namespace vm = spmd::host::vector_math;
 using spmd::unary_fn;
 using spmd::host::vector_isa;
 
-struct isa_limit {
-  explicit isa_limit(vector_isa isa) { spmd::host::limit_kernel_isa(isa); }
-  ~isa_limit() { spmd::host::limit_kernel_isa(vector_isa::avx512); }
-};
-
-std::vector<vector_isa> paths() {
-  std::vector<vector_isa> have{vector_isa::scalar};
-  if (spmd::host::best_kernel_isa() >= vector_isa::avx2) have.push_back(vector_isa::avx2);
-  if (spmd::host::best_kernel_isa() >= vector_isa::avx512) have.push_back(vector_isa::avx512);
-  else std::printf("vector_math: this CPU has no AVX-512: its path is not run here\n");
-  return have;
-}
+using spmd_test::isa_limit;
+std::vector<vector_isa> paths() { return spmd_test::paths("vector_math"); }
 
 /// Every 256th float bit pattern (both signs, every exponent), then the special values.
 std::vector<float> inputs() {

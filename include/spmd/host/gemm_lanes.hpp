@@ -7,7 +7,7 @@
 // operands into its panels, clearing C) as in its kernel: bench/RESULTS.md, issue 54. This
 // kernel packs nothing but op(B) when it must (read transposed, or rows not a whole number of
 // tiles), broadcasts op(A)'s elements where they lie, and keeps a tile of C in registers:
-// R rows x V vectors, 2R loads-or-broadcasts per R V fused multiply-adds.
+// R rows x V vectors: V loads and R broadcasts per R V fused multiply-adds.
 //
 // The bits: every element of C is Σ_p op(A)[i, p] · op(B)[p, j] summed in order p = 0, 1, ...
 // by fused multiply-adds, from 0 (then times alpha, rounded once, when alpha is not 1), on every
