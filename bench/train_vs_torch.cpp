@@ -1,13 +1,14 @@
 // bench/train_vs_torch — spmd's training step against PyTorch's eager step of the same model,
 // on one core, in the same run, and against the step's floor.
 //
-//   meson compile -C build train_vs_torch && build/bench/train_vs_torch [--no-torch] [--steps N]
+//   meson compile -C build train_vs_torch && build/bench/train_vs_torch [--no-torch] [--no-pin] [--steps N]
 //
 // Two models, both tools/train/gpt.hpp's (forward, backward, AdamW, zero_grad):
 //   wide   bench/train_step's: vocabulary 512, context 128, width 512, 8 heads, 2 blocks, batch 8
 //          (6.9 M parameters, 1,024 tokens a step, about 42 GFLOP)
 //   tiny   spmd-train's: vocabulary 64, context 16, width 32, 4 heads, 2 blocks, batch 8
-// spmd runs mesh 1 on the simulation with one thread and one BLAS thread; PyTorch runs
+// Both processes are pinned to one core (the one this starts on; --no-pin leaves them to the
+// scheduler). spmd runs mesh 1 on the simulation with one thread and one BLAS thread; PyTorch runs
 // bench/torch_gpt.py (torch.set_num_threads(1)) on the same parameters and batches, a child
 // process answering one step at a time, so the two alternate (a slow spell of a shared
 // machine falls on both): the wide gpt step by step, the tiny one in runs of 20 steps each
@@ -28,10 +29,12 @@
 // Targets (issue 54): wide <= 0.95, tiny <= 0.2, wide_floor >= 0.85. bench/RESULTS.md has the
 // figures and explains the gaps.
 #include <cblas.h>
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -318,17 +321,34 @@ double copy_bandwidth() {
   return 2.0 * static_cast<double>(n) / best;
 }
 
+/// Both sides on the core this process is running on (PyTorch's process, forked later,
+/// inherits the mask): "one core" taken literally. Left to the scheduler, a step under a
+/// millisecond that moves to the other core finds its caches there cold; spmd's tiny step
+/// measured 0.93-1.24 ms in runs of 20 so on this 2-core machine, 0.69-0.71 pinned, and
+/// 0.68-0.72 alone (bench/RESULTS.md). PyTorch's figures did not move.
+void pin_to_this_core() {
+  const int cpu = ::sched_getcpu();
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  if (cpu < 0 || ::sched_setaffinity(0, sizeof set, &set) != 0)
+    std::printf("(not pinned: %s; --no-pin to skip)\n", std::strerror(errno));
+  else
+    std::printf("pinned to cpu %d, both sides (--no-pin: left to the scheduler)\n", cpu);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool with_torch = true;
+  bool with_torch = true, pin = true;
   int wide_steps = 8;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--no-torch") with_torch = false;
+    else if (a == "--no-pin") pin = false;
     else if (a == "--steps" && i + 1 < argc) wide_steps = std::atoi(argv[++i]);
     else {
-      std::fprintf(stderr, "train_vs_torch: unknown argument %s (--no-torch, --steps N)\n", a.c_str());
+      std::fprintf(stderr, "train_vs_torch: unknown argument %s (--no-torch, --no-pin, --steps N)\n", a.c_str());
       return 2;
     }
   }
@@ -338,6 +358,7 @@ int main(int argc, char** argv) {
   }
   openblas_set_num_threads(1);
   setenv("SPMD_SIM_THREADS", "1", 1);
+  if (pin) pin_to_this_core();
   std::printf("host kernels: %s\n", spmd::host::to_string(spmd::host::kernel_isa()));
   double gflop = 0;
   const double gemm_ms = gemm_floor_ms(gflop);
