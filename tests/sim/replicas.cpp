@@ -23,6 +23,7 @@
 #include "spmd/ops/rule.hpp"
 #include "spmd/runtime/ops/apply.hpp"
 #include "spmd/runtime/ops/elementwise.hpp"
+#include "spmd/runtime/ops/nn.hpp"
 
 namespace {
 
@@ -269,6 +270,28 @@ TEST_CASE("operators on replicas compute each distinct block once", "[replicas]"
   const auto s = sim::apply(plus_rank{}, x);
   CHECK(distinct(s.locals()) == 8);
   for (index_t r = 0; r < 8; ++r) CHECK(s.local(r).data()[1] == g[static_cast<std::size_t>(r / 4) * 24 + 1] + static_cast<float>(r));
+}
+
+TEST_CASE("an embedding on a replicated mesh dim computes each distinct block once", "[replicas]") {
+  // The op reads its weight block's offset (which vocabulary rows it holds): on a Replicate
+  // dim that offset is the same for every rank, so the twins' blocks are still equal.
+  using M = mesh<2, 4>;
+  constexpr index_t V = 5, H = 3;
+  const std::vector<std::int64_t> ids{4, 0, 2, 2, 1, 3, 0, 4};
+  const std::vector<float> w = iota(V * H);
+  std::vector<float> want;
+  for (const std::int64_t id : ids)
+    for (index_t k = 0; k < H; ++k) want.push_back(w[static_cast<std::size_t>(id * H + k)]);
+  const auto tokens = sim::distribute_tensor<layout<M, placements<shard<0>, replicate>, extents<8>>>(ids);
+  const auto y = sim::embedding(tokens, sim::distribute_tensor<layout<M, placements<replicate, replicate>, extents<V, H>>>(w));
+  CHECK(distinct(y.locals()) == 2);
+  CHECK(y.full_tensor() == want);
+  // Vocabulary rows split over mesh dim 1: each rank's masked block is its own.
+  const auto rows = sim::embedding(
+      tokens, sim::distribute_tensor<layout<M, placements<replicate, shard<0>>, extents<V, H>>>(w));
+  static_assert(std::is_same_v<decltype(rows)::placements_type, placements<shard<0>, partial<reduce_op::sum>>>);
+  CHECK(distinct(rows.locals()) == 8);
+  CHECK(rows.full_tensor() == want);
 }
 
 namespace {

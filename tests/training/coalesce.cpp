@@ -40,6 +40,19 @@ void same_locals(const Got& got, const Want& want) {
   }(std::make_index_sequence<std::tuple_size_v<Got>>{});
 }
 
+/// The number of distinct buffers among a dtensor's ranks (the simulation shares equal ones).
+template <class D>
+int distinct(const D& d) {
+  const auto& s = d.locals();
+  int n = 0;
+  for (index_t i = 0; i < s.ranks(); ++i) {
+    bool seen = false;
+    for (index_t j = 0; j < i; ++j) seen = seen || s.shares(i, j);
+    n += seen ? 0 : 1;
+  }
+  return n;
+}
+
 }  // namespace
 
 TEST_CASE("coalesced all_gather: FSDP's unshard over dp, uneven, empty and nested shards", "[coalesce]") {
@@ -119,4 +132,41 @@ TEST_CASE("coalesced: nothing to do moves nothing", "[coalesce]") {
   const auto [b] = rt::redistribute_coalesced<rt::to<S>>(a);
   CHECK(comm.total() == 0);
   CHECK(locals_of(b) == locals_of(a));
+}
+
+TEST_CASE("coalesced all_gather on the simulation: ranks whose gathered tensors are equal hold one block",
+          "[coalesce]") {
+  using M = mesh<2, 4>;
+  using S0 = placements<shard<0>, replicate>;
+  using R = placements<replicate, replicate>;
+  using LW = layout<M, S0, extents<6, 5>>;  // FSDP over dp, replicated over tp
+  using LRow = layout<M, placements<shard<0>, shard<1>>, extents<6, 8>>;
+  using RT = placements<replicate, shard<1>>;
+  const auto w = sim::distribute_tensor<LW>(values(30, 1));
+  const auto row = sim::distribute_tensor<LRow>(values(48, 2));
+  REQUIRE(distinct(w) == 2);
+  // The same values in a buffer of its own on every rank, as an optimizer's in-place update
+  // leaves a replicated parameter's shards.
+  auto own = w;
+  for (index_t r = 0; r < 8; ++r) {
+    auto v = own.local(r);
+    v.data()[0] = v.data()[0];
+  }
+  REQUIRE(distinct(own) == 8);
+  // Rank 5's shard (dp 1, tp 1) differs: tp column 1 gathers another tensor.
+  auto odd = w;
+  odd.local(5).data()[1] += 1.0f;
+  const auto got = rt::redistribute_coalesced<rt::to<R, RT, R, R>>(w, row, own, odd);
+  same_locals(got, std::make_tuple(sim::redistribute<R>(w), sim::redistribute<RT>(row), sim::redistribute<R>(own),
+                                   sim::redistribute<R>(odd)));
+  CHECK(distinct(std::get<0>(got)) == 1);
+  CHECK(distinct(std::get<1>(got)) == 4);  // one per tp column
+  CHECK(distinct(std::get<2>(got)) == 1);  // equal bits in buffers of their own: one block
+  CHECK(distinct(std::get<3>(got)) == 2);  // tp column 1 and the rest
+  // A write to one rank's gathered tensor is that rank's only.
+  auto g0 = std::get<0>(got);
+  auto before = locals_of(g0);
+  g0.local(3).data()[2] = 99.0f;
+  before[3][2] = 99.0f;
+  CHECK(locals_of(g0) == before);
 }

@@ -27,6 +27,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <tuple>
 #include <type_traits>
@@ -272,6 +273,46 @@ segment_map make_segments(const std::tuple<const L&...>& from, const std::tuple<
   return s;
 }
 
+/// For an all_gather of x (layout LA to LB over the group dims g, n members), held ranks in
+/// order: the earlier held rank whose gathered tensor equals this rank's, or the rank itself.
+/// Equal: the same target box, built from the same members' boxes holding the same values
+/// (the same buffers, or equal bits: tensor-parallel ranks each hold a replicated parameter's
+/// shard). Ranks that share it then compute once what depends only on it (ops/apply.hpp's
+/// twins): a replicated activation of a 2x4 FSDP x TP step is computed once per dp rank, not
+/// once per rank (bench/RESULTS.md, issue 54). Empty when this backend holds one rank.
+template <class T, class LA, class LB, class X>
+std::vector<index_t> gathered_twins(const X& x, const mesh_shape_vec& mesh, dim_mask g, index_t n) {
+  const auto& src = x.locals();
+  const auto h = src.held();
+  std::vector<index_t> rep;
+  if (h.hi - h.lo < 2) return rep;
+  const shape_vec global = x.layout().extents().to_vec();
+  const auto same_piece = [&](index_t a, index_t b) {  // members a and b hold equal pieces
+    if (a == b) return true;
+    const local_box pa = box_at(LA::spec(), global, unravel(mesh, a));
+    if (!(pa == box_at(LA::spec(), global, unravel(mesh, b)))) return false;
+    if (a < h.lo || a >= h.hi || b < h.lo || b >= h.hi) return false;
+    const T *da = src.cdata(a), *db = src.cdata(b);
+    const std::size_t len = static_cast<std::size_t>(elems(pa)) * sizeof(T);
+    return da == db || len == 0 || std::memcmp(da, db, len) == 0;
+  };
+  for (index_t i = h.lo; i < h.hi; ++i) {
+    index_t f = i;
+    const index_t gi = group_of(mesh, g, i).group;
+    const local_box bi = box_at(LB::spec(), global, unravel(mesh, i));
+    for (index_t j = h.lo; j < i && f == i; ++j) {
+      if (rep[static_cast<std::size_t>(j - h.lo)] != j || !(box_at(LB::spec(), global, unravel(mesh, j)) == bi))
+        continue;
+      const index_t gj = group_of(mesh, g, j).group;
+      bool same = true;
+      for (index_t k = 0; k < n && same; ++k) same = same_piece(group_member(mesh, g, gi, k), group_member(mesh, g, gj, k));
+      if (same) f = j;
+    }
+    rep.push_back(f);
+  }
+  return rep;
+}
+
 /// The bucket's round trip: pack every tensor's pieces, one redistribute, unpack.
 template <change C, class Mesh, class B, class T, std::size_t... I, class Xs, class Targets>
 auto run(std::index_sequence<I...>, const Xs& xs, const Targets& targets) {
@@ -360,6 +401,21 @@ auto run(std::index_sequence<I...>, const Xs& xs, const Targets& targets) {
   std::tuple<dtensor<T, std::tuple_element_t<I, Targets>, B>...> out{
       output(std::integral_constant<std::size_t, I>{})...};
   const auto& got = moved.locals();
+  // Which rank's tensor each rank's equals (all_gather in host memory; empty: every rank
+  // unpacks its own): those ranks share that block rather than unpack a copy of it.
+  std::array<std::vector<index_t>, sizeof...(I)> same_as;
+  if constexpr (host && C.kind == step_kind::all_gather)
+    (
+        [&] {
+          using LA = typename std::remove_cvref_t<decltype(std::get<I>(xs))>::layout_type;
+          using LB = std::tuple_element_t<I, Targets>;
+          if constexpr (!classify(LA::spec(), LB::spec()).none)
+            same_as[I] = gathered_twins<T, LA, LB>(std::get<I>(xs), mesh, g, n);
+        }(),
+        ...);
+  const auto shares = [&](std::size_t t, index_t i) {
+    return !same_as[t].empty() && same_as[t][static_cast<std::size_t>(i - got.held().lo)] != i;
+  };
   each_rank(got.held(), seg.length, [&](index_t i) {
     const coord_vec ci = unravel(mesh, i);
     const group_position gp = group_of(mesh, g, i);
@@ -373,6 +429,8 @@ auto run(std::index_sequence<I...>, const Xs& xs, const Targets& targets) {
           const local_box b = box_at(LB::spec(), global, ci);
           if constexpr (classify(LA::spec(), LB::spec()).none) {
             (void)dst;
+          } else if (shares(I, i)) {
+            // another rank's block, shared below
           } else if constexpr (C.kind == step_kind::all_gather) {
             // Member k's piece, from row k, to its rows of the gathered local.
             for (index_t k = 0; k < n; ++k) {
@@ -387,6 +445,15 @@ auto run(std::index_sequence<I...>, const Xs& xs, const Targets& targets) {
         }(),
         ...);
   });
+  if constexpr (host && C.kind == step_kind::all_gather)
+    (
+        [&] {
+          if (same_as[I].empty()) return;
+          auto& dst = std::get<I>(out).locals(detail::internal_t{});
+          for (const index_t i : got.held())
+            if (shares(I, i)) dst.share(i, same_as[I][static_cast<std::size_t>(i - got.held().lo)]);
+        }(),
+        ...);
   return out;
 }
 

@@ -106,16 +106,19 @@ inline constexpr bool
     op_threads_itself<Op, T, std::void_t<decltype(op_kernel<Op>::template threads_itself<T>)>> =
         op_kernel<Op>::template threads_itself<T>;
 
-/// True when Op's local result depends on its inputs' blocks only, not on the rank or where
-/// the blocks sit: the built-in kernels say so (`static constexpr bool rank_independent =
-/// true;` in op_kernel<Op>), ops that ask for block offsets do not; a user's op (the primary
-/// op_kernel, which passes op_rank_info on) is not assumed to be. Ranks of such an op whose
-/// inputs are the same buffers (replicas) compute one block, which the others share.
+/// True when Op's local result depends on its inputs' blocks and where they sit only, not on
+/// the rank: the built-in kernels say so (`static constexpr bool rank_independent = true;` in
+/// op_kernel<Op>); a user's op (the primary op_kernel, which passes op_rank_info on) is not
+/// assumed to be. Ranks of such an op that differ only on mesh dims where its inputs and
+/// output are all replicated, and whose inputs are the same buffers (replicas), compute one
+/// block, which the others share: on a Replicate dim a block's offsets do not depend on the
+/// rank's coordinate, so an op that reads its offsets (embedding: which vocabulary rows it
+/// holds) computes the same block there too.
 template <class Op, class = void>
 inline constexpr bool op_rank_independent = false;
 template <class Op>
 inline constexpr bool op_rank_independent<Op, std::void_t<decltype(op_kernel<Op>::rank_independent)>> =
-    op_kernel<Op>::rank_independent && !op_needs_offsets<Op>;
+    op_kernel<Op>::rank_independent;
 
 /// The element type of Op's result for inputs of type T (T unless Op says otherwise).
 template <class Op, class T, class = void>
