@@ -60,7 +60,7 @@ SPMD_HD constexpr bool extents_ok(const shape_vec& e) {
 template <class Mesh, class Placements, std::size_t Rank>
 struct checked_spec {
   static constexpr spec_result result =
-      make_spec(Mesh::shape_vec(), Placements::value(), static_cast<int>(Rank));
+      make_spec(Mesh::nominal_shape_vec(), Placements::value(), static_cast<int>(Rank));
   static constexpr layout_error error = result.error;
 
   static_assert(error != layout_error::placement_count_mismatch,
@@ -111,11 +111,22 @@ class layout {
 #endif
   }
 
-  /// The validated value form: normalised placements with explicit shard order.
+  /// The validated value form: normalised placements with explicit shard order, over the
+  /// mesh's sizes (a dynamic mesh's as bound: read at run time, not a constant expression).
   SPMD_HD static constexpr layout_spec spec() {
     constexpr layout_spec s = check::result.spec;
-    return s;
+    if constexpr (Mesh::is_static) {
+      return s;
+    } else {
+      layout_spec b = s;
+      b.mesh = Mesh::shape_vec();
+      return b;
+    }
   }
+  /// The same over the sizes the compiler decides with (Mesh::nominal_shape_vec(): a dynamic
+  /// size as nominal_dyn_size): always a constant expression. What depends on the
+  /// placements only (which reductions a Partial holds, whether two layouts differ) reads it.
+  SPMD_HD static constexpr layout_spec nominal_spec() { return check::result.spec; }
 
   SPMD_HD constexpr Extents extents() const { return ext_; }
   SPMD_HD constexpr dims<rank> global_shape() const { return ext_.values(); }

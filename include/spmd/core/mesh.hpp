@@ -1,18 +1,33 @@
-// spmd/core/mesh.hpp — a compile-time device mesh: shape, axis names, rank list.
+// spmd/core/mesh.hpp — a device mesh: shape, axis names, rank list, each size static or
+// given at run time (spmd::dyn).
 //
 //   using M = spmd::mesh<2, 4>::named<"dp", "tp">;       // ranks 0..7
 //   using Q = spmd::mesh<4>::with_ranks<0, 2, 4, 6>;     // a mesh over some ranks
 //   static_assert(M::coord_of(5).value == spmd::dims<2>{1, 1});
 //   using TP = M::sub<"tp">::containing<5>;               // mesh<4> over ranks 4..7
+//
+//   using D = spmd::mesh<spmd::dyn, 4>::named<"dp", "tp">;
+//   spmd::bind_mesh<D>(world_size);                       // dp = world_size / 4, checked
+//
+// A dynamic size is a value of the process, bound once before the mesh's tensors are made
+// (bind_mesh: from the launcher's world size or an explicit shape, both checked). Until then
+// the mesh answers no question about its sizes (std::logic_error naming it). The compiler
+// sees a dynamic dim as a dim of size `nominal_dyn_size` (larger than 1): what it decides
+// from sizes — an operator's placements — it decides as for such a mesh (docs/design.md,
+// "Static and dynamic mesh sizes").
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
 #include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <utility>
 
 #include "spmd/core/config.hpp"
+#include "spmd/core/extents.hpp"
 #include "spmd/core/fixed_string.hpp"
 #include "spmd/core/layout_spec.hpp"
 #include "spmd/core/mesh_groups.hpp"
@@ -83,20 +98,71 @@ constexpr bool distinct_names() {
 template <class Shape, class Names = name_list<>, class Ranks = rank_list<>>
 struct basic_mesh;
 
+/// The size the compiler gives a dynamic mesh dim where it needs one (an operator's
+/// placements, the layout checks): any size larger than 1 decides the same.
+inline constexpr index_t nominal_dyn_size = 2;
+/// The most ranks a dynamic mesh may be bound to.
+inline constexpr index_t max_mesh_ranks = index_t{1} << 31;
+
+namespace detail {
+
+/// The run-time sizes of mesh type M (only meshes with a dynamic dim have them): the shape
+/// bind_mesh gave, its product, and how many times it was given (caches key on the shape).
+template <class M>
+struct bound_mesh {
+  static inline mesh_shape_vec shape{};  // empty: not bound yet
+  static inline index_t size = 0;
+  static inline std::uint64_t generation = 0;
+};
+
+/// "2x4", with "?" for a dynamic size.
+template <index_t... S>
+std::string mesh_text() {
+  std::string t;
+  ((t += (t.empty() ? "" : "x") + (S == dyn ? std::string("?") : std::to_string(S))), ...);
+  return t;
+}
+
+[[noreturn, gnu::cold]] inline void throw_unbound(const std::string& what) {
+  throw std::logic_error("spmd::mesh<" + what + ">: its dynamic sizes are not bound yet; call "
+                         "spmd::bind_mesh<M>(world_size) or spmd::bind_mesh<M>(spmd::dims<N>{...}) "
+                         "before making its tensors");
+}
+
+/// The number of ranks: a constant for a static mesh, the bound size (read at run time,
+/// not a constant expression) for a mesh with a dynamic dim.
+template <class Self, bool Static, index_t N>
+struct mesh_count {
+  static constexpr index_t size = N;
+};
+template <class Self, index_t N>
+struct mesh_count<Self, false, N> {
+  static constexpr const index_t& size = bound_mesh<Self>::size;
+};
+
+}  // namespace detail
+
 template <class Parent, dim_mask Mask>
 struct submesh;
 
 template <index_t... S, class... N, index_t... R>
-struct basic_mesh<shape_list<S...>, name_list<N...>, rank_list<R...>> {
+struct basic_mesh<shape_list<S...>, name_list<N...>, rank_list<R...>>
+    : detail::mesh_count<basic_mesh<shape_list<S...>, name_list<N...>, rank_list<R...>>, ((S != dyn) && ...),
+                         ((S == dyn ? nominal_dyn_size : S) * ... * 1)> {
   static constexpr int ndim = sizeof...(S);
-  static constexpr index_t size = (S * ... * 1);
+  /// True when every size is known to the compiler.
+  static constexpr bool is_static = ((S != dyn) && ...);
 
   static_assert(ndim >= 1 && ndim <= max_mesh_dims, "spmd::mesh: a mesh needs 1 to 8 dims.");
-  static_assert(((S >= 1) && ...), "spmd::mesh: every mesh dim must have size >= 1.");
+  static_assert(((S >= 1 || S == dyn) && ...),
+                "spmd::mesh: every mesh dim must have size >= 1 (or be spmd::dyn, given at run time).");
+  static_assert(is_static || sizeof...(R) == 0,
+                "spmd::mesh: a mesh with a dynamic size cannot list its ranks (with_ranks): the "
+                "list's length would be known at compile time only.");
   static_assert(sizeof...(N) == 0 || sizeof...(N) == sizeof...(S),
                 "spmd::mesh: name every mesh dim or none of them.");
   static_assert(detail::distinct_names<N...>(), "spmd::mesh: two mesh dims have the same name.");
-  static_assert(sizeof...(R) == 0 || sizeof...(R) == size,
+  static_assert(sizeof...(R) == 0 || sizeof...(R) == (S * ... * 1),
                 "spmd::mesh: the rank list's length differs from the mesh size (the product of "
                 "its dims).");
   static_assert(detail::rank_checks<rank_list<R...>>::non_negative,
@@ -114,9 +180,31 @@ struct basic_mesh<shape_list<S...>, name_list<N...>, rank_list<R...>> {
   template <index_t... Ranks>
   using with_ranks = basic_mesh<shape_list<S...>, name_list<N...>, rank_list<Ranks...>>;
 
-  SPMD_HD static constexpr dims<ndim> shape() { return {S...}; }
-  SPMD_HD static constexpr mesh_shape_vec shape_vec() { return {{S...}, ndim}; }
-  SPMD_HD static constexpr index_t extent(int m) { return shape()[m]; }
+  /// The sizes (a dynamic mesh's as bound: std::logic_error before bind_mesh).
+  SPMD_HD static constexpr mesh_shape_vec shape_vec() {
+    if constexpr (is_static) {
+      return {{S...}, ndim};
+    } else {
+      const mesh_shape_vec& b = detail::bound_mesh<basic_mesh>::shape;
+      if (b.size() == 0) detail::throw_unbound(detail::mesh_text<S...>());
+      return b;
+    }
+  }
+  /// The sizes the compiler decides with: the static ones, nominal_dyn_size for a dynamic one.
+  SPMD_HD static constexpr mesh_shape_vec nominal_shape_vec() {
+    return {{(S == dyn ? nominal_dyn_size : S)...}, ndim};
+  }
+  /// The sizes as written: spmd::dyn for a dynamic one.
+  SPMD_HD static constexpr dims<ndim> static_shape() { return {S...}; }
+  SPMD_HD static constexpr dims<ndim> shape() { return to_sarray<ndim>(shape_vec()); }
+  SPMD_HD static constexpr index_t extent(int m) { return shape_vec()[m]; }
+  /// True once a dynamic mesh's sizes are bound (always for a static mesh).
+  static bool bound() { return is_static || detail::bound_mesh<basic_mesh>::shape.size() > 0; }
+  /// Changes each time bind_mesh gives this mesh sizes (0 for a static mesh): caches of
+  /// what depends on the sizes key on it.
+  static std::uint64_t generation() { return is_static ? 0 : detail::bound_mesh<basic_mesh>::generation; }
+  /// "2x4", "?x4" (a dynamic size as ?).
+  static std::string text() { return detail::mesh_text<S...>(); }
   static constexpr bool has_names = sizeof...(N) > 0;
   static constexpr std::string_view name(int m) {
     if constexpr (has_names) {
@@ -139,10 +227,10 @@ struct basic_mesh<shape_list<S...>, name_list<N...>, rank_list<R...>> {
   /// Row-major mesh index of `rank`, or -1 when the rank is not in the mesh.
   SPMD_HD static constexpr index_t index_of(index_t rank) {
     if constexpr (sizeof...(R) == 0) {
-      return rank >= 0 && rank < size ? rank : -1;
+      return rank >= 0 && rank < basic_mesh::size ? rank : -1;
     } else {
       const index_t r[]{R...};
-      for (index_t i = 0; i < size; ++i)
+      for (index_t i = 0; i < basic_mesh::size; ++i)
         if (r[i] == rank) return i;
       return -1;
     }
@@ -248,6 +336,9 @@ inline constexpr bool is_mesh_v<basic_mesh<S, N, R>> = true;
 
 template <class Parent, dim_mask Mask>
 struct submesh {
+  static_assert(Parent::is_static,
+                "spmd::mesh: the sub-mesh types of a mesh with a dynamic size are not known at compile "
+                "time; use the parent's group_rank / group_of_rank at run time.");
   using parent = Parent;
   static constexpr dim_mask mask = Mask;
   static constexpr index_t group_size = Parent::group_size(Mask);
@@ -302,5 +393,87 @@ struct submesh {
   template <index_t Rank>
   using containing = group<group_index<Rank>()>;
 };
+
+/// Gives the dynamic sizes of M: `sizes` in full (the static ones as written). Throws
+/// std::invalid_argument naming the dim for a size below 1 or a static size given otherwise.
+/// Binding again (another shape) is allowed once the tensors of the old shape are gone: a
+/// tensor keeps no copy of its mesh's sizes.
+template <class M>
+void bind_mesh(const dims<M::ndim>& sizes) {
+  static_assert(is_mesh_v<M>, "spmd::bind_mesh: the argument must be a spmd::mesh.");
+  static_assert(!M::is_static, "spmd::bind_mesh: this mesh has no dynamic size (spmd::dyn) to bind.");
+  const dims<M::ndim> st = M::static_shape();
+  std::string given;
+  for (int m = 0; m < M::ndim; ++m) given += (m ? "x" : "") + std::to_string(sizes[m]);
+  for (int m = 0; m < M::ndim; ++m) {
+    if (sizes[m] < 1)
+      throw std::invalid_argument("spmd::bind_mesh: mesh<" + M::text() + "> given " + given + ": dim " +
+                                  std::to_string(m) + " has size " + std::to_string(sizes[m]) + ", not >= 1");
+    if (st[m] != dyn && sizes[m] != st[m])
+      throw std::invalid_argument("spmd::bind_mesh: mesh<" + M::text() + "> given " + given + ": dim " +
+                                  std::to_string(m) + " is " + std::to_string(st[m]) + " in its type");
+  }
+  mesh_shape_vec v{};
+  index_t n = 1;
+  for (int m = 0; m < M::ndim; ++m) {
+    if (n > max_mesh_ranks / sizes[m])
+      throw std::invalid_argument("spmd::bind_mesh: mesh<" + M::text() + "> given " + given +
+                                  ": more than 2^31 ranks");
+    v.push_back(sizes[m]);
+    n *= sizes[m];
+  }
+  using B = detail::bound_mesh<M>;
+  B::shape = v;
+  B::size = n;
+  ++B::generation;
+}
+
+/// The same, checked against the launcher's world size: the sizes' product must be `world`.
+template <class M>
+void bind_mesh(const dims<M::ndim>& sizes, index_t world) {
+  bind_mesh<M>(sizes);  // each size checked first (so the product cannot overflow)
+  index_t n = 1;
+  std::string given;
+  for (int m = 0; m < M::ndim; ++m) {
+    n *= sizes[m];
+    given += (m ? "x" : "") + std::to_string(sizes[m]);
+  }
+  if (n != world) {
+    detail::bound_mesh<M>::shape = mesh_shape_vec{};  // not bound: nothing is made on a wrong mesh
+    detail::bound_mesh<M>::size = 0;
+    ++detail::bound_mesh<M>::generation;
+    throw std::invalid_argument("spmd::bind_mesh: the shape " + given + " holds " + std::to_string(n) +
+                                " ranks, the world has " + std::to_string(world));
+  }
+}
+
+/// M's one dynamic size from the world size: world divided by the static sizes' product,
+/// which must divide it. A mesh with several dynamic sizes needs its shape (above).
+template <class M>
+void bind_mesh(index_t world) {
+  static_assert(is_mesh_v<M>, "spmd::bind_mesh: the argument must be a spmd::mesh.");
+  constexpr dims<M::ndim> st = M::static_shape();
+  constexpr int n_dyn = [] {
+    int n = 0;
+    for (int m = 0; m < M::ndim; ++m) n += M::static_shape()[m] == dyn;
+    return n;
+  }();
+  static_assert(n_dyn == 1,
+                "spmd::bind_mesh: from a world size alone only a mesh with one dynamic size can be "
+                "bound; give its shape: bind_mesh<M>(spmd::dims<N>{...}, world)");
+  index_t rest = 1;
+  int at = 0;
+  for (int m = 0; m < M::ndim; ++m) {
+    if (st[m] == dyn) at = m;
+    else rest *= st[m];
+  }
+  if (world < 1 || world % rest != 0)
+    throw std::invalid_argument("spmd::bind_mesh: a world of " + std::to_string(world) + " ranks does not fill mesh<" +
+                                M::text() + ">: its static sizes hold " + std::to_string(rest) +
+                                " ranks, which must divide the world size");
+  dims<M::ndim> sizes = st;
+  sizes[at] = world / rest;
+  bind_mesh<M>(sizes);
+}
 
 }  // namespace spmd

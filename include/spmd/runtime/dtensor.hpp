@@ -44,6 +44,7 @@
 #include "spmd/core/fixed_string.hpp"
 #include "spmd/core/layout.hpp"
 #include "spmd/plan/plan.hpp"
+#include "spmd/plan/dynamic_plan.hpp"
 #include "spmd/plan/typed_plan.hpp"
 #include "spmd/host/distribute.hpp"
 #include "spmd/host/element.hpp"
@@ -128,7 +129,7 @@ class dtensor {
   static_assert(backend_type<B>,
                 "spmd::runtime::dtensor: the third argument is not a backend type (it needs a "
                 "`name` and `held<Mesh>()`; runtime/backend.hpp lists what a backend supplies).");
-  static_assert(!std::is_integral_v<T> || !holds_partial(Layout::spec().placements, reduce_op::avg),
+  static_assert(!std::is_integral_v<T> || !holds_partial(Layout::nominal_spec().placements, reduce_op::avg),
                 "spmd: P(avg) needs a floating-point element type: the average of integers is not "
                 "an integer (torch.mean refuses integer tensors); hold P(sum) and divide.");
 
@@ -199,7 +200,7 @@ class dtensor {
   std::vector<T> full_tensor() const {
     if (locals_.held_ranks().count() == 0) return {};
     const shape_vec global = layout_.extents().to_vec();
-    return host::full_tensor<T, host::partial_reduces(Layout::spec())>(
+    return host::full_tensor<T, host::partial_reduces(Layout::nominal_spec())>(
         B::template gather_all<T, mesh_type>(locals_, Layout::spec(), global), Layout::spec(), global);
   }
 
@@ -372,7 +373,7 @@ struct factories {
     using T = host::range_element_t<Range>;
     const std::span<const T> data(std::data(global), std::size(global));
     return dtensor<T, Layout, B>(detail::internal_t{}, layout,
-                                 to_storage<B>(distribute<T, host::partial_reduces(Layout::spec())>(
+                                 to_storage<B>(distribute<T, host::partial_reduces(Layout::nominal_spec())>(
                                      data, Layout::spec(), layout.extents().to_vec(), held<Layout>())));
   }
 
@@ -529,17 +530,36 @@ dtensor<To, L, B> cast_dtensor(const dtensor<T, L, B>& x) {
 template <class Dst, template <class, class, class> class PlanOf, element W, class B, class L,
           class Locals>
 storage_t<B, W> run_to(const L& layout, Locals&& locals) {
-  using H = plan_holder<PlanOf<L, Dst, W>>;
-  static_assert(plan_connects<H, L, Dst>(),
-                "spmd::redistribute: the plan does not lead from the source layout to the "
-                "target layout.");
-  // Watched: the log line and a span around the plan. Unwatched: one branch.
-  if (observe::active()) [[unlikely]] {
-    [[maybe_unused]] const timeline::span s = observe::on_redistribute<W>(
-        H::value, L::spec(), Dst::spec(), layout.extents().to_vec(), B::template held<typename L::mesh_type>(), true);
-    return B::template run_plan<W, H, typename L::mesh_type>(layout.extents(), std::forward<Locals>(locals));
+  using M = typename L::mesh_type;
+  if constexpr (!M::is_static) {
+    // A mesh with a dynamic size: the same search at run time, once per bound shape.
+    static_assert(std::is_same_v<PlanOf<L, Dst, W>, default_plan_of<L, Dst, W>>,
+                  "spmd::redistribute: a planner of your own needs a mesh of static sizes (its plan is a "
+                  "constant); over a dynamic mesh the built-in planner runs at run time.");
+    using P = dynamic_plan_of<L, Dst, W>;
+    static_assert(requires { &B::template run_plan_value<W, M, P, typename L::extents_type, Locals>; },
+                  "spmd::redistribute: this backend does not run plans over a mesh with a dynamic size yet "
+                  "(the simulation does).");
+    const plan& p = P::value();
+    if (observe::active()) [[unlikely]] {
+      [[maybe_unused]] const timeline::span s = observe::on_redistribute<W>(
+          p, L::spec(), Dst::spec(), layout.extents().to_vec(), B::template held<M>(), true);
+      return B::template run_plan_value<W, M, P>(p, layout.extents(), std::forward<Locals>(locals));
+    }
+    return B::template run_plan_value<W, M, P>(p, layout.extents(), std::forward<Locals>(locals));
+  } else {
+    using H = plan_holder<PlanOf<L, Dst, W>>;
+    static_assert(plan_connects<H, L, Dst>(),
+                  "spmd::redistribute: the plan does not lead from the source layout to the "
+                  "target layout.");
+    // Watched: the log line and a span around the plan. Unwatched: one branch.
+    if (observe::active()) [[unlikely]] {
+      [[maybe_unused]] const timeline::span s = observe::on_redistribute<W>(
+          H::value, L::spec(), Dst::spec(), layout.extents().to_vec(), B::template held<M>(), true);
+      return B::template run_plan<W, H, M>(layout.extents(), std::forward<Locals>(locals));
+    }
+    return B::template run_plan<W, H, M>(layout.extents(), std::forward<Locals>(locals));
   }
-  return B::template run_plan<W, H, typename L::mesh_type>(layout.extents(), std::forward<Locals>(locals));
 }
 }  // namespace detail
 

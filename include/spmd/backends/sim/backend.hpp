@@ -40,6 +40,15 @@ struct backend {
     }
   }
 
+  /// A plan known at run time only (a mesh with a dynamic size: plan/dynamic_plan.hpp), by
+  /// the schedules execute() builds for it.
+  template <class T, class M, class Key, class Ext, class In>
+  static local_set<T> run_plan_value(const plan& p, const Ext& ext, In&& in) {
+    const shape_vec global = ext.to_vec();
+    const auto& [scheds, reps] = detail::cached_value_schedules<Key>(p, global);
+    return detail::run_schedules<T>(p, scheds, reps, global, std::forward<In>(in));
+  }
+
   /// Every local is already here.
   template <class T, class M>
   static const local_set<T>& gather_all(const local_set<T>& locals, const layout_spec&,

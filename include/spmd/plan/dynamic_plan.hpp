@@ -1,0 +1,96 @@
+// spmd/plan/dynamic_plan.hpp — the plan between two layout types over a mesh with a dynamic
+// size (spmd::dyn): the search plan_of runs in the compiler (make_plan, the same cost model,
+// the same budget), run at run time once per (layouts, element type, bound sizes) and kept.
+//
+//   using M = spmd::mesh<spmd::dyn>;
+//   spmd::bind_mesh<M>(6);
+//   const spmd::plan& p = spmd::dynamic_plan_of<From, To, float>::value();
+//
+// The same inputs give the same plan: over sizes a static mesh also has, the plan equals that
+// mesh's plan_of (steps, collectives, bytes; tests/plan/dynamic_plan.cpp).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include "spmd/plan/typed_plan.hpp"
+
+namespace spmd {
+
+template <class Src, class Dst, class T = float>
+struct dynamic_plan_of {
+  static_assert(std::is_same_v<typename Src::mesh_type, typename Dst::mesh_type>,
+                "spmd::redistribute: the source and target layouts are on different meshes.");
+  static_assert(std::is_same_v<typename Src::extents_type, typename Dst::extents_type>,
+                "spmd::redistribute: the source and target layouts have different global extents.");
+  static_assert(!std::is_integral_v<T> || (!holds_partial(Src::nominal_spec().placements, reduce_op::avg) &&
+                                           !holds_partial(Dst::nominal_spec().placements, reduce_op::avg)),
+                "spmd: P(avg) needs a floating-point element type: the average of integers is not "
+                "an integer (torch.mean refuses integer tensors); hold P(sum) and divide.");
+  using mesh_type = typename Src::mesh_type;
+
+  /// The plan over the mesh's bound sizes (computed on the first call for those sizes).
+  /// @throws std::logic_error before the mesh is bound; std::runtime_error when the search
+  /// gives no plan (the sentence plan_of's static_asserts would say).
+  static const plan& value() {
+    // The last plan this thread used, while the mesh keeps those sizes: one comparison.
+    thread_local const entry* last = nullptr;
+    thread_local std::uint64_t last_generation = 0;
+    const std::uint64_t gen = mesh_type::generation();
+    if (last != nullptr && last_generation == gen) [[likely]]
+      return last->p;
+    const mesh_shape_vec m = mesh_type::shape_vec();
+    const entry& e = find_or_make(m);
+    last = &e;
+    last_generation = gen;
+    return e.p;
+  }
+  static int size() { return value().steps.size(); }
+  static int count(step_kind k) { return value().count(k); }
+  static int collectives() { return value().collectives(); }
+  static double cost_us() { return value().cost_us; }
+  static plan_text trace() { return spmd::trace(value(), Src::spec(), Dst::spec()); }
+
+ private:
+  struct entry {
+    mesh_shape_vec mesh;
+    plan p;
+  };
+  static const entry& find_or_make(const mesh_shape_vec& m) {
+    static std::mutex mu;
+    static std::deque<entry> kept;  // a deque: the entries stay where they are
+    const std::lock_guard<std::mutex> lock(mu);
+    for (const entry& e : kept)
+      if (e.mesh == m) return e;
+    const plan_result r = make_plan(Src::spec(), Dst::spec(), tensor_bytes<T, typename Src::extents_type>(),
+                                    cost_model{}, constexpr_plan_work);
+    if (!r.ok()) throw std::runtime_error(std::string("spmd::redistribute: no plan on mesh<") + mesh_type::text() +
+                                          "> bound to " + sizes_text(m) + ": " + why(r.error));
+    kept.push_back(entry{m, r.value});
+    return kept.back();
+  }
+  static std::string sizes_text(const mesh_shape_vec& m) {
+    std::string t;
+    for (const index_t s : m) t += (t.empty() ? "" : "x") + std::to_string(s);
+    return t;
+  }
+  static const char* why(plan_error e) {
+    switch (e) {
+      case plan_error::over_budget:
+        return "the search examines more moves than SPMD_PLAN_CONSTEXPR_WORK allows; redistribute in two "
+               "steps through an intermediate layout";
+      case plan_error::search_too_large:
+        return "the search visits too many states; plan in steps through an intermediate layout";
+      case plan_error::too_many_steps:
+        return "the best plan has more steps than spmd::max_plan_steps";
+      default:
+        return "the layouts do not meet (a bug: please report it)";
+    }
+  }
+};
+
+}  // namespace spmd
