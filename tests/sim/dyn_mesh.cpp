@@ -16,6 +16,9 @@
 
 #include "spmd/backends/sim/sim.hpp"
 #include "spmd/plan/dynamic_plan.hpp"
+#include "spmd/runtime/ops/elementwise.hpp"
+#include "spmd/runtime/ops/matmul.hpp"
+#include "spmd/runtime/ops/reduction.hpp"
 
 namespace {
 
@@ -145,6 +148,39 @@ void sweep_2d() {
   same_as_static<SS>(px, py);
 }
 
+/// Operators over the dynamic 1-d mesh bound to N against mesh<N>: the same placements (a
+/// type, chosen as for a mesh larger than 1; N = 1 included, see docs/design.md) and the same
+/// bits on every rank.
+template <index_t N>
+void ops_1d() {
+  INFO("mesh " << N);
+  bind_mesh<D1>(N);
+  using M = mesh<N>;
+  const std::vector<float> g = values(35), b = values(5), w = values(20);
+  using S0 = placements<shard<0>>;
+  using R = placements<replicate>;
+  using S1 = placements<shard<1>>;
+  const auto run = [&]<class Mesh>() {
+    const auto x = sim::distribute_tensor<layout<Mesh, S0, E>>(g);
+    const auto bias = sim::distribute_tensor<layout<Mesh, R, extents<5>>>(b);
+    const auto wt = sim::distribute_tensor<layout<Mesh, S1, extents<5, 4>>>(w);
+    const auto y = sim::relu(x + bias);        // S(0)
+    const auto z = sim::matmul(y, wt);          // the weight gathered or the rows kept: the rule's choice
+    const auto s = sim::sum<1>(z);              // a row sum
+    return std::make_tuple(locals_of(y), locals_of(z), s.full_tensor(),
+                           typename decltype(z)::placements_type{}, typename decltype(s)::placements_type{});
+  };
+  const auto [yd, zd, sd, pzd, psd] = run.template operator()<D1>();
+  const auto [ys, zs, ss, pzs, pss] = run.template operator()<M>();
+  CHECK(yd == ys);
+  CHECK(zd == zs);
+  CHECK(sd == ss);
+  if constexpr (N > 1) {
+    static_assert(std::is_same_v<decltype(pzd), decltype(pzs)>);
+    static_assert(std::is_same_v<decltype(psd), decltype(pss)>);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("a dynamic mesh: bound from the world size or a shape, every bad size named", "[dyn]") {
@@ -186,4 +222,15 @@ TEST_CASE("redistributes over a dynamic 2-d mesh, every shape up to 4x4: one ins
   [&]<index_t... I>(std::integer_sequence<index_t, I...>) {
     (sweep_2d<I / 4 + 1, I % 4 + 1>(), ...);
   }(std::make_integer_sequence<index_t, 16>{});
+}
+
+TEST_CASE("operators over a dynamic 1-d mesh: the static mesh's placements and bits", "[dyn]") {
+  ops_1d<1>();
+  ops_1d<2>();
+  ops_1d<3>();
+  ops_1d<4>();
+  ops_1d<5>();
+  ops_1d<7>();
+  ops_1d<8>();
+  ops_1d<16>();
 }

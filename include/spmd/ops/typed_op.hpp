@@ -99,8 +99,10 @@ struct resolved {
 
   static constexpr op_context context = [] {
     op_context c{};
-    c.mesh = mesh_type::shape_vec();
-    (c.in.push_back(L::spec()), ...);
+    // A dynamic mesh size counts as nominal_dyn_size (larger than 1): the placements are
+    // chosen as for such a mesh (docs/design.md, "Static and dynamic mesh sizes").
+    c.mesh = mesh_type::nominal_shape_vec();
+    (c.in.push_back(L::nominal_spec()), ...);
     c.in_shape = in_shapes;
     c.out_shape = out_shape;
     (c.in_bytes.push_back(tensor_bytes<T, typename L::extents_type>()), ...);
@@ -235,7 +237,7 @@ struct resolved {
   /// The placements input I runs with: its own when it already holds the blocks.
   template <std::size_t I>
   using input_placements = std::conditional_t<
-      keeps_order || propagate_detail::same_op_blocks(input_t<I>::spec(), result.chosen.in[static_cast<int>(I)]),
+      keeps_order || propagate_detail::same_op_blocks(input_t<I>::nominal_spec(), result.chosen.in[static_cast<int>(I)]),
       typename input_t<I>::placements_type, typename typed_detail::placements_of<in_holder<I>>::type>;
   template <std::size_t I>
   using input_layout = layout<mesh_type, input_placements<I>, typename input_t<I>::extents_type>;

@@ -152,7 +152,7 @@ constexpr index_t rank0_elems() {
 /// construction and that rank's is shared. Empty when Same is 0 (nothing to share: no
 /// per-call cost); all -1 unless the process holds every rank.
 template <dim_mask Same, class Mesh, class... Sets>
-auto result_twins(held_range h, const Sets&... in) {
+auto static_twins(held_range h, const Sets&... in) {
   std::array<index_t, Same != 0 ? static_cast<std::size_t>(Mesh::size) : 0> twin{};
   if constexpr (Same != 0) {
     static constexpr auto first = [] {
@@ -170,6 +170,29 @@ auto result_twins(held_range h, const Sets&... in) {
       }
   }
   return twin;
+}
+
+/// The same for any mesh: over a mesh with a dynamic size, the same rule on the bound sizes
+/// (a vector of Mesh::size).
+template <dim_mask Same, class Mesh, class... Sets>
+auto result_twins(held_range h, const Sets&... in) {
+  if constexpr (!Mesh::is_static) {
+    std::vector<index_t> twin;
+    if constexpr (Same != 0) {
+      const index_t n = Mesh::size;
+      twin.assign(static_cast<std::size_t>(n), -1);
+      if (h.count() == n) {
+        const mesh_shape_vec m = Mesh::shape_vec();
+        for (index_t i = 0; i < n; ++i) {
+          const index_t f = group_member(m, Same, group_of(m, Same, i).group, 0);
+          if (f != i && ((in.cdata(i) == in.cdata(f)) && ...)) twin[static_cast<std::size_t>(i)] = f;
+        }
+      }
+    }
+    return twin;
+  } else {
+    return static_twins<Same, Mesh>(h, in...);
+  }
 }
 
 template <class D>
@@ -198,7 +221,7 @@ shape_vec global_offset_of(const L& layout, index_t rank) {
 template <class L>
 decltype(auto) out_local_shape(const L& layout, index_t i) {
   using M = typename L::mesh_type;
-  if constexpr (L::extents_type::is_static()) {
+  if constexpr (M::is_static && L::extents_type::is_static()) {
     static constexpr auto shapes = [] {
       std::array<shape_vec, static_cast<std::size_t>(M::size)> a{};
       for (index_t k = 0; k < M::size; ++k) {
@@ -247,8 +270,8 @@ auto apply_impl(const Op& op, std::index_sequence<I...>, const dtensor<T, L, Bk>
     using Ins = std::tuple<std::remove_cvref_t<decltype(std::get<I>(ins))>...>;
     // Mesh dims on which every input and the output are replicated (result_twins).
     constexpr dim_mask same = op_rank_independent<Op>
-        ? (replicate_mask(R::compute_layout::spec()) & ... &
-           replicate_mask(std::tuple_element_t<I, Ins>::layout_type::spec()))
+        ? (replicate_mask(R::compute_layout::nominal_spec()) & ... &
+           replicate_mask(std::tuple_element_t<I, Ins>::layout_type::nominal_spec()))
         : dim_mask{0};
     [[maybe_unused]] const auto twin = result_twins<same, Mesh>(h, std::get<I>(ins).locals()...);
     // Blocks for the ranks that compute; a twin shares its rank's block afterwards (no
@@ -293,7 +316,7 @@ auto apply_impl(const Op& op, std::index_sequence<I...>, const dtensor<T, L, Bk>
     // by the compiler: a small op instantiates no parallel path at all (its per-rank
     // kernel stays inlined in one loop, as in the raw loop bench/op_overhead compares).
     constexpr bool static_extents =
-        R::out_extents_type::is_static() && (L::extents_type::is_static() && ...);
+        Mesh::is_static && R::out_extents_type::is_static() && (L::extents_type::is_static() && ...);
     constexpr bool may_thread = [] {
       if constexpr (static_extents) {
         constexpr index_t elems =
@@ -375,12 +398,20 @@ timeline::span watch_op(std::index_sequence<I...>, const dtensor<T, L, Bk>&... x
   using T0 = std::tuple_element_t<0, std::tuple<T...>>;
   using U = typename op_result<Op, T0>::type;
   using R = ops::resolved<Op, T0, Forced, L...>;
-  const observe::op_input in[] = {observe::op_input{&spec_constant<L>, &spec_constant<typename R::template input_layout<I>>,
-                                                    x.layout().extents().to_vec(), host::element_name<T>()}...};
-  static constexpr layout_spec final = final_spec<R>();
-  return observe::on_op(observe::op_name<Op>(), in, static_cast<int>(sizeof...(I)),
-                        spec_constant<typename R::compute_layout>, final, host::element_name<U>(),
-                        Bk::template held<typename R::mesh_type>());
+  if constexpr (R::mesh_type::is_static) {
+    const observe::op_input in[] = {observe::op_input{&spec_constant<L>, &spec_constant<typename R::template input_layout<I>>,
+                                                      x.layout().extents().to_vec(), host::element_name<T>()}...};
+    static constexpr layout_spec final = final_spec<R>();
+    return observe::on_op(observe::op_name<Op>(), in, static_cast<int>(sizeof...(I)),
+                          spec_constant<typename R::compute_layout>, final, host::element_name<U>(),
+                          Bk::template held<typename R::mesh_type>());
+  } else {  // the specs over the bound sizes, read during the call
+    const layout_spec given[] = {L::spec()...}, used[] = {R::template input_layout<I>::spec()...};
+    const observe::op_input in[] = {
+        observe::op_input{&given[I], &used[I], x.layout().extents().to_vec(), host::element_name<T>()}...};
+    return observe::on_op(observe::op_name<Op>(), in, static_cast<int>(sizeof...(I)), R::compute_layout::spec(),
+                          final_spec<R>(), host::element_name<U>(), Bk::template held<typename R::mesh_type>());
+  }
 }
 
 template <class Forced, class Op, class... T, class... L, std::size_t... I, class Bk>
