@@ -132,6 +132,20 @@ int main(int argc, char** argv) {
     suite::grad_cases<spmd::mpi::backend, spmd::mesh<2, 4>>(rep);
     suite::training_cases<spmd::mpi::backend, spmd::mesh<2, 4>>(rep);
   }
+  {  // a mesh whose sizes are given at run time: one instantiation, 2x2 then (8 processes) 2x4
+    using D = spmd::mesh<spmd::dyn, spmd::dyn>;
+    const auto dyn_cases = [&] {
+      suite::typed_cases<spmd::mpi::backend, D>(rep);
+      suite::typed_op_cases<spmd::mpi::backend, D>(rep);
+      suite::grad_cases<spmd::mpi::backend, D>(rep);
+    };
+    spmd::bind_mesh<D>(spmd::dims<2>{2, 2});
+    dyn_cases();
+    if (env.size() >= 8) {
+      spmd::bind_mesh<D>(spmd::dims<2>{2, 4});
+      dyn_cases();
+    }
+  }
   suite::collective_cases<mpi_runner, spmd::mesh<2, 2>>(rep);
   suite::collective_cases<mpi_runner, spmd::mesh<2, 4>>(rep);
   outside(rep);

@@ -57,6 +57,15 @@ int main() {
   suite::typed_op_cases<spmd::sim::backend, spmd::mesh<2, 4>>(rep);
   suite::grad_cases<spmd::sim::backend, spmd::mesh<2, 4>>(rep);
   suite::training_cases<spmd::sim::backend, spmd::mesh<2, 4>>(rep);
+  {  // a mesh whose sizes are given at run time: one instantiation, bound to 2x2 then 2x4
+    using D = spmd::mesh<spmd::dyn, spmd::dyn>;
+    for (const spmd::index_t tp : {2, 4}) {
+      spmd::bind_mesh<D>(spmd::dims<2>{2, tp});
+      suite::typed_cases<spmd::sim::backend, D>(rep);
+      suite::typed_op_cases<spmd::sim::backend, D>(rep);
+      suite::grad_cases<spmd::sim::backend, D>(rep);
+    }
+  }
   suite::collective_cases<sim_runner, spmd::mesh<2, 2>>(rep);
   suite::collective_cases<sim_runner, spmd::mesh<2, 4>>(rep);
   std::printf("backend sim: %ld checks, %ld failed\n", rep.checks, rep.failures);

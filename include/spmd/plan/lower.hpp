@@ -553,6 +553,26 @@ const auto& cached_per_shape(const shape_vec& global, Build&& build) {
   return value;
 }
 
+/// build() for the last (plan, global shape) that Key ran, kept per thread: a run-time plan's
+/// data (a mesh with a dynamic size: plan/dynamic_plan.hpp, whose providers keep each plan
+/// where they made it, so its address names it). A build that throws leaves no value behind.
+template <class Key, class Build>
+const auto& cached_per_plan(const plan& p, const shape_vec& global, Build&& build) {
+  using V = std::remove_cvref_t<decltype(build())>;
+  thread_local bool valid = false;
+  thread_local const plan* last_plan = nullptr;
+  thread_local shape_vec last{};
+  thread_local V value{};
+  if (!valid || last_plan != &p || !(last == global)) {
+    valid = false;
+    value = build();
+    last_plan = &p;
+    last = global;
+    valid = true;
+  }
+  return value;
+}
+
 /// The schedules of the compile-time plan Holder::value for `global`, built once per
 /// thread and global shape (the typed path with dynamic extents).
 template <class Holder>

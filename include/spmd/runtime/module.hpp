@@ -145,7 +145,7 @@ struct module_member {
                 "spmd::distribute_module: the partition's layout for a member has other extents "
                 "than the member (the member is named in this instantiation).");
   static constexpr bool fits =
-      make_spec(Mesh::shape_vec(), placements_type::value(), static_cast<int>(extents_type::rank())).ok();
+      make_spec(Mesh::nominal_shape_vec(), placements_type::value(), static_cast<int>(extents_type::rank())).ok();
   static_assert(fits,
                 "spmd::distribute_module: the partition's placements do not fit a member's shape "
                 "(a shard dim beyond its dims, or a placement count that is not the mesh's); "

@@ -163,9 +163,9 @@ dtensor<T, L, B>& bernoulli_(dtensor<T, L, B>& x, double p = 0.5, generator& g =
 template <element T, class L, class B>
 dtensor<T, L, B> dropout(const dtensor<T, L, B>& x, double p = 0.5, generator& g = default_generator()) {
   detail::check_random_element<T>();
-  static_assert(!holds_partial(L::spec().placements, reduce_op::max) &&
-                    !holds_partial(L::spec().placements, reduce_op::min) &&
-                    !holds_partial(L::spec().placements, reduce_op::product),
+  static_assert(!holds_partial(L::nominal_spec().placements, reduce_op::max) &&
+                    !holds_partial(L::nominal_spec().placements, reduce_op::min) &&
+                    !holds_partial(L::nominal_spec().placements, reduce_op::product),
                 "spmd::dropout: a P(max), P(min) or P(product) input does not commute with "
                 "dropout (only sum and avg are linear); redistribute to Replicate first.");
   const std::uint64_t t = detail::probability_threshold(p, "spmd::dropout");

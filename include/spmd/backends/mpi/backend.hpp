@@ -104,6 +104,15 @@ struct backend {
         comm_ranks<M>(), std::forward<In>(in));
   }
 
+  /// A plan known at run time only (a mesh with a dynamic size: plan/dynamic_plan.hpp).
+  template <class T, class M, class Key, class Ext, class In>
+  static local_set<T> run_plan_value(const plan& p, const Ext& ext, In&& in) {
+    const shape_vec global = ext.to_vec();
+    return detail::run_schedules<T>(
+        p, cached_per_plan<Key>(p, global, [&] { return build_schedules(p, global, "spmd::mpi::redistribute"); }),
+        global, comm_ranks<M>(), std::forward<In>(in));
+  }
+
   /// The communicator rank of every mesh index of M.
   template <class M>
   static std::vector<int> comm_ranks() {

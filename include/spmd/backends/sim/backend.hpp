@@ -15,6 +15,10 @@
 
 namespace spmd::sim {
 
+/// The key of the replica plans kept beside Key's schedules.
+template <class Key>
+struct replica_plan_key {};
+
 struct backend {
   static constexpr const char* name = "sim";
 
@@ -45,7 +49,9 @@ struct backend {
   template <class T, class M, class Key, class Ext, class In>
   static local_set<T> run_plan_value(const plan& p, const Ext& ext, In&& in) {
     const shape_vec global = ext.to_vec();
-    const auto& [scheds, reps] = detail::cached_value_schedules<Key>(p, global);
+    const auto& scheds =
+        cached_per_plan<Key>(p, global, [&] { return build_schedules(p, global, "spmd::sim::redistribute"); });
+    const auto& reps = cached_per_plan<replica_plan_key<Key>>(p, global, [&] { return detail::replica_plans(scheds); });
     return detail::run_schedules<T>(p, scheds, reps, global, std::forward<In>(in));
   }
 

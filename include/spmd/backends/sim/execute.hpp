@@ -396,29 +396,6 @@ local_set<T> run_schedules(const plan& p, const std::vector<step_schedule>& sche
   return run_slots<T>(p, scheds, reps, global, std::move(a));
 }
 
-/// The schedules and replica plans of a run-time plan `p` (a mesh with a dynamic size) for
-/// `global`, kept per thread for the last (plan, shape) that Key (the plan's provider, one
-/// per pair of layouts) ran: the plan's address names it, since the providers keep each plan
-/// where it was made.
-template <class Key>
-const std::pair<std::vector<step_schedule>, std::vector<replica_plan>>& cached_value_schedules(
-    const plan& p, const shape_vec& global) {
-  thread_local bool valid = false;
-  thread_local const plan* last_plan = nullptr;
-  thread_local shape_vec last{};
-  thread_local std::pair<std::vector<step_schedule>, std::vector<replica_plan>> value{};
-  if (!valid || last_plan != &p || !(last == global)) {
-    valid = false;
-    std::vector<step_schedule> scheds = build_schedules(p, global, "spmd::sim::redistribute");
-    std::vector<replica_plan> reps = replica_plans(scheds);
-    value = {std::move(scheds), std::move(reps)};
-    last_plan = &p;
-    last = global;
-    valid = true;
-  }
-  return value;
-}
-
 template <class T, class In>
 local_set<T> execute_runtime(const plan& p, const shape_vec& global, In&& in) {
   const std::vector<step_schedule> scheds = checked_schedules<T>(p, global, in, "spmd::sim::execute");

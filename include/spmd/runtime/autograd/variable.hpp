@@ -64,7 +64,7 @@ namespace autograd_detail {
 /// gradient's layout is formed, so the error names grad_placements).
 template <class L, class GP>
 constexpr bool grad_placements_fit() {
-  return make_spec(L::mesh_type::shape_vec(), GP::value(), static_cast<int>(L::rank)).error ==
+  return make_spec(L::mesh_type::nominal_shape_vec(), GP::value(), static_cast<int>(L::rank)).error ==
          layout_error::none;
 }
 }  // namespace autograd_detail
