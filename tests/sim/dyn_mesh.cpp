@@ -26,7 +26,7 @@ using namespace spmd;
 namespace sim = spmd::sim;
 
 using D1 = mesh<dyn>;
-using D2 = mesh<dyn, dyn>::named<"dp", "tp">;
+using D2 = mesh<dyn, dyn>;
 using E = extents<7, 5>;
 
 std::vector<float> values(std::size_t n) {
@@ -135,7 +135,7 @@ void sweep_2d() {
   using RS = placements<replicate, shard<1>>;
   using RR = placements<replicate, replicate>;
   using PR = placements<partial<reduce_op::sum>, replicate>;
-  using M = mesh<A, B>::template named<"dp", "tp">;
+  using M = mesh<A, B>;
   const auto x = sim::distribute_tensor<layout<D2, SS, E>>(g);
   const auto y = sim::distribute_tensor<layout<M, SS, E>>(g);
   CHECK(sim::redistribute<RR>(x).full_tensor() == g);
