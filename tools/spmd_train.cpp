@@ -2,16 +2,19 @@
 // a safetensors file of initial parameters and one of data, and prints the loss of every step
 // (docs/training.md; the flags and the JSON fields are a contract):
 //
-//   spmd-train --model mlp|gpt --mesh M [--backend sim|mpi|cuda|nccl] [--dp fsdp|ddp]
+//   spmd-train --model mlp|gpt [--mesh M] [--backend sim|mpi|cuda|nccl] [--dp fsdp|ddp]
 //              --init INIT.safetensors --data DATA.safetensors --steps N
 //              [--optimizer adamw|sgd] [--lr LR] [--dtype f32|bf16] [--clip C]
 //              [--save OUT.safetensors] [--checkpoint CK.safetensors --checkpoint-at K]
 //              [--resume CK.safetensors] [--json]
 //
-// --backend mpi and nccl run under `mpirun -np D*T`; the first process prints. Exit codes: 0
-// success, 2 bad input (a flag, a mesh not built, a file that does not fit the model, an output
-// in a directory that is missing or not writable; nothing is written), 1 an unexpected failure.
-// Errors go to stderr.
+// The mesh is N (data parallel over N) or DxT (data x tensor parallel), any sizes the model
+// can be split over (T divides the gpt's heads, the mlp's hidden features): one build trains
+// on every mesh (the sizes are run-time values). --backend mpi and nccl run under
+// `mpirun -np D*T`, where --mesh may be left out (a 1-d mesh of the world size); the first
+// process prints. Exit codes: 0 success, 2 bad input (a flag, a mesh the model cannot be split
+// over, a file that does not fit the model, an output in a directory that is missing or not
+// writable; nothing is written), 1 an unexpected failure. Errors go to stderr.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +26,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "spmd/core/mesh.hpp"
 #include "spmd/io/safetensors.hpp"
 #ifdef SPMD_TRAIN_MPI
 #include "spmd/backends/mpi/environment.hpp"
@@ -52,6 +56,7 @@ bool first_process() {
   return true;
 }
 
+/// The sizes of --mesh N or DxT (each 1..999999; their product at most max_mesh_ranks).
 void parse_mesh(train_options& o) {
   const std::string& m = o.mesh;
   auto number = [&](const std::string& s) {
@@ -63,7 +68,22 @@ void parse_mesh(train_options& o) {
   o.tp = x == std::string::npos ? 1 : number(m.substr(x + 1));
   if (o.dp < 1 || o.tp < 1)
     throw usage_error("--mesh " + m + ": give N (data parallel over N) or DxT (data parallel over D, tensor "
-                      "parallel over T); the meshes built are " + meshes_built("sim"));
+                      "parallel over T), each a size from 1 to 999999");
+  if (static_cast<long long>(o.dp) * o.tp > spmd::max_mesh_ranks)
+    throw usage_error("--mesh " + m + ": " + std::to_string(static_cast<long long>(o.dp) * o.tp) +
+                      " ranks, more than a mesh holds (" + std::to_string(spmd::max_mesh_ranks) + ")");
+}
+
+/// Tensor parallelism over tp ranks splits units of the model: whole heads (tp divides them),
+/// hidden features (tp at most their number).
+void check_tp(const train_options& o, const model_spec& spec) {
+  const std::string units = std::to_string(spec.tp_units) + " " + spec.tp_unit_name + " of " + o.model;
+  if (spec.tp_divides && spec.tp_units % o.tp != 0)
+    throw usage_error("--mesh " + o.mesh + ": tensor parallel over " + std::to_string(o.tp) + " does not divide the " +
+                      units + " (T must divide " + std::to_string(spec.tp_units) + ")");
+  if (!spec.tp_divides && o.tp > spec.tp_units)
+    throw usage_error("--mesh " + o.mesh + ": tensor parallel over " + std::to_string(o.tp) + " is more than the " +
+                      units + " (T is at most " + std::to_string(spec.tp_units) + ")");
 }
 
 /// A file the run will write (--save, --checkpoint), checked before anything trains: a
@@ -113,7 +133,13 @@ void check(train_options& o) {
   one_of("--dp", o.dp_mode, {"fsdp", "ddp"});
   one_of("--dtype", o.dtype, {"f32", "bf16"});
   one_of("--optimizer", o.optimizer, {"adamw", "sgd"});
-  parse_mesh(o);
+  if (o.mesh.empty()) {
+    if (o.backend != "mpi" && o.backend != "nccl")
+      throw usage_error("--mesh is required with --backend " + o.backend +
+                        " (only under mpirun, with --backend mpi or nccl, does the world size give it)");
+  } else {
+    parse_mesh(o);
+  }
   if (o.steps < 1) throw usage_error("--steps " + std::to_string(o.steps) + ": train at least one step");
   if (!(o.lr > 0) || !std::isfinite(o.lr)) throw usage_error("--lr " + number_text(o.lr) + ": must be positive");
   if (o.clip && (!(*o.clip > 0) || !std::isfinite(*o.clip)))
@@ -128,26 +154,18 @@ void check(train_options& o) {
                       std::to_string(o.steps));
   check_output("--save", o.save);
   check_output("--checkpoint", o.checkpoint);
-  const model_spec spec = spec_of(o.model);
-  if (spec.heads > 0 && spec.heads % o.tp != 0)
-    throw usage_error("--mesh " + o.mesh + ": tensor parallel over " + std::to_string(o.tp) + " does not divide the " +
-                      std::to_string(spec.heads) + " heads of " + o.model + "; the meshes built are " + meshes_built(o.backend));
+  if (!o.mesh.empty()) check_tp(o, spec_of(o.model));
 }
 
 int run(train_options& o, int& argc, char**& argv) {
   check(o);
-  const train_fn fn = find_instance(o.model, o.backend, o.dp, o.tp);
-  if (!fn) {
-    if (!backend_built(o.backend))
-      throw usage_error("--backend " + o.backend + ": this build of spmd-train has " + backends_built() +
-                        " (docs/training.md says how to build the others)");
-    throw usage_error("--mesh " + o.mesh + " is not built for --backend " + o.backend + "; the meshes built for it are " +
-                      meshes_built(o.backend));
-  }
+  const train_fn fn = find_instance(o.model, o.backend);
+  if (!fn)
+    throw usage_error("--backend " + o.backend + ": this build of spmd-train has " + backends_built() +
+                      " (docs/training.md says how to build the others)");
   const model_spec spec = spec_of(o.model);
   const inputs in = read_inputs(o, spec);
   if (!o.resume.empty()) check_resume(o);  // readable, and of this model, before anything runs
-  const int ranks = o.dp * o.tp;
   auto train_and_report = [&] {
     const train_result r = fn(o, in, spec);
     if (r.prints) print_result(o, r);
@@ -160,9 +178,15 @@ int run(train_options& o, int& argc, char**& argv) {
   if (o.backend == "mpi" || o.backend == "nccl") {
 #ifdef SPMD_TRAIN_MPI
     auto body = [&](int world, int rank) {
+      if (o.mesh.empty()) {  // the world size: a 1-d mesh, data parallel over every process
+        o.mesh = std::to_string(world);
+        o.dp = world;
+        o.tp = 1;
+      }
+      const long long ranks = static_cast<long long>(o.dp) * o.tp;
       if (world != ranks) {
         if (rank == 0)
-          std::fprintf(stderr, "spmd-train: --mesh %s needs %d processes (mpirun -np %d), this job has %d\n",
+          std::fprintf(stderr, "spmd-train: --mesh %s needs %lld processes (mpirun -np %lld), this job has %d\n",
                        o.mesh.c_str(), ranks, ranks, world);
         return exit_bad_input;
       }
@@ -200,11 +224,8 @@ int main(int argc, char** argv) {
                "(docs/training.md)"};
   train_options o;
   app.add_option("--model", o.model, "mlp or gpt")->required();
-  app.add_option("--mesh", o.mesh, "1, N (data parallel) or DxT (data x tensor parallel); built: " + meshes_built("sim") +
-                                  (backend_built("mpi") && meshes_built("mpi") != meshes_built("sim")
-                                       ? " (mpi: " + meshes_built("mpi") + ")"
-                                       : ""))
-      ->required();
+  app.add_option("--mesh", o.mesh, "1, N (data parallel) or DxT (data x tensor parallel; T divides the gpt's 4 heads, "
+                                  "T <= the mlp's 64 hidden features); under mpirun it may be left out: N = the world size");
   app.add_option("--backend", o.backend, "sim (default), mpi, cuda or nccl (mpi, nccl: under mpirun -np D*T)");
   app.add_option("--dp", o.dp_mode, "fsdp (default) or ddp: how the data-parallel dim holds the parameters");
   app.add_option("--init", o.init, "safetensors file of the initial parameters (f32)")->required();

@@ -1,16 +1,17 @@
 #!/usr/bin/env python3
 """spmd-train end to end: both models, every dp mode, against one device and each other.
 
-usage: test_train.py GROUP SPMD_TRAIN MAKE_INPUTS MESHES [MPI_MESHES MPIRUN ARGS...]
+usage: test_train.py GROUP SPMD_TRAIN MAKE_INPUTS [MPIRUN ARGS...]
 
-MESHES is the comma-separated list this build has (meson's train_meshes), MPI_MESHES those built
-for the MPI backend (train_mpi_meshes); cases on a mesh not built are left out, saying so. Groups:
-  curves   20 AdamW steps of mlp and gpt on meshes 3 (uneven), 8, 2x4 and 4x2, FSDP and DDP: every loss
-           within 1e-5 relative of the one-device run, the final parameters (--save) within
-           the tolerance below; the first loss against make_inputs.py's numpy forward (float64,
-           written from the definitions alone); bf16 within 3e-2 of f32; the loss falls.
+One build trains on every mesh (its sizes are run-time values). Groups:
+  curves   20 AdamW steps of mlp and gpt on meshes 3 (uneven), 5x1, 6, 8, 16 (more ranks than the
+           gpt's batch), 2x4, 4x2, 3x2 and (mlp: its hidden features split unevenly) 2x3, FSDP and
+           DDP: every loss within 1e-5 relative of the one-device run, the final parameters
+           (--save) within the tolerance below; the first loss against make_inputs.py's numpy
+           forward (float64, written from the definitions alone); bf16 within 3e-2 of f32; the
+           loss falls.
   resume   a checkpoint after 10 of 20 steps on 2x4, resumed on 4x2, on one device and with DDP
-           on 8 and on 3 (each where built): the
+           on 8 and on 3: the
            remaining losses continue the uninterrupted curve; resumed at --steps, nothing trains.
   options  SGD, --clip (the norms before clipping are reported; the steps change; the summary
            and the JSON's "clip" name its value), the table without --json, the JSON fields in
@@ -20,9 +21,10 @@ for the MPI backend (train_mpi_meshes); cases on a mesh not built are left out, 
            that cannot be written (a missing directory, a directory, a device, a FIFO) is
            refused before anything trains; a checkpoint of the other model is named as one; a
            full file system fails the save with the reason and leaves no temporary file.
-  mpi      mpirun -np D*T --backend mpi against --backend sim: bit-identical losses and
-           --save files; a wrong process count exits 2; a refusal on every process (a
-           checkpoint of another optimizer) is one line and exit 2, with no abort banner.
+  mpi      mpirun -np D*T --backend mpi against --backend sim (2x4, 4x2, 2x3, 3x2, 5x1, 16, and
+           -np 6 without --mesh: a 1-d mesh of the world size): bit-identical losses and --save
+           files; a wrong process count exits 2; a refusal on every process (a checkpoint of
+           another optimizer) is one line and exit 2, with no abort banner.
 Python's numpy and safetensors are needed (make_inputs.py); without them the test skips (77).
 """
 import json
@@ -33,9 +35,7 @@ import sys
 import tempfile
 
 GROUP, TRAIN, MAKE = sys.argv[1], sys.argv[2], sys.argv[3]
-MESHES = set(sys.argv[4].split(","))
-MPI_MESHES = set(sys.argv[5].split(",")) if len(sys.argv) > 5 else set()
-MPIRUN = sys.argv[6:]
+MPIRUN = sys.argv[4:]
 FAILS = []
 STEPS = 20
 # Final parameters after 20 AdamW steps (lr 0.01), absolute: sharded and one-device runs sum
@@ -68,14 +68,6 @@ def train_json(*args, mpi=None):
         check(False, f"{cmd}: exit {p.returncode}\n{p.stdout}\n{p.stderr}")
         return None
     return json.loads(p.stdout.strip().splitlines()[-1])
-
-
-def built(mesh, backend="sim"):
-    if mesh in (MPI_MESHES if backend == "mpi" else MESHES):
-        return True
-    option = "train_mpi_meshes" if backend == "mpi" else "train_meshes"
-    print(f"note: mesh {mesh} is not built here for {backend} ({option}); its cases are left out")
-    return False
 
 
 def rel(a, b):
@@ -118,9 +110,7 @@ def curves(d):
         check(one["collectives_per_step"] == {"all_gather": 0, "all_reduce": 0, "reduce_scatter": 0, "all_to_all": 0},
               f"{model} on one device runs collectives: {one['collectives_per_step']}")
         worst_loss = worst_param = 0.0
-        for mesh in ("3", "8", "2x4", "4x2"):
-            if not built(mesh):
-                continue
+        for mesh in ("3", "5x1", "6", "8", "16", "2x4", "4x2", "3x2") + (("2x3",) if model == "mlp" else ()):
             for dp in ("fsdp", "ddp"):
                 save = os.path.join(d, f"{model}-{mesh}-{dp}.st")
                 r = train_json(*f.args(model, mesh, "--dp", dp, "--save", save))
@@ -142,29 +132,24 @@ def curves(d):
                     check(c["all_gather"] == 0 and c["reduce_scatter"] == 0, f"{what}: DDP gathered: {c}")
         print(f"{model}: worst loss difference {worst_loss:.3g} (relative), worst parameter difference "
               f"{worst_param:.3g}")
-        if built("2x4"):
-            r16 = train_json(*f.args(model, "2x4", "--dtype", "bf16"))
-            if r16:
-                worst = max(rel(a, b) for a, b in zip(r16["losses"], one["losses"]))
-                print(f"{model}: bf16 against f32, worst loss difference {worst:.3g} (relative)")
-                check(worst <= 3e-2, f"{model}: bf16 losses differ from f32 by {worst:.3g}")
-                check(r16["losses"] != one["losses"], f"{model}: bf16 gave f32's losses exactly")
+        r16 = train_json(*f.args(model, "2x4", "--dtype", "bf16"))
+        if r16:
+            worst = max(rel(a, b) for a, b in zip(r16["losses"], one["losses"]))
+            print(f"{model}: bf16 against f32, worst loss difference {worst:.3g} (relative)")
+            check(worst <= 3e-2, f"{model}: bf16 losses differ from f32 by {worst:.3g}")
+            check(r16["losses"] != one["losses"], f"{model}: bf16 gave f32's losses exactly")
 
 
 def resume(d):
     for model in ("mlp", "gpt"):
         f = Files(d, model)
-        if not built("2x4"):
-            return
         ck = os.path.join(d, model + "-ck.st")
         full = train_json(*f.args(model, "2x4", "--checkpoint", ck, "--checkpoint-at", 10))
         if full is None:
             continue
-        # Resharded resume: onto another 2-d mesh, one device, and a data-parallel mesh (8, or 3:
-        # uneven), each where built.
+        # Resharded resume: onto another 2-d mesh, one device, and data-parallel meshes (8, and
+        # 3: uneven).
         for mesh, dp in (("4x2", "fsdp"), ("1", "fsdp"), ("8", "ddp"), ("3", "ddp")):
-            if not built(mesh):
-                continue
             r = train_json(*f.args(model, mesh, "--dp", dp, "--resume", ck))
             if r is None:
                 continue
@@ -184,7 +169,7 @@ def resume(d):
 
 def options(d):
     f = Files(d, "mlp")
-    mesh = "2x4" if built("2x4") else "1"
+    mesh = "2x4"
     base = train_json(*f.args("mlp", mesh))
     sgd = train_json(*f.args("mlp", mesh, "--optimizer", "sgd", "--lr", "0.05"))
     if base and sgd:
@@ -273,7 +258,7 @@ def errors(d):
     garbage = os.path.join(d, "garbage.st")
     with open(garbage, "wb") as fh:
         fh.write(b"\x10\x00\x00\x00\x00\x00\x00\x00{not json")
-    mesh = "2x4" if built("2x4") else "1"
+    mesh = "2x4"
     cases = [
         (["--model", "gpt", "--mesh", mesh, "--init", missing, "--data", f.data], ["blocks.1.attn.wv"]),
         (["--model", "gpt", "--mesh", mesh, "--init", shape, "--data", f.data], ["lm_head", "(64, 32)", "(64, 31)"]),
@@ -284,8 +269,13 @@ def errors(d):
         (["--model", "gpt", "--mesh", mesh, "--init", garbage, "--data", f.data], ["garbage.st"]),
         (["--model", "mlp", "--mesh", mesh, "--init", f.init, "--data", g.data], ["w1"]),
         (["--model", "gpt", "--mesh", "1x3", "--init", f.init, "--data", f.data], ["1x3", "does not divide", "4 heads"]),
-        (["--model", "gpt", "--mesh", "16", "--init", f.init, "--data", f.data], ["16", "not built", "2x4" if "2x4" in MESHES else "1"]),
+        (["--model", "gpt", "--mesh", "2x3", "--init", f.init, "--data", f.data], ["2x3", "does not divide", "4 heads"]),
+        (["--model", "mlp", "--mesh", "1x65", "--init", g.init, "--data", g.data], ["1x65", "64 hidden features", "at most 64"]),
         (["--model", "gpt", "--mesh", "2y4", "--init", f.init, "--data", f.data], ["2y4"]),
+        (["--model", "gpt", "--mesh", "0", "--init", f.init, "--data", f.data], ["--mesh 0", "from 1 to 999999"]),
+        (["--model", "gpt", "--mesh", "4x0", "--init", f.init, "--data", f.data], ["--mesh 4x0"]),
+        (["--model", "gpt", "--mesh", "1000000", "--init", f.init, "--data", f.data], ["--mesh 1000000"]),
+        (["--model", "gpt", "--init", f.init, "--data", f.data], ["--mesh is required", "mpirun"]),
         (["--model", "gpt", "--mesh", mesh, "--init", f.init, "--data", f.data, "--dp", "ddp", "--dtype", "bf16"], ["bf16", "fsdp"]),
         (["--model", "gpt", "--mesh", mesh, "--init", f.init, "--data", f.data, "--backend", "tpu"], ["tpu"]),
         (["--model", "gpt", "--mesh", mesh, "--init", f.init, "--data", f.data, "--resume", f.init], ["spmd.optimizer"]),
@@ -361,35 +351,39 @@ def errors(d):
 
 
 def mpi(d):
-    # DDP on MPI runs on 4x2 where built, else on 2x4 (CI builds only 2x4 for MPI).
-    ddp_mesh = "4x2" if "4x2" in MPI_MESHES else "2x4"
-    for model, mesh, dp in (("gpt", "2x4", "fsdp"), ("mlp", ddp_mesh, "ddp")):
-        if not built(mesh, "mpi"):
-            continue
-        f = Files(d, model)
+    # (model, mesh, dp mode, processes); mesh None: --mesh left out, the world size's 1-d mesh.
+    cases = (("gpt", "2x4", "fsdp", 8), ("mlp", "4x2", "ddp", 8), ("gpt", None, "fsdp", 6), ("mlp", "2x3", "fsdp", 6),
+             ("gpt", "3x2", "ddp", 6), ("gpt", "5x1", "fsdp", 5), ("mlp", "16", "ddp", 16))
+    files = {m: Files(d, m) for m in ("mlp", "gpt")}
+    for model, mesh, dp, n in cases:
+        f = files[model]
+        what = f"{model} {mesh or f'(world {n})'} {dp}"
         a, b = os.path.join(d, model + "-sim.st"), os.path.join(d, model + "-mpi.st")
-        sim = train_json(*f.args(model, mesh, "--dp", dp, "--save", a))
-        par = train_json(*f.args(model, mesh, "--dp", dp, "--save", b, "--backend", "mpi"), mpi=8)
+        sim = train_json(*f.args(model, mesh or str(n), "--dp", dp, "--save", a))
+        par_args = f.args(model, mesh or str(n), "--dp", dp, "--save", b, "--backend", "mpi")
+        if mesh is None:
+            par_args = [x for i, x in enumerate(par_args) if x != "--mesh" and (i == 0 or par_args[i - 1] != "--mesh")]
+        par = train_json(*par_args, mpi=n)
         if sim and par:
             check(sim["losses"] == par["losses"] and sim["grad_norms"] == par["grad_norms"],
-                  f"{model} {mesh} {dp}: MPI losses differ from the simulation's")
+                  f"{what}: MPI losses differ from the simulation's")
             check(par["collectives_per_step"] == sim["collectives_per_step"],
-                  f"{model} {mesh}: collectives {par['collectives_per_step']} against {sim['collectives_per_step']}")
+                  f"{what}: collectives {par['collectives_per_step']} against {sim['collectives_per_step']}")
+            check(par["mesh"] == (mesh or str(n)), f"{what}: the JSON's mesh is {par['mesh']!r}")
             with open(a, "rb") as x, open(b, "rb") as y:
-                check(x.read() == y.read(), f"{model} {mesh} {dp}: the --save files differ")
-    if built("2x4", "mpi"):
-        f = Files(d, "mlp")
-        p, cmd = run(*f.args("mlp", "2x4", "--backend", "mpi"), mpi=4)
-        check(p.returncode == 2 and "needs 8 processes" in p.stderr, f"{cmd}: exit {p.returncode}\n{p.stderr}")
-        # Refused on every process (SGD's checkpoint, an AdamW run): one line from the first,
-        # exit 2, no MPI_ABORT banner.
-        ck = os.path.join(d, "sgd-ck.st")
-        p, cmd = run(*f.args("mlp", "2x4", "--optimizer", "sgd", "--checkpoint", ck, "--checkpoint-at", "2"))
-        check(p.returncode == 0, f"{cmd}: exit {p.returncode}\n{p.stderr}")
-        p, cmd = run(*f.args("mlp", "2x4", "--backend", "mpi", "--resume", ck), mpi=8)
-        said = [l for l in p.stderr.splitlines() if "sgd" in l]
-        check(p.returncode == 2 and len(said) == 1 and said[0].startswith("spmd-train: ") and "MPI_ABORT" not in p.stderr,
-              f"{cmd}: exit {p.returncode}, {len(said)} lines name the optimizer\n{p.stderr}")
+                check(x.read() == y.read(), f"{what}: the --save files differ")
+    f = files["mlp"]
+    p, cmd = run(*f.args("mlp", "2x4", "--backend", "mpi"), mpi=4)
+    check(p.returncode == 2 and "needs 8 processes" in p.stderr, f"{cmd}: exit {p.returncode}\n{p.stderr}")
+    # Refused on every process (SGD's checkpoint, an AdamW run): one line from the first,
+    # exit 2, no MPI_ABORT banner.
+    ck = os.path.join(d, "sgd-ck.st")
+    p, cmd = run(*f.args("mlp", "2x4", "--optimizer", "sgd", "--checkpoint", ck, "--checkpoint-at", "2"))
+    check(p.returncode == 0, f"{cmd}: exit {p.returncode}\n{p.stderr}")
+    p, cmd = run(*f.args("mlp", "2x4", "--backend", "mpi", "--resume", ck), mpi=8)
+    said = [l for l in p.stderr.splitlines() if "sgd" in l]
+    check(p.returncode == 2 and len(said) == 1 and said[0].startswith("spmd-train: ") and "MPI_ABORT" not in p.stderr,
+          f"{cmd}: exit {p.returncode}, {len(said)} lines name the optimizer\n{p.stderr}")
 
 
 def main():

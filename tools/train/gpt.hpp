@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -48,7 +49,10 @@ struct gpt_model {
   template <class Role, index_t... E>
   using param = typename Cfg::template param<Role, E...>;
   using act = typename Cfg::batch_placements;
-  static_assert(heads % Cfg::tp == 0, "spmd-train gpt: tp must divide the heads");
+  static constexpr index_t static_tp = Cfg::mesh::static_shape()[1];  // spmd::dyn: given at run time
+  static_assert(static_tp == spmd::dyn || heads % static_tp == 0, "spmd-train gpt: tp must divide the heads");
+  /// Whether tensor parallelism over tp ranks can split the model (whole heads per rank).
+  static constexpr bool tp_fits(index_t tp) { return tp >= 1 && heads % tp == 0; }
 
   struct block {
     param<rep, width> ln1_w, ln1_b;
@@ -79,6 +83,9 @@ struct gpt_model {
   param<col, vocab, width> lm_head;
 
   static gpt_model load(const inputs& in) {
+    if (!tp_fits(Cfg::tp()))
+      throw std::invalid_argument("spmd-train gpt: tensor parallel over " + std::to_string(Cfg::tp()) +
+                                  " ranks does not divide the " + std::to_string(heads) + " heads");
     return {Cfg::template load<decltype(wte)>(in, "wte"), Cfg::template load<decltype(wpe)>(in, "wpe"),
             {block::load(in, 0), block::load(in, 1)},
             Cfg::template load<decltype(lnf_w)>(in, "ln_f.weight"), Cfg::template load<decltype(lnf_b)>(in, "ln_f.bias"),

@@ -11,6 +11,7 @@ model_spec mlp_spec() {
   model_spec s;
   s.name = "mlp";
   s.batch = 16, s.d_in = 32, s.classes = 16;
+  s.tp_units = 64, s.tp_unit_name = "hidden features", s.tp_divides = false;
   s.params = {{"w1", {64, 32}}, {"b1", {64}}, {"w2", {16, 64}}, {"b2", {16}}};
   return s;
 }
@@ -20,6 +21,7 @@ model_spec gpt_spec(std::int64_t vocab, std::int64_t context, std::int64_t width
   model_spec s;
   s.name = "gpt";
   s.batch = batch, s.context = context, s.vocab = vocab, s.heads = heads;
+  s.tp_units = heads, s.tp_unit_name = "heads";
   const std::int64_t c = width;
   s.params = {{"wte", {vocab, c}}, {"wpe", {context, c}}};
   for (int i = 0; i < 2; ++i) {

@@ -26,6 +26,11 @@ struct model_spec {
   // mlp: x (steps, batch, d_in) f32 and labels (steps, batch) int64 in [0, classes);
   // gpt: tokens and targets (steps, batch, context) int64 in [0, vocab).
   std::int64_t batch = 0, d_in = 0, classes = 0, context = 0, vocab = 0, heads = 0;
+  // Tensor parallelism splits units of the model: the gpt's heads, whole (tp must divide
+  // them), the mlp's hidden features, in torch.chunk's blocks (tp at most their number).
+  std::int64_t tp_units = 1;
+  std::string tp_unit_name;
+  bool tp_divides = true;
 };
 
 model_spec mlp_spec();

@@ -1,8 +1,8 @@
-// tools/train/instance.cpp — the training function of one (model, mesh, backend) triple:
-// meson compiles this file once per triple (tools/meson.build), with
-//   SPMD_TRAIN_MODEL    mlp or gpt            SPMD_TRAIN_D, SPMD_TRAIN_T   the mesh
-//   SPMD_TRAIN_BACKEND  sim, mpi, cuda, nccl  SPMD_TRAIN_BACKEND_TYPE      its backend type
-//   SPMD_TRAIN_BACKEND_HEADER                 the header that declares it
+// tools/train/instance.cpp — the training function of one (model, backend) pair, over a
+// (dp, tp) mesh whose sizes are given at run time (spmd::dyn; docs/design.md, "Static and
+// dynamic mesh sizes"): meson compiles this file once per pair (tools/meson.build), with
+//   SPMD_TRAIN_MODEL    mlp or gpt            SPMD_TRAIN_BACKEND_TYPE    its backend type
+//   SPMD_TRAIN_BACKEND  sim, mpi, cuda, nccl  SPMD_TRAIN_BACKEND_HEADER  the header that declares it
 // Variants: FSDP in f32 or bf16 (mixed precision), DDP in f32; the optimizer is AdamW or SGD.
 // Not instances.hpp: it reads the build's list of instances, and a change to that list should
 // not recompile every instance (the declaration there and this definition must agree; the
@@ -17,8 +17,8 @@
 
 #include SPMD_TRAIN_BACKEND_HEADER
 
-#define SPMD_TRAIN_JOIN(model, D, T, backend) train_##model##_##D##x##T##_##backend
-#define SPMD_TRAIN_FN(model, D, T, backend) SPMD_TRAIN_JOIN(model, D, T, backend)
+#define SPMD_TRAIN_JOIN(model, backend) train_##model##_##backend
+#define SPMD_TRAIN_FN(model, backend) SPMD_TRAIN_JOIN(model, backend)
 #define SPMD_TRAIN_MODEL_JOIN(model) model##_model
 #define SPMD_TRAIN_MODEL_T(model) SPMD_TRAIN_MODEL_JOIN(model)
 
@@ -26,21 +26,21 @@ namespace spmd_train {
 
 namespace {
 
-template <class Cfg>
-using model_t = SPMD_TRAIN_MODEL_T(SPMD_TRAIN_MODEL)<Cfg>;
 using backend_t = SPMD_TRAIN_BACKEND_TYPE;
-constexpr int D = SPMD_TRAIN_D, T = SPMD_TRAIN_T;
+template <dp_kind Dp, class Compute>
+using model_t = SPMD_TRAIN_MODEL_T(SPMD_TRAIN_MODEL)<dyn_config<backend_t, Dp, Compute>>;
 
 }  // namespace
 
-train_result SPMD_TRAIN_FN(SPMD_TRAIN_MODEL, SPMD_TRAIN_D, SPMD_TRAIN_T, SPMD_TRAIN_BACKEND)(
-    const train_options& o, const inputs& in, const model_spec& spec) {
-  // With D = 1 there is no data parallelism: DDP and FSDP over one rank are the same program
-  // (no dp collective, every parameter whole), so only FSDP's is compiled.
-  if constexpr (D > 1)
-    if (o.dp_mode == "ddp") return train<model_t<config<D, T, backend_t, dp_kind::ddp, float>>>(o, in, spec);
-  if (o.dtype == "bf16") return train<model_t<config<D, T, backend_t, dp_kind::fsdp, spmd::bfloat16>>>(o, in, spec);
-  return train<model_t<config<D, T, backend_t, dp_kind::fsdp, float>>>(o, in, spec);
+train_result SPMD_TRAIN_FN(SPMD_TRAIN_MODEL, SPMD_TRAIN_BACKEND)(const train_options& o, const inputs& in,
+                                                                 const model_spec& spec) {
+  // Every variant shares the one mesh type: its sizes are this run's.
+  spmd::bind_mesh<typename dyn_config<backend_t, dp_kind::fsdp, float>::mesh>(spmd::dims<2>{o.dp, o.tp});
+  // With dp = 1 there is no data parallelism: DDP and FSDP over one rank are the same program
+  // (no dp collective, every parameter whole), and FSDP's runs.
+  if (o.dp > 1 && o.dp_mode == "ddp") return train<model_t<dp_kind::ddp, float>>(o, in, spec);
+  if (o.dtype == "bf16") return train<model_t<dp_kind::fsdp, spmd::bfloat16>>(o, in, spec);
+  return train<model_t<dp_kind::fsdp, float>>(o, in, spec);
 }
 
 }  // namespace spmd_train

@@ -32,14 +32,18 @@ namespace rt = spmd::runtime;
 
 enum class dp_kind { fsdp, ddp };
 
-/// A model's configuration: mesh D×T, backend B, how dp holds parameters, the compute type.
-template <int D, int T, class B, dp_kind Dp, class Compute>
-struct config {
-  static constexpr int dp = D, tp = T;
+/// A model's configuration: a 2-d (dp, tp) mesh (sizes static or spmd::dyn), backend B, how dp
+/// holds parameters, the compute type.
+template <class Mesh, class B, dp_kind Dp, class Compute>
+struct config_on {
+  static_assert(Mesh::ndim == 2, "spmd-train: the models' mesh is (dp, tp)");
   static constexpr dp_kind dp_mode = Dp;
   using backend = B;
   using compute = Compute;  // float, or bfloat16 (FSDP's mixed precision: f32 parameters)
-  using mesh = typename spmd::mesh<D, T>::template named<"dp", "tp">;
+  using mesh = Mesh;
+  /// The sizes of dp and tp (a dynamic mesh's as bound).
+  static index_t dp() { return mesh::shape_vec()[0]; }
+  static index_t tp() { return mesh::shape_vec()[1]; }
   using factories = rt::factories<B>;
   using policy = rt::mixed_precision<Compute, float>;
 
@@ -115,6 +119,13 @@ struct config {
     }(std::make_index_sequence<sizeof...(Sizes)>{});
   }
 };
+
+/// The configuration on the static mesh D×T.
+template <int D, int T, class B, dp_kind Dp, class Compute>
+using config = config_on<typename spmd::mesh<D, T>::template named<"dp", "tp">, B, Dp, Compute>;
+/// The configuration on a (dp, tp) mesh whose sizes are given at run time (bind_mesh).
+template <class B, dp_kind Dp, class Compute>
+using dyn_config = config_on<typename spmd::mesh<spmd::dyn, spmd::dyn>::template named<"dp", "tp">, B, Dp, Compute>;
 
 /// One training step of `model` with `opt`: step s's forward and backward, the optimizer's
 /// step, zero_grad; returns the loss (bench/train_step, tests/training/train_cuda.cpp; the

@@ -39,16 +39,19 @@ struct plan_of {
                 "spmd::redistribute: the source and target layouts are on different meshes.");
   static_assert(std::is_same_v<typename Src::extents_type, typename Dst::extents_type>,
                 "spmd::redistribute: the source and target layouts have different global extents.");
-  static_assert(!std::is_integral_v<T> || (!holds_partial(Src::spec().placements, reduce_op::avg) &&
-                                           !holds_partial(Dst::spec().placements, reduce_op::avg)),
+  static_assert(!std::is_integral_v<T> || (!holds_partial(Src::nominal_spec().placements, reduce_op::avg) &&
+                                           !holds_partial(Dst::nominal_spec().placements, reduce_op::avg)),
                 "spmd: P(avg) needs a floating-point element type: the average of integers is not "
                 "an integer (torch.mean refuses integer tensors); hold P(sum) and divide.");
 
   /// Bytes of the global tensor: exact for static extents, nominal for dynamic ones.
   static constexpr double global_bytes = tensor_bytes<T, typename Src::extents_type>();
 
+  // Over the sizes the compiler decides with (a static mesh's own; a dynamic size as
+  // nominal_dyn_size): a dynamic mesh's plan is checked here, and dynamic_plan_of makes the
+  // one of its bound sizes at run time.
   static constexpr plan_result result =
-      make_plan(Src::spec(), Dst::spec(), global_bytes, cost_model{}, constexpr_plan_work);
+      make_plan(Src::nominal_spec(), Dst::nominal_spec(), global_bytes, cost_model{}, constexpr_plan_work);
   static_assert(result.error != plan_error::over_budget,
                 "spmd::redistribute: the compile-time plan search examines more moves than "
                 "SPMD_PLAN_CONSTEXPR_WORK allows (3000 under clang, 14000 under g++: the "
@@ -69,7 +72,7 @@ struct plan_of {
   static constexpr int count(step_kind k) { return result.value.count(k); }
   static constexpr int collectives() { return result.value.collectives(); }
   static constexpr double cost_us() { return result.value.cost_us; }
-  static constexpr plan_text trace() { return spmd::trace(result.value, Src::spec(), Dst::spec()); }
+  static constexpr plan_text trace() { return spmd::trace(result.value, Src::nominal_spec(), Dst::nominal_spec()); }
 };
 
 }  // namespace spmd

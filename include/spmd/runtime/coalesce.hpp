@@ -29,6 +29,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <stdexcept>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -38,6 +39,7 @@
 #include "spmd/core/layout.hpp"
 #include "spmd/core/mesh_groups.hpp"
 #include "spmd/host/thread_pool.hpp"
+#include "spmd/plan/dynamic_plan.hpp"
 #include "spmd/plan/step.hpp"
 #include "spmd/runtime/dtensor.hpp"
 
@@ -165,14 +167,15 @@ struct bucket_placement {
 };
 
 /// The bucket: one dim per mesh dim (an all_reduce's dims of extent 1), then the segment.
+/// Over a dynamic mesh size the bucket's dim is dynamic too (make() gives the bound size).
 template <class Mesh, change C, class = std::make_index_sequence<Mesh::ndim>>
 struct bucket;
 template <class Mesh, change C, std::size_t... M>
 struct bucket<Mesh, C, std::index_sequence<M...>> {
-  static constexpr index_t extent(int m) {
-    return in_mask(C.mesh_dims, m) && C.kind == step_kind::all_reduce ? 1 : Mesh::shape_vec()[m];
-  }
-  using extents_type = extents<extent(static_cast<int>(M))..., dyn>;
+  static constexpr bool reduced(int m) { return in_mask(C.mesh_dims, m) && C.kind == step_kind::all_reduce; }
+  static constexpr index_t static_extent(int m) { return reduced(m) ? 1 : Mesh::static_shape()[m]; }
+  static index_t extent(int m) { return reduced(m) ? 1 : Mesh::shape_vec()[m]; }
+  using extents_type = extents<static_extent(static_cast<int>(M))..., dyn>;
   using src = layout<Mesh, placements<typename bucket_placement<Mesh, static_cast<int>(M), C, true>::type...>,
                      extents_type>;
   using dst = layout<Mesh, placements<typename bucket_placement<Mesh, static_cast<int>(M), C, false>::type...>,
@@ -225,15 +228,20 @@ struct coalesced_plan<to<P...>, L...> {
                 "spmd::redistribute_coalesced: every tensor must be on the same mesh.");
   static_assert(((P::size == mesh_type::ndim) && ...),
                 "spmd::redistribute_coalesced: give one placement per mesh dim in every target.");
+  // Decided over the nominal sizes (a dynamic size as larger than 1): the same change for
+  // every size a dynamic dim is bound to; a dim bound to 1 then moves nothing (run() below).
   static constexpr coalesce_detail::change value = coalesce_detail::common(std::array<coalesce_detail::change, sizeof...(L)>{
-      coalesce_detail::classify(L::spec(), layout<mesh_type, P, typename L::extents_type>::spec())...});
+      coalesce_detail::classify(L::nominal_spec(), layout<mesh_type, P, typename L::extents_type>::nominal_spec())...});
   static constexpr coalesce_detail::change change() { return value; }
-  /// The collectives redistribute_coalesced runs: 1, or 0 when no tensor moves.
+  /// The collectives redistribute_coalesced runs: 1, or 0 when no tensor moves (over a
+  /// dynamic mesh: on its bound sizes, read at run time, and 0 when the group has one rank).
   static constexpr int collectives() {
-    if constexpr (!value.ok || value.none) return 0;
-    else {
+    if constexpr (!value.ok || value.none) {
+      return 0;
+    } else {
       using Bucket = coalesce_detail::bucket<mesh_type, value>;
-      return plan_of<typename Bucket::src, typename Bucket::dst, float>::collectives();
+      if constexpr (mesh_type::is_static) return plan_of<typename Bucket::src, typename Bucket::dst, float>::collectives();
+      else return dynamic_plan_of<typename Bucket::src, typename Bucket::dst, float>::collectives();
     }
   }
 };
@@ -257,7 +265,7 @@ segment_map make_segments(const std::tuple<const L&...>& from, const std::tuple<
           index_t cap = 0;
           using LA = std::remove_cvref_t<decltype(a)>;
           using LB = std::remove_cvref_t<decltype(b)>;
-          constexpr bool moves = !classify(LA::spec(), LB::spec()).none;
+          constexpr bool moves = !classify(LA::nominal_spec(), LB::nominal_spec()).none;
           for (index_t r = 0; moves && r < Mesh::size; ++r) {
             const coord_vec c = unravel(Mesh::shape_vec(), r);
             const local_box box = C.kind == step_kind::reduce_scatter ? box_at(LB::spec(), b.extents().to_vec(), c)
@@ -320,6 +328,10 @@ auto run(std::index_sequence<I...>, const Xs& xs, const Targets& targets) {
   static_assert(plan_of<typename Bucket::src, typename Bucket::dst, T>::collectives() == 1,
                 "spmd::redistribute_coalesced: the bucket's plan is not one collective (a change "
                 "over several mesh dims that the planner splits); coalesce one mesh dim at a time.");
+  if constexpr (!Mesh::is_static)
+    if (dynamic_plan_of<typename Bucket::src, typename Bucket::dst, T>::collectives() != 1)
+      throw std::logic_error("spmd::redistribute_coalesced: over mesh<" + Mesh::text() +
+                             ">'s bound sizes the bucket's plan is not one collective; coalesce one mesh dim at a time.");
   using F = factories<B>;
   const mesh_shape_vec mesh = Mesh::shape_vec();
   const dim_mask g = C.mesh_dims;
@@ -366,7 +378,7 @@ auto run(std::index_sequence<I...>, const Xs& xs, const Targets& targets) {
             using LA = typename std::remove_cvref_t<decltype(x)>::layout_type;
             using LB = std::tuple_element_t<I, Targets>;
             const shape_vec global = x.layout().extents().to_vec();
-            if constexpr (classify(LA::spec(), LB::spec()).none) {
+            if constexpr (classify(LA::nominal_spec(), LB::nominal_spec()).none) {
               // Already in its target: not in the bucket.
             } else if constexpr (C.kind == step_kind::reduce_scatter) {
               // Row k of the group's dims: the piece member k keeps.
@@ -393,7 +405,7 @@ auto run(std::index_sequence<I...>, const Xs& xs, const Targets& targets) {
   const auto output = [&]<std::size_t J>(std::integral_constant<std::size_t, J>) {
     using LA = typename std::remove_cvref_t<decltype(std::get<J>(xs))>::layout_type;
     using LB = std::tuple_element_t<J, Targets>;
-    if constexpr (classify(LA::spec(), LB::spec()).none)
+    if constexpr (classify(LA::nominal_spec(), LB::nominal_spec()).none)
       return runtime::redistribute<typename LB::placements_type>(std::get<J>(xs));
     else
       return F::template empty<T>(std::get<J>(targets));
@@ -409,7 +421,7 @@ auto run(std::index_sequence<I...>, const Xs& xs, const Targets& targets) {
         [&] {
           using LA = typename std::remove_cvref_t<decltype(std::get<I>(xs))>::layout_type;
           using LB = std::tuple_element_t<I, Targets>;
-          if constexpr (!classify(LA::spec(), LB::spec()).none)
+          if constexpr (!classify(LA::nominal_spec(), LB::nominal_spec()).none)
             same_as[I] = gathered_twins<T, LA, LB>(std::get<I>(xs), mesh, g, n);
         }(),
         ...);
@@ -427,7 +439,7 @@ auto run(std::index_sequence<I...>, const Xs& xs, const Targets& targets) {
           const shape_vec global = x.layout().extents().to_vec();
           auto& dst = std::get<I>(out).locals(detail::internal_t{});
           const local_box b = box_at(LB::spec(), global, ci);
-          if constexpr (classify(LA::spec(), LB::spec()).none) {
+          if constexpr (classify(LA::nominal_spec(), LB::nominal_spec()).none) {
             (void)dst;
           } else if (shares(I, i)) {
             // another rank's block, shared below
@@ -487,6 +499,10 @@ auto redistribute_coalesced(const dtensor<T, L, B>&... x) {
       if constexpr (C.none) {
         return Out(runtime::redistribute<P>(x)...);
       } else {
+        // A dynamic dim bound to 1: the change moves nothing (a static mesh of these sizes
+        // classifies it as none, above), so nothing is packed either.
+        if constexpr (!Mesh::is_static)
+          if (group_size(Mesh::shape_vec(), C.mesh_dims) == 1) return Out(runtime::redistribute<P>(x)...);
         return coalesce_detail::run<C, Mesh, B, T>(
             std::index_sequence_for<L...>{}, std::tuple<const dtensor<T, L, B>&...>(x...),
             std::tuple<layout<Mesh, P, typename L::extents_type>...>(

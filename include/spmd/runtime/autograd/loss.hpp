@@ -81,10 +81,11 @@ namespace autograd_detail {
 template <class T, class B>
 inline constexpr bool fused_cross_entropy = host_memory<B> && (std::is_same_v<T, float> || std::is_same_v<T, double>);
 
-/// True when no mesh dim of more than one rank shards the logits' class dim (the last).
+/// True when no mesh dim of more than one rank shards the logits' class dim (the last); a
+/// dynamic mesh size counts as more than one (the choice is a type, made at compile time).
 template <class L>
 constexpr bool class_dim_whole() {
-  constexpr layout_spec s = L::spec();
+  constexpr layout_spec s = L::nominal_spec();
   for (int m : s.shard_order(static_cast<int>(L::rank) - 1))
     if (s.mesh[m] != 1) return false;
   return true;

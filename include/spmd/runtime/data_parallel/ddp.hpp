@@ -45,10 +45,17 @@ namespace dp_detail {
 template <class Ps, int D, class X>
 using replace_at = boost::mp11::mp_replace_at_c<Ps, static_cast<std::size_t>(D), X>;
 
-/// The most elements any rank holds of a tensor in layout L (static extents).
+/// The most elements any rank holds of a tensor in layout L (static extents). Over a mesh
+/// with a dynamic size: every element (the most a rank can hold, whatever the sizes bound),
+/// so that no bucket passes its cap on any mesh.
 template <class L>
 constexpr index_t max_local_elements() {
   using M = typename L::mesh_type;
+  if constexpr (!M::is_static) {
+    index_t all = 1;
+    for (const index_t e : typename L::extents_type{}.to_vec()) all *= e;
+    return all;
+  }
   index_t most = 0;
   for (index_t r = 0; r < M::size; ++r) {
     const local_box b = box_at(L::spec(), typename L::extents_type{}.to_vec(), unravel(M::shape_vec(), r));
@@ -97,10 +104,10 @@ class ddp_model {
   static_assert((std::is_same_v<typename Ps::element_type, T> && ...),
                 "spmd::ddp: every parameter must have the same element type (a bucket is one "
                 "collective of one type).");
-  static_assert((Ps::layout_type::spec().placements[DpDim].is_replicate() && ...),
+  static_assert((Ps::layout_type::nominal_spec().placements[DpDim].is_replicate() && ...),
                 "spmd::ddp: every parameter must be Replicate on the data-parallel mesh dim (DDP "
                 "keeps a whole copy of each parameter on every data-parallel rank).");
-  static_assert((Ps::grad_layout::spec().placements[DpDim].is_replicate() && ...),
+  static_assert((Ps::grad_layout::nominal_spec().placements[DpDim].is_replicate() && ...),
                 "spmd::ddp: every parameter's gradient placements must be Replicate on the "
                 "data-parallel mesh dim (DDP reduces the gradient into it); make the parameters "
                 "with requires_grad and no grad_placements.");
@@ -181,13 +188,17 @@ class ddp_model {
 
  public:
   /// The collectives of one training step: one all_reduce per bucket (none on a dp dim of 1).
-  static constexpr int collectives_per_step = [] {
-    int total = 0;
-    [&]<std::size_t... K>(std::index_sequence<K...>) {
-      ((total += bucket_t<K>::collectives()), ...);
-    }(std::make_index_sequence<static_cast<std::size_t>(buckets)>{});
-    return total;
-  }();
+  /// An int: a constant over a static mesh, read on the bound sizes over a dynamic one.
+  struct per_step_count {
+    constexpr operator int() const {  // NOLINT(google-explicit-constructor): reads as the count
+      int total = 0;
+      [&]<std::size_t... K>(std::index_sequence<K...>) {
+        ((total += bucket_t<K>::collectives()), ...);
+      }(std::make_index_sequence<static_cast<std::size_t>(buckets)>{});
+      return total;
+    }
+  };
+  static constexpr per_step_count collectives_per_step{};
 
   explicit ddp_model(Ps... params) : params_(std::move(params)...) {
     make_buckets(std::make_index_sequence<static_cast<std::size_t>(buckets)>{});

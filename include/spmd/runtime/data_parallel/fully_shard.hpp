@@ -80,7 +80,7 @@ class fsdp_unit {
                 "spmd::fully_shard: DpDim is not a dim of the parameters' mesh.");
   static_assert((std::is_same_v<typename Ps::mesh_type, mesh_type> && ...),
                 "spmd::fully_shard: every parameter must be on the same mesh.");
-  static_assert((Ps::layout_type::spec().placements[DpDim].is_shard(0) && ...),
+  static_assert((Ps::layout_type::nominal_spec().placements[DpDim].is_shard(0) && ...),
                 "spmd::fully_shard: every parameter must be Shard(0) on the data-parallel mesh dim "
                 "(FSDP shards dim 0; the TP placement goes on the other mesh dims).");
   static_assert((std::is_same_v<typename Ps::grad_placements, typename Ps::placements_type> && ...),
