@@ -138,6 +138,7 @@ int main(int argc, char** argv) {
       suite::typed_cases<spmd::mpi::backend, D>(rep);
       suite::typed_op_cases<spmd::mpi::backend, D>(rep);
       suite::grad_cases<spmd::mpi::backend, D>(rep);
+      suite::training_cases<spmd::mpi::backend, D>(rep);
     };
     spmd::bind_mesh<D>(spmd::dims<2>{2, 2});
     dyn_cases();

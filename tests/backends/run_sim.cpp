@@ -64,6 +64,7 @@ int main() {
       suite::typed_cases<spmd::sim::backend, D>(rep);
       suite::typed_op_cases<spmd::sim::backend, D>(rep);
       suite::grad_cases<spmd::sim::backend, D>(rep);
+      suite::training_cases<spmd::sim::backend, D>(rep);
     }
   }
   suite::collective_cases<sim_runner, spmd::mesh<2, 2>>(rep);

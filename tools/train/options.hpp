@@ -1,9 +1,9 @@
-// tools/train/options.hpp — what `spmd-train` is asked to do, and the meshes it is built for.
+// tools/train/options.hpp — what `spmd-train` is asked to do.
 //
-// Every model is compiled once per mesh and backend (the mesh is a template parameter):
-// instances.hpp lists what this build has. A 1-d mesh N runs as N×1 (the tp dim of size 1
-// costs nothing: a plan over a dim of one rank has no steps), so both models have one code
-// path.
+// Every model is compiled once per backend over a (dp, tp) mesh whose sizes are run-time
+// values (instances.hpp lists what this build has). A 1-d mesh N runs as N×1 (the tp dim of
+// size 1 costs nothing: a plan over a dim of one rank has no steps), so both models have one
+// code path.
 #pragma once
 
 #include <cstdint>
@@ -20,7 +20,7 @@ struct usage_error : std::runtime_error {
 
 struct train_options {
   std::string model;               // mlp, gpt
-  std::string mesh;                // as given: "8", "2x4"
+  std::string mesh;                // as given: "8", "2x4" (under mpirun, empty: the world size)
   int dp = 1, tp = 1;              // its sizes
   std::string backend = "sim";     // sim, mpi, cuda, nccl
   std::string dp_mode = "fsdp";    // fsdp, ddp

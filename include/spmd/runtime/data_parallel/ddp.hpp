@@ -45,20 +45,18 @@ namespace dp_detail {
 template <class Ps, int D, class X>
 using replace_at = boost::mp11::mp_replace_at_c<Ps, static_cast<std::size_t>(D), X>;
 
-/// The most elements any rank holds of a tensor in layout L (static extents). Over a mesh
-/// with a dynamic size: every element (the most a rank can hold, whatever the sizes bound),
-/// so that no bucket passes its cap on any mesh.
+/// The most elements any rank holds of a tensor in layout L (static extents), over the
+/// sizes the compiler decides with (a dynamic mesh size as nominal_dyn_size: the buckets are
+/// types, assigned as for a mesh whose dynamic dims are larger than 1).
 template <class L>
 constexpr index_t max_local_elements() {
   using M = typename L::mesh_type;
-  if constexpr (!M::is_static) {
-    index_t all = 1;
-    for (const index_t e : typename L::extents_type{}.to_vec()) all *= e;
-    return all;
-  }
+  constexpr mesh_shape_vec shape = M::nominal_shape_vec();
+  index_t ranks = 1;
+  for (const index_t s : shape) ranks *= s;
   index_t most = 0;
-  for (index_t r = 0; r < M::size; ++r) {
-    const local_box b = box_at(L::spec(), typename L::extents_type{}.to_vec(), unravel(M::shape_vec(), r));
+  for (index_t r = 0; r < ranks; ++r) {
+    const local_box b = box_at(L::nominal_spec(), typename L::extents_type{}.to_vec(), unravel(shape, r));
     index_t n = 1;
     for (int d = 0; d < b.shape.size(); ++d) n *= b.shape[d];
     most = most > n ? most : n;
