@@ -18,6 +18,9 @@
 // the parent reads the instruction counts (Ir) of each dump.
 // The last line: RESULT op_overhead_ratio=<worst dtensor / raw time over the small sizes>
 //                       op_overhead_instr=<worst dtensor / raw instructions per call, small>
+//                       dyn_instr=<worst instructions of the same call over a mesh whose sizes
+//                                  are given at run time (mesh<dyn, dyn> bound to 2x4) / the
+//                                  static mesh's, small> (issue 55: <= 1.05)
 // (small: at most 1 Ki elements per rank block, where dispatch is all there is). The program
 // is built at -O3 (op_overhead) and at -O2 (op_overhead_o2); op_overhead runs the other too,
 // prints both tables, and its RESULT gives the worse level's figure for each.
@@ -47,6 +50,7 @@ namespace {
 using namespace spmd;
 namespace sim = spmd::sim;
 using Mesh = mesh<2, 4>;
+using Dyn = mesh<dyn, dyn>;  // bound to 2x4 in main
 
 /// Calls counted per path under callgrind (bench/callgrind.hpp).
 constexpr int instr_calls = 200;
@@ -107,6 +111,13 @@ std::vector<float> iota(std::size_t n) {
   return v;
 }
 
+/// Under callgrind: the dtensor call over the dynamic mesh (its instructions against the
+/// static mesh's: what a mesh given at run time costs after the first call).
+template <class F>
+void count_dyn(F&& f) {
+  if (bench::callgrind_mode) bench::count_instructions(f, current_case + "|dyn", 5, instr_calls);
+}
+
 struct row {
   std::string op;
   std::string shape;
@@ -127,6 +138,11 @@ void bench_add(std::vector<row>& rows, int samples, double secs) {
                           asm volatile("" : : "r"(&z) : "memory");
                         },
                         samples, secs);
+  if (bench::callgrind_mode) {
+    using LD = layout<Dyn, placements<shard<0>, shard<1>>, extents<R, C>>;
+    const auto xd = sim::distribute_tensor<LD>(iota(R * C)), yd = sim::distribute_tensor<LD>(iota(R * C));
+    count_dyn([&] { auto z = sim::add(xd, yd); asm volatile("" : : "r"(&z) : "memory"); });
+  }
   rows.push_back({"add", std::to_string(R) + "x" + std::to_string(C), (long)(R * C / Mesh::size), d, r});
 }
 
@@ -145,6 +161,11 @@ void bench_matmul(std::vector<row>& rows, int samples, double secs) {
                           asm volatile("" : : "r"(&z) : "memory");
                         },
                         samples, secs);
+  if (bench::callgrind_mode) {
+    const auto xd = sim::distribute_tensor<layout<Dyn, placements<shard<0>, replicate>, extents<M, K>>>(iota(M * K));
+    const auto wd = sim::distribute_tensor<layout<Dyn, placements<replicate, shard<1>>, extents<K, N>>>(iota(K * N));
+    count_dyn([&] { auto z = sim::matmul(xd, wd); asm volatile("" : : "r"(&z) : "memory"); });
+  }
   rows.push_back({"matmul", std::to_string(M) + "x" + std::to_string(K) + "x" + std::to_string(N),
                   (long)(M * N / Mesh::size), d, r});
 }
@@ -163,6 +184,10 @@ void bench_sum(std::vector<row>& rows, int samples, double secs) {
                           asm volatile("" : : "r"(&z) : "memory");
                         },
                         samples, secs);
+  if (bench::callgrind_mode) {
+    const auto xd = sim::distribute_tensor<layout<Dyn, placements<shard<0>, shard<0>>, extents<R, C>>>(iota(R * C));
+    count_dyn([&] { auto z = sim::sum<1>(xd); asm volatile("" : : "r"(&z) : "memory"); });
+  }
   rows.push_back({"sum(dim 1)", std::to_string(R) + "x" + std::to_string(C), (long)(R * C / Mesh::size), d, r});
 }
 
@@ -173,6 +198,7 @@ int main(int argc, char** argv) {
   bench::callgrind_mode = argc > 1 && std::strcmp(argv[1], "--callgrind") == 0;
   const int samples = quick ? 4 : 10;
   const double secs = quick ? 0.02 : 0.05;
+  bind_mesh<Dyn>(dims<2>{2, 4});
   std::vector<row> rows;
   // Per-rank blocks of 8, 64 and 1024 elements (small), then 16 Ki and 256 Ki.
   bench_add<8, 8>(rows, samples, secs);
@@ -195,42 +221,49 @@ int main(int argc, char** argv) {
 
   std::map<std::string, double> instr = bench::callgrind_counts(argv[0], "op_overhead", instr_calls);
   std::printf("# built with %s\n", SPMD_BENCH_OPT);
-  std::printf("%-11s %-14s %10s %14s %14s %8s %12s %12s %8s\n", "op", "global shape", "per rank",
-              "dtensor ns", "raw ns", "ratio", "dtensor Ir", "raw Ir", "Ir ratio");
-  double worst_small = 0, worst_instr = 0;
+  std::printf("%-11s %-14s %10s %14s %14s %8s %12s %12s %8s %12s %8s\n", "op", "global shape", "per rank",
+              "dtensor ns", "raw ns", "ratio", "dtensor Ir", "raw Ir", "Ir ratio", "dyn Ir", "dyn/dt");
+  double worst_small = 0, worst_instr = 0, worst_dyn = 0;
   for (const row& r : rows) {
     const double ratio = r.dtensor_ns / r.raw_ns;
     const auto d = instr.find(r.op + " " + r.shape + "|dtensor");
     const auto w = instr.find(r.op + " " + r.shape + "|raw");
+    const auto y = instr.find(r.op + " " + r.shape + "|dyn");
     std::printf("%-11s %-14s %10ld %14.1f %14.1f %8.3f", r.op.c_str(), r.shape.c_str(), r.per_rank,
                 r.dtensor_ns, r.raw_ns, ratio);
-    if (d != instr.end() && w != instr.end()) {
-      std::printf(" %12.0f %12.0f %8.3f\n", d->second, w->second, d->second / w->second);
-      if (r.per_rank <= 1024) worst_instr = std::max(worst_instr, d->second / w->second);
+    if (d != instr.end() && w != instr.end() && y != instr.end()) {
+      std::printf(" %12.0f %12.0f %8.3f %12.0f %8.3f\n", d->second, w->second, d->second / w->second, y->second,
+                  y->second / d->second);
+      if (r.per_rank <= 1024) {
+        worst_instr = std::max(worst_instr, d->second / w->second);
+        worst_dyn = std::max(worst_dyn, y->second / d->second);
+      }
     } else {
-      std::printf(" %12s %12s %8s\n", "-", "-", "-");
+      std::printf(" %12s %12s %8s %12s %8s\n", "-", "-", "-", "-", "-");
     }
     if (r.per_rank <= 1024) worst_small = std::max(worst_small, ratio);
   }
   if (instr.empty())
     std::printf("# no instruction counts: valgrind is not installed or its run failed\n");
-  std::printf("# %s: op_overhead_ratio=%.3f op_overhead_instr=%s\n", SPMD_BENCH_OPT, worst_small,
-              instr.empty() ? "n/a" : std::to_string(worst_instr).substr(0, 5).c_str());
+  std::printf("# %s: op_overhead_ratio=%.3f op_overhead_instr=%s dyn_instr=%s\n", SPMD_BENCH_OPT, worst_small,
+              instr.empty() ? "n/a" : std::to_string(worst_instr).substr(0, 5).c_str(),
+              instr.empty() ? "n/a" : std::to_string(worst_dyn).substr(0, 5).c_str());
 #ifdef SPMD_BENCH_SIBLING
   // The same program built at the other optimisation level (bench/meson.build); the RESULT
   // line gives the worse of the two for each figure.
   const std::string cmd = std::string(SPMD_BENCH_SIBLING) + (quick ? " --quick" : "");
   FILE* p = popen(cmd.c_str(), "r");
   char line[512];
-  double other_ratio = -1, other_instr = -1;
+  double other_ratio = -1, other_instr = -1, other_dyn = -1;
   while (p && std::fgets(line, sizeof line, p)) {
     const std::string l = line;
     if (l.rfind("RESULT", 0) == 0) continue;  // its figures are in its "# -O2:" line
     std::fputs(line, stdout);
-    const auto r = l.find("op_overhead_ratio="), i = l.find("op_overhead_instr=");
-    if (l.rfind("# ", 0) == 0 && r != std::string::npos && i != std::string::npos) {
+    const auto r = l.find("op_overhead_ratio="), i = l.find("op_overhead_instr="), y = l.find("dyn_instr=");
+    if (l.rfind("# ", 0) == 0 && r != std::string::npos && i != std::string::npos && y != std::string::npos) {
       other_ratio = std::atof(l.c_str() + r + 18);
       if (l.compare(i + 18, 3, "n/a") != 0) other_instr = std::atof(l.c_str() + i + 18);
+      if (l.compare(y + 10, 3, "n/a") != 0) other_dyn = std::atof(l.c_str() + y + 10);
     }
   }
   if (!p || pclose(p) != 0 || other_ratio < 0) {
@@ -240,8 +273,10 @@ int main(int argc, char** argv) {
   worst_small = std::max(worst_small, other_ratio);
   if (other_instr < 0) instr.clear();  // one level without counts: no figure
   worst_instr = std::max(worst_instr, other_instr);
+  worst_dyn = std::max(worst_dyn, other_dyn);
 #endif
-  std::printf("RESULT op_overhead_ratio=%.3f op_overhead_instr=%s\n", worst_small,
-              instr.empty() ? "n/a" : std::to_string(worst_instr).substr(0, 5).c_str());
+  std::printf("RESULT op_overhead_ratio=%.3f op_overhead_instr=%s dyn_instr=%s\n", worst_small,
+              instr.empty() ? "n/a" : std::to_string(worst_instr).substr(0, 5).c_str(),
+              instr.empty() ? "n/a" : std::to_string(worst_dyn).substr(0, 5).c_str());
   return 0;
 }

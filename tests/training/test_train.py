@@ -25,6 +25,8 @@ One build trains on every mesh (its sizes are run-time values). Groups:
            -np 6 without --mesh: a 1-d mesh of the world size): bit-identical losses and --save
            files; a wrong process count exits 2; a refusal on every process (a checkpoint of
            another optimizer) is one line and exit 2, with no abort banner.
+SPMD_TRAIN_TEST_MESHES=3,2x4 (comma-separated) runs the curves on those meshes only (the
+sanitizer build, where each run costs ten times more), saying which it leaves out.
 Python's numpy and safetensors are needed (make_inputs.py); without them the test skips (77).
 """
 import json
@@ -110,7 +112,13 @@ def curves(d):
         check(one["collectives_per_step"] == {"all_gather": 0, "all_reduce": 0, "reduce_scatter": 0, "all_to_all": 0},
               f"{model} on one device runs collectives: {one['collectives_per_step']}")
         worst_loss = worst_param = 0.0
-        for mesh in ("3", "5x1", "6", "8", "16", "2x4", "4x2", "3x2") + (("2x3",) if model == "mlp" else ()):
+        meshes = ("3", "5x1", "6", "8", "16", "2x4", "4x2", "3x2") + (("2x3",) if model == "mlp" else ())
+        only = os.environ.get("SPMD_TRAIN_TEST_MESHES")
+        if only:
+            left = [m for m in meshes if m not in only.split(",")]
+            meshes = tuple(m for m in meshes if m in only.split(","))
+            print(f"note: SPMD_TRAIN_TEST_MESHES={only}: the curves of {model} on {', '.join(left)} are left out")
+        for mesh in meshes:
             for dp in ("fsdp", "ddp"):
                 save = os.path.join(d, f"{model}-{mesh}-{dp}.st")
                 r = train_json(*f.args(model, mesh, "--dp", dp, "--save", save))

@@ -28,6 +28,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <new>
 #include <vector>
 
 #include "spmd/core/layout_spec.hpp"
@@ -74,8 +75,22 @@ inline void run_op(const sched_op& o, reduce_op op, index_t group_size, const in
                    const T* const* in, T* const* out, const T** srcs, T** dsts) {
   switch (o.code) {
     case op_code::copy:
-      if constexpr (K.has(op_code::copy)) copy_region(out[o.dst], in[o.src], o.geo);
-      else op_not_compiled(o.code);
+      if constexpr (K.has(op_code::copy)) {
+        // A few rows of one short run (the blocks of a small tensor): inline copies, as the
+        // compile-time path's; the kernel's general loop costs more than they do.
+        if (o.geo.nd <= 1 && o.geo.contiguous() &&
+            static_cast<std::size_t>(o.geo.count()) * sizeof(T) < stream_bytes_min) {
+          const index_t rows = o.geo.nd == 0 ? 1 : o.geo.ext[0];
+          const T* src = in[o.src] + o.geo.soff;
+          T* dst = out[o.dst] + o.geo.doff;
+          for (index_t i = 0; i < rows; ++i)
+            copy_run(dst + i * o.geo.dstr[0], src + i * o.geo.sstr[0], o.geo.run);
+        } else {
+          copy_region(out[o.dst], in[o.src], o.geo);
+        }
+      } else {
+        op_not_compiled(o.code);
+      }
       break;
     case op_code::move:  // in place when the rank owns its buffer, else a plain copy
       if constexpr (K.has(op_code::move)) {
@@ -338,39 +353,57 @@ void start(slot<T>* slots, In&& in) {
   }
 }
 
-/// Run checked schedules (those of build_schedules(p, global)) on slots holding the
-/// plan's first state (start()); `reps`: each schedule's replica plan.
+/// Run checked schedules (those of build_schedules(p, global)) on slots `a` holding the
+/// plan's first state (start()); `reps`: each schedule's replica plan. `b` and the pointer
+/// arrays are scratch of n; returns the slots that hold the result (a or b).
 template <class T>
-local_set<T> run_slots(const plan& p, const std::vector<step_schedule>& scheds,
-                       const std::vector<replica_plan>& reps, const shape_vec& global,
-                       std::vector<slot<T>> a) {
-  const index_t n = static_cast<index_t>(a.size());
-  std::vector<slot<T>> b(a.size());
-  std::vector<const T*> ins(a.size()), srcs(a.size());
-  std::vector<T*> outs(a.size()), dsts(a.size());
-  std::vector<index_t> rep(a.size());
+slot<T>* run_slots(const plan& p, const std::vector<step_schedule>& scheds, const std::vector<replica_plan>& reps,
+                   const shape_vec& global, index_t n, slot<T>* a, slot<T>* b, const T** ins, const T** srcs,
+                   T** outs, T** dsts, index_t* rep) {
   for (std::size_t i = 0; i < scheds.size(); ++i) {
     const step_schedule& s = scheds[i];
     for (index_t r = 0; r < n; ++r) ins[r] = a[r].data;
-    observe::around(
-        [&] {
-          run_step<T>(s, reps[i], a.data(), b.data(), ins.data(), outs.data(), srcs.data(), dsts.data(), rep.data(),
-                      n);
-        },
-        [&] {
-          return observe::on_step(p.steps[static_cast<int>(i)], static_cast<int>(i), p.steps.size(), global,
-                                  index_t{sizeof(T)}, 0, n);
-        });
+    observe::around([&] { run_step<T>(s, reps[i], a, b, ins, outs, srcs, dsts, rep, n); },
+                    [&] {
+                      return observe::on_step(p.steps[static_cast<int>(i)], static_cast<int>(i), p.steps.size(), global,
+                                              index_t{sizeof(T)}, 0, n);
+                    });
     for (index_t r = 0; r < n; ++r) a[r].own.reset();
     if (is_collective(s.kind) && comm_counter_top() != nullptr)  // bytes only when counted
       record_collective(
           s.kind, s.mask,
-          traffic(p.steps[static_cast<int>(i)], global, static_cast<index_t>(sizeof(T)))
-              .total_bytes);
+          traffic(p.steps[static_cast<int>(i)], global, static_cast<index_t>(sizeof(T))).total_bytes);
     std::swap(a, b);
   }
-  return finish<T>(a.data(), n);
+  return a;
 }
+
+/// The scratch of run_slots for at most N ranks, on the stack: a run-time plan on a small
+/// mesh then allocates nothing but the blocks (the compile-time path's static_state, sized
+/// for any mesh up to N). Only the first n slots are constructed.
+template <class T, std::size_t N>
+struct small_slots {
+  explicit small_slots(index_t n) : n_(n) {
+    for (index_t r = 0; r < 2 * n; ++r) ::new (static_cast<void*>(&slots()[r])) slot<T>();
+  }
+  ~small_slots() {
+    for (index_t r = 0; r < 2 * n_; ++r) slots()[r].~slot<T>();
+  }
+  small_slots(const small_slots&) = delete;
+  small_slots& operator=(const small_slots&) = delete;
+  slot<T>* a() { return slots(); }
+  slot<T>* b() { return slots() + n_; }
+  const T* ins[N];
+  const T* srcs[N];
+  T* outs[N];
+  T* dsts[N];
+  index_t rep[N];
+
+ private:
+  slot<T>* slots() { return std::launder(reinterpret_cast<slot<T>*>(raw_)); }
+  index_t n_;
+  alignas(slot<T>) unsigned char raw_[2 * N * sizeof(slot<T>)];
+};
 
 inline std::vector<replica_plan> replica_plans(const std::vector<step_schedule>& scheds) {
   std::vector<replica_plan> out;
@@ -387,13 +420,29 @@ const std::vector<replica_plan>& cached_replica_plans(const shape_vec& global,
   return cached_per_shape<Holder>(global, [&] { return replica_plans(scheds); });
 }
 
+/// Meshes of at most this many ranks run a run-time plan with their scratch on the stack.
+inline constexpr index_t small_mesh_ranks = 32;
+
 template <class T, class In>
 local_set<T> run_schedules(const plan& p, const std::vector<step_schedule>& scheds,
                            const std::vector<replica_plan>& reps, const shape_vec& global,
                            In&& in) {
-  std::vector<slot<T>> a(static_cast<std::size_t>(in.ranks()));
+  const index_t n = in.ranks();
+  if (n <= small_mesh_ranks) {
+    small_slots<T, small_mesh_ranks> st(n);
+    start<T>(st.a(), std::forward<In>(in));
+    return finish<T>(run_slots<T>(p, scheds, reps, global, n, st.a(), st.b(), st.ins, st.srcs, st.outs, st.dsts, st.rep),
+                     n);
+  }
+  const std::size_t m = static_cast<std::size_t>(n);
+  std::vector<slot<T>> a(m), b(m);
+  std::vector<const T*> ins(m), srcs(m);
+  std::vector<T*> outs(m), dsts(m);
+  std::vector<index_t> rep(m);
   start<T>(a.data(), std::forward<In>(in));
-  return run_slots<T>(p, scheds, reps, global, std::move(a));
+  return finish<T>(run_slots<T>(p, scheds, reps, global, n, a.data(), b.data(), ins.data(), srcs.data(), outs.data(),
+                                dsts.data(), rep.data()),
+                   n);
 }
 
 template <class T, class In>

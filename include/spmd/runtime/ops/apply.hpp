@@ -20,6 +20,7 @@
 #include <array>
 #include <vector>
 #include <cstddef>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -218,11 +219,17 @@ shape_vec global_offset_of(const L& layout, index_t rank) {
 }
 
 /// The output block's shape at mesh index i: constants when the extents are static (the
-/// per-rank arithmetic then costs nothing at run time), else computed from the layout.
+/// per-rank arithmetic then costs nothing at run time; over a mesh with a dynamic size,
+/// computed once per bound shape and kept, per thread), else computed from the layout.
+template <class L>
+const shape_vec* bound_out_shapes();
+
 template <class L>
 decltype(auto) out_local_shape(const L& layout, index_t i) {
   using M = typename L::mesh_type;
-  if constexpr (M::is_static && L::extents_type::is_static()) {
+  if constexpr (!M::is_static && L::extents_type::is_static()) {
+    return (bound_out_shapes<L>()[i]);
+  } else if constexpr (M::is_static && L::extents_type::is_static()) {
     static constexpr auto shapes = [] {
       std::array<shape_vec, static_cast<std::size_t>(M::size)> a{};
       for (index_t k = 0; k < M::size; ++k) {
@@ -236,6 +243,22 @@ decltype(auto) out_local_shape(const L& layout, index_t i) {
     for (index_t e : layout.local_shape(M::rank_at(i))) s.push_back(e);
     return s;
   }
+}
+
+/// Over a mesh with a dynamic size and static extents: every block's shape (by mesh index) on
+/// the bound sizes, computed on the first call after a bind and kept, per thread.
+template <class L>
+const shape_vec* bound_out_shapes() {
+  using M = typename L::mesh_type;
+  thread_local std::uint64_t made_for = 0;  // the mesh's generation the shapes are of (0: none)
+  thread_local std::vector<shape_vec> shapes;
+  if (made_for != M::generation()) [[unlikely]] {
+    shapes.assign(static_cast<std::size_t>(M::size), shape_vec{});
+    for (index_t k = 0; k < M::size; ++k)
+      for (index_t e : L{}.local_shape(M::rank_at(k))) shapes[static_cast<std::size_t>(k)].push_back(e);
+    made_for = M::generation();
+  }
+  return shapes.data();
 }
 
 template <class Forced, class Op, class... T, class... L, std::size_t... I, class Bk>
@@ -285,7 +308,15 @@ auto apply_impl(const Op& op, std::index_sequence<I...>, const dtensor<T, L, Bk>
       if constexpr (requires { requires Bk::holds_every_rank; }) return index_range{0, Mesh::size};
       else return out.held();
     }();
-    out.assign_each(own, [&](index_t i) -> decltype(auto) { return out_local_shape<typename R::compute_layout>(lo, i); },
+    // (over a dynamic mesh with static extents, the kept shapes: one look-up per call)
+    using CL = typename R::compute_layout;
+    [[maybe_unused]] const shape_vec* kept = nullptr;
+    if constexpr (!Mesh::is_static && CL::extents_type::is_static()) kept = bound_out_shapes<CL>();
+    out.assign_each(own,
+                    [&](index_t i) -> decltype(auto) {
+                      if constexpr (!Mesh::is_static && CL::extents_type::is_static()) return (kept[i]);
+                      else return out_local_shape<CL>(lo, i);
+                    },
                     [&](index_t i) {
                       if constexpr (same != 0) return twin[static_cast<std::size_t>(i)] >= 0;
                       else return (static_cast<void>(i), false);
