@@ -283,6 +283,8 @@ def errors(d):
         (["--model", "gpt", "--mesh", "0", "--init", f.init, "--data", f.data], ["--mesh 0", "from 1 to 999999"]),
         (["--model", "gpt", "--mesh", "4x0", "--init", f.init, "--data", f.data], ["--mesh 4x0"]),
         (["--model", "gpt", "--mesh", "1000000", "--init", f.init, "--data", f.data], ["--mesh 1000000"]),
+        (["--model", "gpt", "--mesh", "100000x100000", "--init", f.init, "--data", f.data],
+         ["--mesh 100000x100000", "more than a mesh holds"]),
         (["--model", "gpt", "--init", f.init, "--data", f.data], ["--mesh is required", "mpirun"]),
         (["--model", "gpt", "--mesh", mesh, "--init", f.init, "--data", f.data, "--dp", "ddp", "--dtype", "bf16"], ["bf16", "fsdp"]),
         (["--model", "gpt", "--mesh", mesh, "--init", f.init, "--data", f.data, "--backend", "tpu"], ["tpu"]),
