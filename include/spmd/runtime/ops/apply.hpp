@@ -261,27 +261,16 @@ const shape_vec* bound_out_shapes() {
   return shapes.data();
 }
 
-template <class Forced, class Op, class... T, class... L, std::size_t... I, class Bk>
-auto apply_impl(const Op& op, std::index_sequence<I...>, const dtensor<T, L, Bk>&... x) {
+/// The op on inputs where it needs them (`in`: references to the caller's dtensors, or the
+/// redistributed ones), its output layout `lo` computed: the rank loop (host memory) or the
+/// device backend's kernel, then the output's move to forced placements. The inputs come as
+/// parameters, not in a tuple: each op instantiated a tuple's dozen helpers (2,000 of the
+/// typed suite's MPI unit's functions at -O0).
+template <class R, class Op, class... T, class... Lin, class Bk>
+auto apply_prepared(const Op& op, const typename R::compute_layout& lo, const dtensor<T, Lin, Bk>&... in) {
   using T0 = std::tuple_element_t<0, std::tuple<T...>>;
   using U = typename op_result<Op, T0>::type;
-  using R = ops::resolved<Op, T0, Forced, L...>;
   using Mesh = typename R::mesh_type;
-
-  // Inputs where the op needs them (compile-time plans; references when nothing moves).
-  std::tuple<decltype(prepare_input<R, I>(x))...> ins(prepare_input<R, I>(x)...);
-
-  // The output layout: a constant when every extent is static, else from the run-time
-  // extents (out_shape then also checks the inputs' dynamic extents against each other).
-  const typename R::compute_layout lo = [&] {
-    if constexpr (R::out_extents_type::is_static() && (L::extents_type::is_static() && ...)) {
-      return typename R::compute_layout{};
-    } else {
-      svec<shape_vec, ops::max_op_inputs> in_shapes{};
-      (in_shapes.push_back(x.layout().extents().to_vec()), ...);
-      return typename R::compute_layout(R::out_extents(Op::out_shape(in_shapes)));
-    }
-  }();
 
   // The output, its blocks filled in place below (a local moved into it afterwards leaves a
   // moved-from vector whose destructor g++ calls out of line: 1 % of a small op's instructions
@@ -291,23 +280,19 @@ auto apply_impl(const Op& op, std::index_sequence<I...>, const dtensor<T, L, Bk>
   storage_t<Bk, U>& out = y.locals(internal_t{});
   if constexpr (host_memory<Bk>) {  // the host kernel, rank by rank (on the threads when large)
     const held_range h = out.held_ranks();
-    using Ins = std::tuple<std::remove_cvref_t<decltype(std::get<I>(ins))>...>;
     // Mesh dims on which every input and the output are replicated (result_twins).
     constexpr dim_mask same = op_rank_independent<Op>
-        ? (replicate_mask(R::compute_layout::nominal_spec()) & ... &
-           replicate_mask(std::tuple_element_t<I, Ins>::layout_type::nominal_spec()))
+        ? (replicate_mask(R::compute_layout::nominal_spec()) & ... & replicate_mask(Lin::nominal_spec()))
         : dim_mask{0};
-    [[maybe_unused]] const auto twin = result_twins<same, Mesh>(h, std::get<I>(ins).locals()...);
+    [[maybe_unused]] const auto twin = result_twins<same, Mesh>(h, in.locals()...);
     // Blocks for the ranks that compute; a twin shares its rank's block afterwards (no
     // allocation made only to be dropped).
     // The indices this process computes, walked by plain index loops as a hand-written loop
     // is (index_range's iterator cost ~70 instructions of loop control per small op on 8
     // ranks at -O2, bench/op_overhead), with constant bounds where the backend holds every
     // rank (the simulation).
-    const index_range own = [&] {
-      if constexpr (requires { requires Bk::holds_every_rank; }) return index_range{0, Mesh::size};
-      else return out.held();
-    }();
+    index_range own{0, Mesh::size};
+    if constexpr (!requires { requires Bk::holds_every_rank; }) own = out.held();
     // (over a dynamic mesh with static extents, the kept shapes: one look-up per call)
     using CL = typename R::compute_layout;
     [[maybe_unused]] const shape_vec* kept = nullptr;
@@ -321,52 +306,46 @@ auto apply_impl(const Op& op, std::index_sequence<I...>, const dtensor<T, L, Bk>
                       if constexpr (same != 0) return twin[static_cast<std::size_t>(i)] >= 0;
                       else return (static_cast<void>(i), false);
                     });
-    // Always inlined into the loops below, as the raw per-rank loop is: left to g++'s
-    // heuristics it went out of line with its view constructors when this function grew
-    // (+30 instructions per rank of a small matmul, bench/op_overhead).
-    auto run_rank = [&](index_t i) SPMD_SIM_INLINE_LAMBDA {
+    // A rank's kernel (skipping a twin). Always inlined into the loops below, as the raw
+    // per-rank loop is: left to g++'s heuristics it went out of line with its view
+    // constructors when this function grew (+30 instructions per rank of a small matmul,
+    // bench/op_overhead).
+    auto run_own = [&](index_t i) SPMD_SIM_INLINE_LAMBDA {
+      if constexpr (same != 0) {
+        if (twin[static_cast<std::size_t>(i)] >= 0) return;
+      }
       op_rank_info info{};
       info.rank = Mesh::rank_at(i);
       if constexpr (op_needs_offsets<Op>) {  // only ops that ask pay for the block offsets
         op_rank_info::offsets off;
-        (off.in.push_back(global_offset_of(std::get<I>(ins).layout(), info.rank)), ...);
+        (off.in.push_back(global_offset_of(in.layout(), info.rank)), ...);
         off.out = global_offset_of(lo, info.rank);
         info.set_offsets(&off);
-        op_kernel<Op>::run(op, out.view(i), info, std::get<I>(ins).locals().view(i)...);
+        op_kernel<Op>::run(op, out.view(i), info, in.locals().view(i)...);
         info.set_offsets(nullptr);
       } else {
-        op_kernel<Op>::run(op, out.view(i), info, std::get<I>(ins).locals().view(i)...);
+        op_kernel<Op>::run(op, out.view(i), info, in.locals().view(i)...);
       }
-    };
-    auto run_own = [&](index_t i) {
-      if constexpr (same != 0) {
-        if (twin[static_cast<std::size_t>(i)] >= 0) return;
-      }
-      run_rank(i);
     };
     // On the threads when the ranks' blocks are large. For static extents that is decided
     // by the compiler: a small op instantiates no parallel path at all (its per-rank
     // kernel stays inlined in one loop, as in the raw loop bench/op_overhead compares).
     constexpr bool static_extents =
-        Mesh::is_static && R::out_extents_type::is_static() && (L::extents_type::is_static() && ...);
+        Mesh::is_static && R::out_extents_type::is_static() && (Lin::extents_type::is_static() && ...);
     constexpr bool may_thread = [] {
       if constexpr (static_extents) {
-        constexpr index_t elems =
-            rank0_elems<typename R::compute_layout>() +
-            (rank0_elems<typename std::tuple_element_t<I, Ins>::layout_type>() + ...);
+        constexpr index_t elems = rank0_elems<typename R::compute_layout>() + (rank0_elems<Lin>() + ...);
         return elems * Mesh::size >= parallel_op_elems;
       } else {
         return true;  // decided below from the run-time sizes
       }
     }();
-    auto serial = [&] {
-      for (index_t i = own.lo; i < own.hi; ++i) run_own(i);
-    };
+    bool threaded = false;
     if constexpr (may_thread) {
       if (h.count() > 1 &&
-          (static_extents ||
-           (out.size(h.lo) + (std::get<I>(ins).locals().size(h.lo) + ...)) * h.count() >=
-               parallel_op_elems)) {
+          (static_extents || (out.size(h.lo) + (in.locals().size(h.lo) + ...)) * h.count() >= parallel_op_elems)) {
+        threaded = true;
+        auto task = [&](index_t k) { run_own(h.lo + k); };
         if constexpr (op_threads_itself<Op, T0>) {
           // Ranks at once, each kernel on one thread, when they fill the threads: 8 ranks'
           // products of an eighth of the size each, one per thread, beat each product on
@@ -378,19 +357,17 @@ auto apply_impl(const Op& op, std::index_sequence<I...>, const dtensor<T, L, Bk>
           }
           if (computing >= host::threads()) {
             const typename op_kernel<Op>::one_thread one;
-            parallel_for(h.count(), [&](index_t k) { run_own(h.lo + k); });
+            parallel_for(h.count(), task);
           } else {
-            serial();
+            threaded = false;
           }
         } else {
-          parallel_for(h.count(), [&](index_t k) { run_own(h.lo + k); });
+          parallel_for(h.count(), task);
         }
-      } else {
-        serial();
       }
-    } else {
-      serial();
     }
+    if (!threaded)
+      for (index_t i = own.lo; i < own.hi; ++i) run_own(i);
     if constexpr (same != 0)
       for (index_t i = own.lo; i < own.hi; ++i)
         if (const index_t f = twin[static_cast<std::size_t>(i)]; f >= 0) out.share(i, f);
@@ -400,17 +377,34 @@ auto apply_impl(const Op& op, std::index_sequence<I...>, const dtensor<T, L, Bk>
       op_rank_info::offsets off;
       if constexpr (op_needs_offsets<Op>) {
         const index_t r = Mesh::rank_at(i);
-        (off.in.push_back(global_offset_of(std::get<I>(ins).layout(), r)), ...);
+        (off.in.push_back(global_offset_of(in.layout(), r)), ...);
         off.out = global_offset_of(lo, r);
       }
       return off;
     };
-    Bk::template run_op<Op>(op, out, offsets_of, std::get<I>(ins).locals()...);
+    Bk::template run_op<Op>(op, out, offsets_of, in.locals()...);
   }
   if constexpr (R::output_moves)
     return runtime::redistribute<typename R::out_placements>(std::move(y));
   else
     return y;
+}
+
+template <class Forced, class Op, class... T, class... L, std::size_t... I, class Bk>
+auto apply_impl(const Op& op, std::index_sequence<I...>, const dtensor<T, L, Bk>&... x) {
+  using T0 = std::tuple_element_t<0, std::tuple<T...>>;
+  using R = ops::resolved<Op, T0, Forced, L...>;
+  // The output layout: a constant when every extent is static, else from the run-time
+  // extents (out_shape then also checks the inputs' dynamic extents against each other).
+  if constexpr (R::out_extents_type::is_static() && (L::extents_type::is_static() && ...)) {
+    // Inputs where the op needs them (compile-time plans; references when nothing moves).
+    return apply_prepared<R>(op, typename R::compute_layout{}, prepare_input<R, I>(x)...);
+  } else {
+    svec<shape_vec, ops::max_op_inputs> in_shapes{};
+    (in_shapes.push_back(x.layout().extents().to_vec()), ...);
+    const typename R::compute_layout lo(R::out_extents(Op::out_shape(in_shapes)));
+    return apply_prepared<R>(op, lo, prepare_input<R, I>(x)...);
+  }
 }
 
 /// A layout's spec as an object, so that watch_op passes its address instead of a copy.
