@@ -18,6 +18,9 @@ namespace spmd::sim {
 /// The key of the replica plans kept beside Key's schedules.
 template <class Key>
 struct replica_plan_key {};
+/// The key of the steps' compact forms kept beside the schedules of Key.
+template <class Key>
+struct compact_key {};
 
 struct backend {
   static constexpr const char* name = "sim";
@@ -38,9 +41,11 @@ struct backend {
     } else {  // schedules built at run time, once per shape
       const shape_vec global = ext.to_vec();
       const auto& scheds = cached_schedules<Holder>(global, "spmd::sim::redistribute");
+      const auto& compact =
+          cached_per_shape<compact_key<Holder>>(global, [&] { return detail::compact_steps(scheds); });
       return detail::run_schedules<T>(Holder::value, scheds,
                                       detail::cached_replica_plans<Holder>(global, scheds), global,
-                                      std::forward<In>(in));
+                                      std::forward<In>(in), &compact);
     }
   }
 
@@ -52,7 +57,8 @@ struct backend {
     const auto& scheds =
         cached_per_plan<Key>(p, global, [&] { return build_schedules(p, global, "spmd::sim::redistribute"); });
     const auto& reps = cached_per_plan<replica_plan_key<Key>>(p, global, [&] { return detail::replica_plans(scheds); });
-    return detail::run_schedules<T>(p, scheds, reps, global, std::forward<In>(in));
+    const auto& compact = cached_per_plan<compact_key<Key>>(p, global, [&] { return detail::compact_steps(scheds); });
+    return detail::run_schedules<T>(p, scheds, reps, global, std::forward<In>(in), &compact);
   }
 
   /// Every local is already here.
