@@ -234,3 +234,49 @@ TEST_CASE("operators over a dynamic 1-d mesh: the static mesh's placements and b
   ops_1d<8>();
   ops_1d<16>();
 }
+
+namespace {
+
+/// Rank r's block of the n x n tensor `g` split by columns over `ranks` (torch.chunk's rule).
+std::vector<float> columns_of(const std::vector<float>& g, index_t n, index_t ranks, index_t r) {
+  const auto [c0, c1] = chunk_of(n, ranks, r);
+  std::vector<float> out;
+  for (index_t i = 0; i < n; ++i)
+    for (index_t j = c0; j < c1; ++j) out.push_back(g[static_cast<std::size_t>(i * n + j)]);
+  return out;
+}
+
+/// An all_to_all S(0) -> S(1) of an N x N f32 tensor over mesh<dyn> bound to 8: the compact
+/// form of its one step (execute.hpp's compact_of), and every rank's block.
+template <index_t N>
+sim::detail::compact_step all_to_all_of_8() {
+  bind_mesh<D1>(8);
+  using L = layout<D1, placements<shard<0>>, extents<N, N>>;
+  using LT = layout<D1, placements<shard<1>>, extents<N, N>>;
+  const plan& p = dynamic_plan_of<L, LT, float>::value();
+  REQUIRE(p.steps.size() == 1);
+  const auto scheds = build_schedules(p, extents<N, N>{}.to_vec(), "test");
+  const std::vector<float> g = values(static_cast<std::size_t>(N * N));
+  const auto y = sim::redistribute<placements<shard<1>>>(sim::distribute_tensor<L>(g));
+  for (index_t r = 0; r < 8; ++r) CHECK(y.to_local(r).data == columns_of(g, N, 8, r));
+  return sim::detail::compact_of(scheds[0]);
+}
+
+}  // namespace
+
+TEST_CASE("a run-time plan's small copy steps run from their compact form", "[dyn]") {
+  // 32 x 32 over 8: 64 pieces of 4 rows of 4 (each rank's 4 x 32 block cut into 8)
+  const auto even = all_to_all_of_8<32>();
+  CHECK(even.run == 4);
+  CHECK(even.rows == 4);
+  CHECK(even.ops.size() == 64);
+  CHECK(even.elems == 32 * 32);
+  // 30 x 30 over 8: blocks of 4 and 2 rows and columns, runs of two lengths: no compact form
+  // (the ops run one by one), the same values
+  CHECK(all_to_all_of_8<30>().run == 0);
+  // a reduction has none either
+  using LP = layout<D1, placements<partial<reduce_op::sum>>, extents<32, 32>>;
+  const plan& p = dynamic_plan_of<LP, layout<D1, placements<replicate>, extents<32, 32>>, float>::value();
+  for (const step_schedule& s : build_schedules(p, extents<32, 32>{}.to_vec(), "test"))
+    CHECK(sim::detail::compact_of(s).run == 0);
+}

@@ -146,16 +146,18 @@ class local_set {
 
   /// Give mesh index i a new, uninitialised local of `shape`.
   void assign(index_t i, const shape_vec& shape) { assign_local(locals_[idx(i)], shape); }
-  /// assign(i, shape_of(i)) for every mesh index i of `indices` (held ones) but those skip(i)
-  /// names, in one loop of its own: an operator's outputs. Kept out of line so that, like a
-  /// hand-written loop, it inlines assign and the pool acquire, which g++ left as 8 calls
-  /// each in apply's large body (+110 instructions for an add on 8 ranks at -O3,
-  /// bench/op_overhead).
-  template <class ShapeOf, class Skip>
-  SPMD_SIM_NOINLINE void assign_each(index_range indices, ShapeOf shape_of, Skip skip) {
-    for (index_t i = indices.lo; i < indices.hi; ++i) {
-      if (skip(i)) continue;
-      assign_local(locals_[idx(i)], shape_of(i));
+  /// assign(i, shapes[i]) for every mesh index i of `indices` (held ones) but those whose
+  /// twin[i] >= 0 (`twin` null: none), in one loop of its own: an operator's outputs. Kept out
+  /// of line so that, like a hand-written loop, it inlines assign and the pool acquire, which
+  /// g++ left as 8 calls each in apply's large body (+110 instructions for an add on 8 ranks
+  /// at -O3, bench/op_overhead). Not a template over the operator (its shapes and twins come
+  /// as arrays): one per element type, not three functions per operator a unit uses.
+  SPMD_SIM_NOINLINE void assign_each(index_range indices, const shape_vec* shapes, const index_t* twin) {
+    if (twin == nullptr) {
+      for (index_t i = indices.lo; i < indices.hi; ++i) assign_local(locals_[idx(i)], shapes[i]);
+    } else {
+      for (index_t i = indices.lo; i < indices.hi; ++i)
+        if (twin[i] < 0) assign_local(locals_[idx(i)], shapes[i]);
     }
   }
   /// Install a buffer (at least shape's size) as mesh index i's local.

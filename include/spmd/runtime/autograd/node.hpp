@@ -14,6 +14,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -215,22 +217,36 @@ class grad_node : public node_base {
 };
 
 /// An op's result: the closure F (called with the gradient) stored in the node itself, so a
-/// recorded op allocates one node, not a node and a std::function.
+/// recorded op allocates one node, not a node and a std::function. The closure lives in the
+/// node's own storage until release() (not in a maybe<F>: a node type per recorded op, and
+/// maybe's members were seven more functions each, 4,700 of tests/autograd/grad_shape.cpp's
+/// at -O0).
 template <element T, class GL, class B, class F>
 class op_node final : public grad_node<T, GL, B> {
  public:
   op_node(std::string name, node_inputs inputs, F fn)
       : grad_node<T, GL, B>(std::move(name), std::move(inputs)) {
-    fn_.emplace(std::move(fn));
+    ::new (static_cast<void*>(fn_)) F(std::move(fn));
+    live_ = true;
   }
+  ~op_node() override { op_node::release(); }
+  op_node(const op_node&) = delete;
+  op_node& operator=(const op_node&) = delete;
 
  private:
+  F* fn() noexcept { return std::launder(reinterpret_cast<F*>(fn_)); }
   void backward(const typename grad_node<T, GL, B>::grad_type& g) override {
-    if (fn_) (*fn_)(g);
+    if (live_) (*fn())(g);
   }
-  void release() override { fn_.reset(); }
+  void release() override {
+    if (live_) {
+      live_ = false;
+      std::destroy_at(fn());
+    }
+  }
 
-  maybe<F> fn_;
+  alignas(F) unsigned char fn_[sizeof(F)];
+  bool live_ = false;
 };
 
 inline void queue_callback(std::function<void()> f) {

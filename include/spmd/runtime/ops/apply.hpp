@@ -261,6 +261,25 @@ const shape_vec* bound_out_shapes() {
   return shapes.data();
 }
 
+/// Every block's shape of layout L (by mesh index; those of `own` at least): the constants
+/// of static extents on a static mesh, the kept shapes of a dynamic mesh (bound_out_shapes),
+/// or, with dynamic extents, computed for `own` into this thread's scratch (valid until the
+/// next call for L on this thread).
+template <class L>
+const shape_vec* out_shapes(const L& layout, index_range own) {
+  using M = typename L::mesh_type;
+  if constexpr (!M::is_static && L::extents_type::is_static()) {
+    return bound_out_shapes<L>();
+  } else if constexpr (M::is_static && L::extents_type::is_static()) {
+    return &out_local_shape<L>(layout, 0);
+  } else {
+    thread_local std::vector<shape_vec> shapes;
+    if (shapes.size() < static_cast<std::size_t>(M::size)) shapes.resize(static_cast<std::size_t>(M::size));
+    for (index_t i = own.lo; i < own.hi; ++i) shapes[static_cast<std::size_t>(i)] = out_local_shape<L>(layout, i);
+    return shapes.data();
+  }
+}
+
 /// The op on inputs where it needs them (`in`: references to the caller's dtensors, or the
 /// redistributed ones), its output layout `lo` computed: the rank loop (host memory) or the
 /// device backend's kernel, then the output's move to forced placements. The inputs come as
@@ -293,19 +312,9 @@ auto apply_prepared(const Op& op, const typename R::compute_layout& lo, const dt
     // rank (the simulation).
     index_range own{0, Mesh::size};
     if constexpr (!requires { requires Bk::holds_every_rank; }) own = out.held();
-    // (over a dynamic mesh with static extents, the kept shapes: one look-up per call)
-    using CL = typename R::compute_layout;
-    [[maybe_unused]] const shape_vec* kept = nullptr;
-    if constexpr (!Mesh::is_static && CL::extents_type::is_static()) kept = bound_out_shapes<CL>();
-    out.assign_each(own,
-                    [&](index_t i) -> decltype(auto) {
-                      if constexpr (!Mesh::is_static && CL::extents_type::is_static()) return (kept[i]);
-                      else return out_local_shape<CL>(lo, i);
-                    },
-                    [&](index_t i) {
-                      if constexpr (same != 0) return twin[static_cast<std::size_t>(i)] >= 0;
-                      else return (static_cast<void>(i), false);
-                    });
+    const index_t* twins = nullptr;
+    if constexpr (same != 0) twins = twin.data();
+    out.assign_each(own, out_shapes<typename R::compute_layout>(lo, own), twins);
     // A rank's kernel (skipping a twin). Always inlined into the loops below, as the raw
     // per-rank loop is: left to g++'s heuristics it went out of line with its view
     // constructors when this function grew (+30 instructions per rank of a small matmul,
