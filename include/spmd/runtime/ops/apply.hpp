@@ -31,6 +31,7 @@
 #include "spmd/core/mesh_groups.hpp"
 #include "spmd/runtime/dtensor.hpp"
 #include "spmd/host/distribute.hpp"
+#include "spmd/host/kernels.hpp"
 #include "spmd/host/local_set.hpp"
 #include "spmd/host/thread_pool.hpp"
 #include "spmd/host/view.hpp"
@@ -141,6 +142,13 @@ inline constexpr index_t parallel_op_elems = index_t{1} << 16;
 
 /// Elements of mesh index 0's block of a layout with static extents.
 template <class L>
+constexpr index_t global_elems() {
+  index_t n = 1;
+  for (std::size_t d = 0; d < L::extents_type::rank(); ++d) n *= L::extents_type::static_extent(d);
+  return n;
+}
+
+template <class L>
 constexpr index_t rank0_elems() {
   index_t n = 1;
   for (index_t e : L{}.local_shape(L::mesh_type::rank_at(0))) n *= e;
@@ -246,19 +254,29 @@ decltype(auto) out_local_shape(const L& layout, index_t i) {
 }
 
 /// Over a mesh with a dynamic size and static extents: every block's shape (by mesh index) on
-/// the bound sizes, computed on the first call after a bind and kept, per thread.
+/// the bound sizes, computed on the first call after a bind and kept, per thread. The check
+/// is inlined and reads one thread-local object (two, and the call, cost 22 instructions of
+/// a small op's 4,600 at -O3, bench/op_overhead).
 template <class L>
-const shape_vec* bound_out_shapes() {
+struct bound_shapes_cache {
+  std::uint64_t made_for = 0;  // the mesh's generation the shapes are of (0: none)
+  std::vector<shape_vec> shapes;
+};
+
+template <class L>
+SPMD_SIM_NOINLINE void make_bound_shapes(bound_shapes_cache<L>& c) {
   using M = typename L::mesh_type;
-  thread_local std::uint64_t made_for = 0;  // the mesh's generation the shapes are of (0: none)
-  thread_local std::vector<shape_vec> shapes;
-  if (made_for != M::generation()) [[unlikely]] {
-    shapes.assign(static_cast<std::size_t>(M::size), shape_vec{});
-    for (index_t k = 0; k < M::size; ++k)
-      for (index_t e : L{}.local_shape(M::rank_at(k))) shapes[static_cast<std::size_t>(k)].push_back(e);
-    made_for = M::generation();
-  }
-  return shapes.data();
+  c.shapes.assign(static_cast<std::size_t>(M::size), shape_vec{});
+  for (index_t k = 0; k < M::size; ++k)
+    for (index_t e : L{}.local_shape(M::rank_at(k))) c.shapes[static_cast<std::size_t>(k)].push_back(e);
+  c.made_for = M::generation();
+}
+
+template <class L>
+inline const shape_vec* bound_out_shapes() {
+  thread_local bound_shapes_cache<L> c;
+  if (c.made_for != L::mesh_type::generation()) [[unlikely]] make_bound_shapes(c);
+  return c.shapes.data();
 }
 
 /// Every block's shape of layout L (by mesh index; those of `own` at least): the constants
@@ -349,10 +367,22 @@ auto apply_prepared(const Op& op, const typename R::compute_layout& lo, const dt
         return true;  // decided below from the run-time sizes
       }
     }();
+    // Static extents over a dynamic mesh: no block holds more than its whole tensor, so
+    // whole tensors too small to thread settle it without the blocks' sizes (35
+    // instructions of a small op, bench/op_overhead).
+    constexpr bool extents_static = R::out_extents_type::is_static() && (Lin::extents_type::is_static() && ...);
+    constexpr index_t whole_elems = [] {
+      if constexpr (extents_static)
+        return global_elems<typename R::compute_layout>() + (global_elems<Lin>() + ...);
+      else
+        return index_t{0};
+    }();
     bool threaded = false;
     if constexpr (may_thread) {
       if (h.count() > 1 &&
-          (static_extents || (out.size(h.lo) + (in.locals().size(h.lo) + ...)) * h.count() >= parallel_op_elems)) {
+          (static_extents ||
+           ((!extents_static || whole_elems * h.count() >= parallel_op_elems) &&
+            (out.size(h.lo) + (in.locals().size(h.lo) + ...)) * h.count() >= parallel_op_elems))) {
         threaded = true;
         auto task = [&](index_t k) { run_own(h.lo + k); };
         if constexpr (op_threads_itself<Op, T0>) {
