@@ -242,8 +242,6 @@ void value_level(report& rep) {
 // Typed level: DTensor's API, operators, TP blocks, local_map
 // ---------------------------------------------------------------------------
 
-/// Every local this process holds of a (backend B) against the simulation's s (read through
-/// to_local, so that device memory comes back to the host first).
 /// same_locals' comparisons, per element type: each rank's local of the backend (`got`, with
 /// the simulation's shape and block beside it) and both full tensors. Out of the template
 /// over the dtensor types, which instantiated it once per layout (159 copies, 5 % of the
@@ -271,6 +269,8 @@ void same_locals_of(report& rep, const std::vector<index_t>& indices,
   }
 }
 
+/// Every local this process holds of a (backend B) against the simulation's s (read through
+/// to_local, so that device memory comes back to the host first).
 template <class DB, class DS>
 void same_locals(report& rep, const DB& b, const DS& s, const std::string& what) {
   using T = typename DB::value_type;

@@ -224,11 +224,17 @@ inline compact_step compact_of(const step_schedule& s) {
   return c;
 }
 
-inline std::vector<compact_step> compact_steps(const std::vector<step_schedule>& scheds) {
-  std::vector<compact_step> out;
+/// f of each step's schedule, in order (what run_slots keeps beside the schedules).
+template <class F>
+auto per_step(const std::vector<step_schedule>& scheds, F&& f) {
+  std::vector<decltype(f(scheds.front()))> out;
   out.reserve(scheds.size());
-  for (const step_schedule& s : scheds) out.push_back(compact_of(s));
+  for (const step_schedule& s : scheds) out.push_back(f(s));
   return out;
+}
+
+inline std::vector<compact_step> compact_steps(const std::vector<step_schedule>& scheds) {
+  return per_step(scheds, compact_of);
 }
 
 /// True when run_step may run `c` instead of the step's ops: it has a compact form and is
@@ -506,10 +512,7 @@ struct small_slots {
 };
 
 inline std::vector<replica_plan> replica_plans(const std::vector<step_schedule>& scheds) {
-  std::vector<replica_plan> out;
-  out.reserve(scheds.size());
-  for (const step_schedule& s : scheds) out.push_back(build_replica_plan(s));
-  return out;
+  return per_step(scheds, build_replica_plan);
 }
 
 /// The replica plans of Holder's schedules for `global` (cached per thread, as the

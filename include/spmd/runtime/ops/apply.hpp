@@ -140,7 +140,7 @@ namespace detail {
 /// smaller ones on the calling thread, where waking workers would cost more than it saves.
 inline constexpr index_t parallel_op_elems = index_t{1} << 16;
 
-/// Elements of mesh index 0's block of a layout with static extents.
+/// Elements of a tensor of layout L, whose extents are static.
 template <class L>
 constexpr index_t global_elems() {
   index_t n = 1;
@@ -148,6 +148,7 @@ constexpr index_t global_elems() {
   return n;
 }
 
+/// Elements of mesh index 0's block of a layout with static extents.
 template <class L>
 constexpr index_t rank0_elems() {
   index_t n = 1;
@@ -357,8 +358,8 @@ auto apply_prepared(const Op& op, const typename R::compute_layout& lo, const dt
     // On the threads when the ranks' blocks are large. For static extents that is decided
     // by the compiler: a small op instantiates no parallel path at all (its per-rank
     // kernel stays inlined in one loop, as in the raw loop bench/op_overhead compares).
-    constexpr bool static_extents =
-        Mesh::is_static && R::out_extents_type::is_static() && (Lin::extents_type::is_static() && ...);
+    constexpr bool extents_static = R::out_extents_type::is_static() && (Lin::extents_type::is_static() && ...);
+    constexpr bool static_extents = Mesh::is_static && extents_static;
     constexpr bool may_thread = [] {
       if constexpr (static_extents) {
         constexpr index_t elems = rank0_elems<typename R::compute_layout>() + (rank0_elems<Lin>() + ...);
@@ -370,7 +371,6 @@ auto apply_prepared(const Op& op, const typename R::compute_layout& lo, const dt
     // Static extents over a dynamic mesh: no block holds more than its whole tensor, so
     // whole tensors too small to thread settle it without the blocks' sizes (35
     // instructions of a small op, bench/op_overhead).
-    constexpr bool extents_static = R::out_extents_type::is_static() && (Lin::extents_type::is_static() && ...);
     constexpr index_t whole_elems = [] {
       if constexpr (extents_static)
         return global_elems<typename R::compute_layout>() + (global_elems<Lin>() + ...);
