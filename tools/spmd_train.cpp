@@ -140,6 +140,8 @@ void check(train_options& o) {
   } else {
     parse_mesh(o);
   }
+  if (o.shuffle && *o.shuffle < 0)
+    throw usage_error("--shuffle " + std::to_string(*o.shuffle) + ": the seed is a number from 0");
   if (o.steps < 1) throw usage_error("--steps " + std::to_string(o.steps) + ": train at least one step");
   if (!(o.lr > 0) || !std::isfinite(o.lr)) throw usage_error("--lr " + number_text(o.lr) + ": must be positive");
   if (o.clip && (!(*o.clip > 0) || !std::isfinite(*o.clip)))
@@ -164,9 +166,10 @@ int run(train_options& o, int& argc, char**& argv) {
     throw usage_error("--backend " + o.backend + ": this build of spmd-train has " + backends_built() +
                       " (docs/training.md says how to build the others)");
   const model_spec spec = spec_of(o.model);
-  const inputs in = read_inputs(o, spec);
+  inputs in = read_inputs(o, spec);
   if (!o.resume.empty()) check_resume(o);  // readable, and of this model, before anything runs
   auto train_and_report = [&] {
+    in.loader = make_loader(o, spec);  // over o.dp ranks: under mpirun without --mesh, known only now
     const train_result r = fn(o, in, spec);
     if (r.prints) print_result(o, r);
     if (const std::int64_t step = first_non_finite(r)) {  // diverged: scripts must notice
@@ -229,7 +232,8 @@ int main(int argc, char** argv) {
   app.add_option("--backend", o.backend, "sim (default), mpi, cuda or nccl (mpi, nccl: under mpirun -np D*T)");
   app.add_option("--dp", o.dp_mode, "fsdp (default) or ddp: how the data-parallel dim holds the parameters");
   app.add_option("--init", o.init, "safetensors file of the initial parameters (f32)")->required();
-  app.add_option("--data", o.data, "safetensors file of the batches")->required();
+  app.add_option("--data", o.data, "safetensors file of the samples (gpt: tokens, targets (..., 16) i64; mlp: x "
+                 "(..., 32) f32, labels (...) i64), cycled over epochs")->required();
   app.add_option("--steps", o.steps, "steps to train (in all, with --resume)")->required();
   app.add_option("--optimizer", o.optimizer, "adamw (default: betas 0.9, 0.999, eps 1e-8, weight_decay 0.01) or sgd "
                                              "(momentum 0.9)");
@@ -240,6 +244,8 @@ int main(int argc, char** argv) {
   app.add_option("--checkpoint", o.checkpoint, "write the training state here after --checkpoint-at steps");
   app.add_option("--checkpoint-at", o.checkpoint_at, "the step after which --checkpoint is written");
   app.add_option("--resume", o.resume, "continue from this training state, on any mesh");
+  app.add_option("--shuffle", o.shuffle, "shuffle DATA's samples each epoch, seeded with this + the epoch "
+                 "(default: DATA's order)");
   app.add_flag("--json", o.json, "print one JSON object");
   try {
     app.parse(argc, argv);

@@ -16,14 +16,15 @@ One build trains on every mesh (its sizes are run-time values). Groups:
   options  SGD, --clip (the norms before clipping are reported; the steps change; the summary
            and the JSON's "clip" name its value), the table without --json, the JSON fields in
            the contract's order, a --save through a symbolic link, a diverging run (NaN in the
-           init: null in the JSON, a warning naming step 1, exit 3).
+           init: null in the JSON, a warning naming step 1, exit 3); DATA over epochs (more steps
+           than batches: the data cycled, bit for bit; a file of samples; --shuffle).
   errors   bad input exits 2 with a message naming the problem, and writes nothing; an output
            that cannot be written (a missing directory, a directory, a device, a FIFO) is
            refused before anything trains; a checkpoint of the other model is named as one; a
            full file system fails the save with the reason and leaves no temporary file.
   mpi      mpirun -np D*T --backend mpi against --backend sim (2x4, 4x2, 2x3, 3x2, 5x1, 16, and
-           -np 6 without --mesh: a 1-d mesh of the world size): bit-identical losses and --save
-           files; a wrong process count exits 2; a refusal on every process (a checkpoint of
+           -np 6 without --mesh: a 1-d mesh of the world size; shuffled epochs on 2x2):
+           bit-identical losses and --save files; a wrong process count exits 2; a refusal on every process (a checkpoint of
            another optimizer) is one line and exit 2, with no abort banner.
 SPMD_TRAIN_TEST_MESHES=3,2x4 (comma-separated) runs the curves on those meshes only (the
 sanitizer build, where each run costs ten times more), saying which it leaves out.
@@ -182,8 +183,11 @@ def options(d):
     sgd = train_json(*f.args("mlp", mesh, "--optimizer", "sgd", "--lr", "0.05"))
     if base and sgd:
         check(list(sgd) == ["model", "mesh", "backend", "dp", "dtype", "optimizer", "lr", "steps", "losses",
-                            "grad_norms", "bytes_per_rank", "collectives_per_step", "clip"], f"JSON fields: {list(sgd)}")
+                            "grad_norms", "bytes_per_rank", "collectives_per_step", "clip", "shuffle",
+                            "steps_per_epoch", "epoch"], f"JSON fields: {list(sgd)}")
         check(sgd["clip"] is None, f"no --clip, JSON clip {sgd['clip']!r}")
+        check(sgd["shuffle"] is None and sgd["steps_per_epoch"] == STEPS and sgd["epoch"] == 0,
+              f"the data's order, one epoch of {STEPS} batches: {sgd['shuffle']}, {sgd['steps_per_epoch']}, {sgd['epoch']}")
         check(sgd["optimizer"] == "sgd" and sgd["lr"] == 0.05, f"sgd run reports {sgd['optimizer']} {sgd['lr']}")
         check(sgd["losses"][0] == base["losses"][0] and sgd["losses"][-1] < sgd["losses"][0] and
               sgd["losses"][1:] != base["losses"][1:], "SGD: same first loss, falling, unlike AdamW's")
@@ -232,6 +236,43 @@ def options(d):
     p, cmd = run(*args)
     check(p.returncode == 3 and "nan" in p.stdout and "diverged at step 1" in p.stderr,
           f"{cmd}: exit {p.returncode}\n{p.stdout}\n{p.stderr}")
+    epochs(d)
+
+
+def epochs(d):
+    """DATA's samples cycled over epochs: 12 steps over 5 batches of data train as 12 steps over
+    the same data written out three times, bit for bit; --shuffle reorders them each epoch
+    (other losses, the same on one device and on 2x2 within 1e-5: a step reads the same
+    samples); the JSON and the summary name the epoch."""
+    from safetensors.numpy import save_file
+    f = Files(d, "gpt", steps=5)
+    data = load_file(f.data)
+    thrice = os.path.join(d, "gpt-thrice.st")
+    save_file({k: np.concatenate([v, v, v]) for k, v in data.items()}, thrice)
+    args = ["--model", "gpt", "--init", f.init, "--steps", "12"]
+    cycled = train_json(*args, "--mesh", "1", "--data", f.data)
+    long = train_json(*args, "--mesh", "1", "--data", thrice)
+    if cycled and long:
+        check(cycled["losses"] == long["losses"], "12 steps over 5 batches: not the data three times over")
+        check(cycled["steps_per_epoch"] == 5 and cycled["epoch"] == 2 and long["steps_per_epoch"] == 15 and
+              long["epoch"] == 0, f"epochs: {cycled['steps_per_epoch']}, {cycled['epoch']}; {long['steps_per_epoch']}, "
+                                  f"{long['epoch']}")
+    # Samples (20, 16), not batches: the same samples.
+    flat = os.path.join(d, "gpt-flat.st")
+    save_file({k: v.reshape(-1, v.shape[-1]) for k, v in data.items()}, flat)
+    p = train_json(*args, "--mesh", "1", "--data", flat)
+    if p and cycled:
+        check(p["losses"] == cycled["losses"], "a file of samples (40, 16) trains as one of batches (5, 8, 16)")
+    one = train_json(*args, "--mesh", "1", "--data", f.data, "--shuffle", "4")
+    two = train_json(*args, "--mesh", "2x2", "--data", f.data, "--shuffle", "4")
+    if one and two and cycled:
+        check(one["losses"] != cycled["losses"] and one["losses"][0] != cycled["losses"][0], "--shuffle 4 changed nothing")
+        check(one["shuffle"] == 4, f"JSON shuffle {one['shuffle']!r}")
+        for s, (a, b) in enumerate(zip(two["losses"], one["losses"])):
+            check(rel(a, b) <= 1e-5, f"--shuffle 4 on 2x2: step {s} loss {a} against one device's {b}")
+    p, cmd = run(*args, "--mesh", "1", "--data", f.data, "--shuffle", "4")
+    check(p.returncode == 0 and "5 batches an epoch, shuffled (seed 4 + the epoch), the last step in epoch 2" in p.stdout,
+          f"{cmd}: the summary does not name the epochs\n{p.stdout}")
 
 
 def errors(d):
@@ -262,7 +303,8 @@ def errors(d):
         t[3, 2, 5] = 64
         q["tokens"] = t
     token = bad_data("token.st", oob)
-    short = bad_data("short.st", lambda q: q.update({k: v[:5] for k, v in q.items()}))
+    tiny = bad_data("tiny.st", lambda q: q.update({k: v[:1, :3] for k, v in q.items()}))  # 3 samples
+    narrow = bad_data("narrow.st", lambda q: q.update({"tokens": q["tokens"][:, :, :15]}))
     garbage = os.path.join(d, "garbage.st")
     with open(garbage, "wb") as fh:
         fh.write(b"\x10\x00\x00\x00\x00\x00\x00\x00{not json")
@@ -272,7 +314,10 @@ def errors(d):
         (["--model", "gpt", "--mesh", mesh, "--init", shape, "--data", f.data], ["lm_head", "(64, 32)", "(64, 31)"]),
         (["--model", "gpt", "--mesh", mesh, "--init", dtype, "--data", f.data], ["wte", "F32", "F64"]),
         (["--model", "gpt", "--mesh", mesh, "--init", f.init, "--data", token], ["tokens[3, 2, 5] = 64"]),
-        (["--model", "gpt", "--mesh", mesh, "--init", f.init, "--data", short], ["5 steps", "20"]),
+        (["--model", "gpt", "--mesh", mesh, "--init", f.init, "--data", tiny], ["tiny.st", "3 samples", "one batch of 8"]),
+        (["--model", "gpt", "--mesh", mesh, "--init", f.init, "--data", narrow],
+         ["narrow.st", "'tokens'", "I64 (samples, 16)", "(20, 8, 15)"]),
+        (["--model", "gpt", "--mesh", mesh, "--init", f.init, "--data", f.data, "--shuffle", "-1"], ["--shuffle -1"]),
         (["--model", "gpt", "--mesh", mesh, "--init", os.path.join(d, "absent.st"), "--data", f.data], ["absent.st"]),
         (["--model", "gpt", "--mesh", mesh, "--init", garbage, "--data", f.data], ["garbage.st"]),
         (["--model", "mlp", "--mesh", mesh, "--init", f.init, "--data", g.data], ["w1"]),
@@ -382,6 +427,13 @@ def mpi(d):
             check(par["mesh"] == (mesh or str(n)), f"{what}: the JSON's mesh is {par['mesh']!r}")
             with open(a, "rb") as x, open(b, "rb") as y:
                 check(x.read() == y.read(), f"{what}: the --save files differ")
+    # Shuffled epochs (20 steps over 5 batches): each process reads its ranks' rows, the same bits.
+    g = Files(d, "gpt", steps=5)
+    sim = train_json(*g.args("gpt", "2x2", "--shuffle", "9"))
+    par = train_json(*g.args("gpt", "2x2", "--shuffle", "9", "--backend", "mpi"), mpi=4)
+    if sim and par:
+        check(sim["losses"] == par["losses"] and sim["grad_norms"] == par["grad_norms"] and par["epoch"] == 3,
+              f"--shuffle 9 over 4 epochs: MPI differs from the simulation (epoch {par['epoch']})")
     f = files["mlp"]
     p, cmd = run(*f.args("mlp", "2x4", "--backend", "mpi"), mpi=4)
     check(p.returncode == 2 and "needs 8 processes" in p.stderr, f"{cmd}: exit {p.returncode}\n{p.stderr}")

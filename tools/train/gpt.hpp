@@ -128,8 +128,8 @@ struct gpt_model {
  private:
   template <bool Loss, class Finish>
   auto forward(const inputs& in, std::int64_t s, Finish&& finish) {
-    const auto tokens = Cfg::template batch_of<std::int64_t, batch, context>(in.tokens, s);
-    const auto targets = Cfg::template batch_of<std::int64_t, batch, context>(in.targets, s);
+    const auto tokens = Cfg::template batch_of<std::int64_t, batch, context>(in, "tokens", in.tokens, s);
+    const auto targets = Cfg::template batch_of<std::int64_t, batch, context>(in, "targets", in.targets, s);
     return Cfg::template with_params<2, 12, 12, 3>(
         params(),
         [&](auto&& embed, auto&& block0, auto&& block1, auto&& head) {

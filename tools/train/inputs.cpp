@@ -56,25 +56,37 @@ std::string shape_text(const std::vector<std::int64_t>& s) {
   return t + (s.size() == 1 ? ",)" : ")");
 }
 
-/// The entry `name` of `f`, of T, with `shape` (for DATA: dim 0 at least `min_steps`).
+/// INIT's entry `name`, of T, with `shape`.
 template <class T>
 const spmd::io::tensor_entry& expect(const spmd::io::safetensors_file& f, const std::string& what,
-                                     const std::string& name, std::vector<std::int64_t> shape,
-                                     std::int64_t min_steps = -1) {
+                                     const std::string& name, const std::vector<std::int64_t>& shape) {
   if (!f.contains(name))
     throw usage_error(what + " " + f.path() + ": no tensor '" + name + "' (expected " +
-                      spmd::io::dtype_name(spmd::io::dtype_of<T>()) + " " +
-                      (min_steps >= 0 ? "(steps, ...) = " : "") + shape_text(shape) + ")");
+                      spmd::io::dtype_name(spmd::io::dtype_of<T>()) + " " + shape_text(shape) + ")");
   const spmd::io::tensor_entry& e = f.at(name);
-  std::vector<std::int64_t> found(e.shape.begin(), e.shape.end());
-  if (min_steps >= 0 && !found.empty() && found.size() == shape.size()) shape[0] = found[0];
+  const std::vector<std::int64_t> found(e.shape.begin(), e.shape.end());
   if (e.type != spmd::io::dtype_of<T>() || found != shape)
     throw usage_error(what + " " + f.path() + ": tensor '" + name + "' should be " +
                       spmd::io::dtype_name(spmd::io::dtype_of<T>()) + " " + shape_text(shape) + ", found " +
                       spmd::io::dtype_name(e.type) + " " + shape_text(found));
-  if (min_steps >= 0 && found[0] < min_steps)
-    throw usage_error(what + " " + f.path() + ": tensor '" + name + "' holds " + std::to_string(found[0]) +
-                      " steps, --steps asks for " + std::to_string(min_steps));
+  return e;
+}
+
+/// DATA's tensor `name`: of T, its shape ending with a sample's (leading dims: the samples).
+template <class T>
+const spmd::io::tensor_entry& expect_samples(const spmd::io::safetensors_file& f, const std::string& name,
+                                             const std::vector<std::int64_t>& sample) {
+  std::string want = std::string(spmd::io::dtype_name(spmd::io::dtype_of<T>())) + " (samples";
+  for (const std::int64_t e : sample) want += ", " + std::to_string(e);
+  want += ")";
+  if (!f.contains(name)) throw usage_error("--data " + f.path() + ": no tensor '" + name + "' (expected " + want + ")");
+  const spmd::io::tensor_entry& e = f.at(name);
+  std::vector<std::int64_t> found(e.shape.begin(), e.shape.end());
+  const bool ends = found.size() >= sample.size() &&
+                    std::equal(sample.begin(), sample.end(), found.end() - static_cast<std::ptrdiff_t>(sample.size()));
+  if (e.type != spmd::io::dtype_of<T>() || !ends)
+    throw usage_error("--data " + f.path() + ": tensor '" + name + "' should be " + want + ", found " +
+                      spmd::io::dtype_name(e.type) + " " + shape_text(found));
   return e;
 }
 
@@ -110,28 +122,40 @@ inputs read_inputs(const train_options& o, const model_spec& spec) {
     const spmd::io::safetensors_file init(o.init);
     for (const param_spec& p : spec.params)
       in.params[p.name] = read_all<float>(init, expect<float>(init, "--init", p.name, p.shape));
+    // DATA: checked whole here (types, shapes, every label and token in range); training
+    // reads it through the loader (make_loader), each rank its own rows.
     const spmd::io::safetensors_file data(o.data);
     const std::string where = "--data " + data.path();
     if (spec.name == "mlp") {
-      const auto& x = expect<float>(data, "--data", "x", {o.steps, spec.batch, spec.d_in}, o.steps);
-      const auto& l = expect<std::int64_t>(data, "--data", "labels", {x.shape[0], spec.batch}, o.steps);
-      in.data_steps = x.shape[0];
-      in.x = read_all<float>(data, x);
-      in.labels = read_all<std::int64_t>(data, l);
-      check_range(in.labels, spec.classes, where, "labels", {l.shape.begin(), l.shape.end()});
+      expect_samples<float>(data, "x", {spec.d_in});
+      const auto& l = expect_samples<std::int64_t>(data, "labels", {});
+      check_range(read_all<std::int64_t>(data, l), spec.classes, where, "labels", {l.shape.begin(), l.shape.end()});
     } else {
-      const auto& t = expect<std::int64_t>(data, "--data", "tokens", {o.steps, spec.batch, spec.context}, o.steps);
-      const auto& g = expect<std::int64_t>(data, "--data", "targets", {t.shape[0], spec.batch, spec.context}, o.steps);
-      in.data_steps = t.shape[0];
-      in.tokens = read_all<std::int64_t>(data, t);
-      in.targets = read_all<std::int64_t>(data, g);
-      check_range(in.tokens, spec.vocab, where, "tokens", {t.shape.begin(), t.shape.end()});
-      check_range(in.targets, spec.vocab, where, "targets", {g.shape.begin(), g.shape.end()});
+      for (const char* name : {"tokens", "targets"}) {
+        const auto& t = expect_samples<std::int64_t>(data, name, {spec.context});
+        check_range(read_all<std::int64_t>(data, t), spec.vocab, where, name, {t.shape.begin(), t.shape.end()});
+      }
     }
   } catch (const spmd::io::checkpoint_error& e) {
     throw usage_error(e.what());  // unreadable, truncated or corrupt
   }
   return in;
+}
+
+std::shared_ptr<const spmd::io::data_loader> make_loader(const train_options& o, const model_spec& spec) {
+  std::vector<spmd::io::sample_field> fields;
+  if (spec.name == "mlp") fields = {{"x", {spec.d_in}}, {"labels", {}}};
+  else fields = {{"tokens", {spec.context}}, {"targets", {spec.context}}};
+  try {
+    return std::make_shared<const spmd::io::data_loader>(
+        spmd::io::safetensors_dataset({o.data}, std::move(fields)),
+        spmd::io::batch_options{.batch = spec.batch, .replicas = o.dp, .shuffle = o.shuffle.has_value(),
+                                .seed = static_cast<std::uint64_t>(o.shuffle.value_or(0))});
+  } catch (const std::invalid_argument& e) {
+    throw usage_error("--data " + o.data + ": " + e.what());
+  } catch (const spmd::io::checkpoint_error& e) {
+    throw usage_error(e.what());
+  }
 }
 
 }  // namespace spmd_train

@@ -6,8 +6,11 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "spmd/io/data_loader.hpp"
 
 #include "options.hpp"
 
@@ -40,17 +43,25 @@ model_spec gpt_spec(std::int64_t vocab = 64, std::int64_t context = 16, std::int
 /// The spec of --model, or a usage_error.
 model_spec spec_of(const std::string& model);
 
-/// Everything training reads, on the host: the parameters by name and each step's batch.
+/// Everything training reads: the parameters by name, and the batches: from DATA through a
+/// loader (its samples over epochs, each rank reading its rows), or made in the program (the
+/// example, the benchmarks: one batch per step, step after step, in the vectors).
 struct inputs {
   std::map<std::string, std::vector<float>> params;
+  std::shared_ptr<const spmd::io::data_loader> loader;  // DATA's; null: the vectors below
   std::vector<float> x;                    // mlp
   std::vector<std::int64_t> labels;        // mlp
   std::vector<std::int64_t> tokens;        // gpt
   std::vector<std::int64_t> targets;       // gpt
-  std::int64_t data_steps = 0;             // batches in DATA (at least --steps)
+  std::int64_t data_steps = 0;             // batches in the vectors
 };
 
-/// Reads and checks INIT and DATA for `spec` and `o.steps` steps.
+/// Reads INIT and checks INIT and DATA for `spec` (DATA: every sample's types, shapes and range).
 inputs read_inputs(const train_options& o, const model_spec& spec);
+
+/// DATA's loader for `spec` over the o.dp data-parallel ranks: batches of spec.batch samples,
+/// epoch after epoch, shuffled when o.shuffle is given (a usage_error when DATA holds less
+/// than one batch).
+std::shared_ptr<const spmd::io::data_loader> make_loader(const train_options& o, const model_spec& spec);
 
 }  // namespace spmd_train

@@ -38,8 +38,8 @@ struct mlp_model {
   /// or the DDP model live.
   template <class Finish>
   auto step(const inputs& in, std::int64_t s, Finish&& finish) {
-    const auto x = Cfg::template batch_of<Tc, batch, d_in>(in.x, s);
-    const auto labels = Cfg::template batch_of<std::int64_t, batch>(in.labels, s);
+    const auto x = Cfg::template batch_of<Tc, batch, d_in>(in, "x", in.x, s);
+    const auto labels = Cfg::template batch_of<std::int64_t, batch>(in, "labels", in.labels, s);
     return Cfg::template with_params<2, 2>(
         params(),
         [&](auto&& up, auto&& down) {

@@ -73,9 +73,11 @@ struct config_on {
     return rt::requires_grad(factories::template distribute_tensor<L>(in.params.at(name)), name);
   }
 
-  /// Step s's slice of a per-step tensor (steps, E...) of the data, distributed, as U.
+  /// Step s's batch of field `name`, distributed, as U: from the loader (each rank reads its
+  /// rows), or without one step s's slice of `all`, a per-step tensor (steps, E...).
   template <class U, index_t... E, class V>
-  static batch_tensor<U, E...> batch_of(const std::vector<V>& all, std::int64_t s) {
+  static batch_tensor<U, E...> batch_of(const inputs& in, const char* name, const std::vector<V>& all, std::int64_t s) {
+    if (in.loader) return in.loader->template batch<U, typename batch_tensor<U, E...>::layout_type, B>(name, s);
     constexpr std::size_t n = (std::size_t{1} * ... * static_cast<std::size_t>(E));
     const auto first = all.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(s) * n);
     return factories::template distribute_tensor<typename batch_tensor<U, E...>::layout_type>(

@@ -34,6 +34,7 @@ struct train_options {
   std::string checkpoint;          // training state after checkpoint_at steps
   std::optional<std::int64_t> checkpoint_at;  // given or not (0 is a value, refused)
   std::string resume;              // training state to continue from
+  std::optional<std::int64_t> shuffle;  // the samples shuffled each epoch, seeded with this + the epoch (>= 0)
   bool json = false;
 };
 

@@ -54,6 +54,9 @@ void print_result(const train_options& o, const train_result& r) {
     for (int k = 0; k < 4; ++k) j += std::string(k ? "," : "") + quoted(kinds[k]) + ":" + std::to_string(r.collectives[k]);
     j += "}";
     j += ",\"clip\":" + (o.clip ? number(*o.clip) : std::string("null"));
+    j += ",\"shuffle\":" + (o.shuffle ? std::to_string(*o.shuffle) : std::string("null"));
+    j += ",\"steps_per_epoch\":" + std::to_string(r.steps_per_epoch);
+    j += ",\"epoch\":" + std::to_string(r.epoch);
     j += "}";
     std::printf("%s\n", j.c_str());
     return;
@@ -70,6 +73,10 @@ void print_result(const train_options& o, const train_result& r) {
   else
     std::printf(", loss %.9g -> %.9g, %.2f ms per step\n", r.losses.front(), r.losses.back(),
                 r.step_ms.empty() ? 0.0 : ms / static_cast<double>(r.step_ms.size()));
+  if (r.steps_per_epoch > 0)
+    std::printf("data: %lld batches an epoch%s, the last step in epoch %lld\n", static_cast<long long>(r.steps_per_epoch),
+                o.shuffle ? (", shuffled (seed " + std::to_string(*o.shuffle) + " + the epoch)").c_str() : "",
+                static_cast<long long>(r.epoch));
   std::printf("bytes per rank (parameters + gradients + optimizer state, the most any rank holds): %lld\n",
               static_cast<long long>(r.bytes_per_rank));
   std::printf("collectives per step:");

@@ -16,6 +16,8 @@ struct train_result {
   // Collectives of one step by kind (spmd-plan plan's names), as the last step ran them.
   std::array<int, 4> collectives{};     // all_gather, all_reduce, reduce_scatter, all_to_all
   bool prints = true;                   // this process reports (the first process of a job)
+  std::int64_t steps_per_epoch = 0;     // DATA's batches per epoch (0: no loader)
+  std::int64_t epoch = 0;               // the last step's epoch, from 0
 };
 
 }  // namespace spmd_train

@@ -61,6 +61,10 @@ train_result run(const train_options& o, const inputs& in, const model_spec& spe
                         ", past --steps " + std::to_string(o.steps));
     r.first_step = m.step;
   }
+  if (in.loader) {
+    r.steps_per_epoch = in.loader->steps_per_epoch();
+    r.epoch = in.loader->epoch_of(o.steps - 1);
+  }
   const bool table = r.prints && !o.json;
   if (table) std::printf("%13s %14s %14s %10s\n", "step", "loss", "grad_norm", "ms");
   for (std::int64_t s = r.first_step; s < o.steps; ++s) {
