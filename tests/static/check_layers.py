@@ -23,6 +23,8 @@ ALLOWED = {
     "runtime": BELOW_RUNTIME | {"runtime"},
     # io is host-only and backend-agnostic: any layer but the backends.
     "io": BELOW_RUNTIME | {"runtime", "io"},
+    # nn: models and their parallelisation, over the runtime (backend-agnostic too).
+    "nn": BELOW_RUNTIME | {"runtime", "nn"},
 }
 # Each backend: its own folder and those it is built on.
 BACKENDS = {
