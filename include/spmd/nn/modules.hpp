@@ -6,6 +6,9 @@
 //   spmd::nn::linear<32, 64, false> fc;   // no bias
 //   spmd::nn::layer_norm<32> ln;          // weight, bias (32): over the last dim, eps 1e-5
 //   spmd::nn::embedding<64, 32> wte;      // weight (64, 32): rows by index
+//   spmd::nn::causal_self_attention<32, 4> attn;   // wq, wk, wv, wo (32, 32): 4 causal heads of 8
+//   spmd::nn::mlp<32, 128> ffn;                    // w1 (128, 32), b1, w2 (32, 128), b2: gelu (tanh)
+//   spmd::nn::transformer_block<32, 4> blk;        // pre-norm: ln1, attn, ln2, mlp, two residuals
 //
 // A module's host form holds its initial values (zeros: load or fill them); its parallel form,
 // made by nn::parallelize, computes. Each forward is the runtime's operator over variables, so
@@ -20,6 +23,7 @@
 #include "spmd/nn/tree.hpp"
 #include "spmd/runtime/autograd/matmul.hpp"
 #include "spmd/runtime/autograd/nn.hpp"
+#include "spmd/runtime/autograd/attention.hpp"
 #include "spmd/runtime/autograd/elementwise.hpp"
 
 namespace spmd::nn {
@@ -60,6 +64,52 @@ struct embedding {
   template <class M, class I>
   static auto forward(const M& m, const I& indices) {
     return runtime::embedding(indices, get<"weight">(m));
+  }
+};
+
+/// GPT-2's causal self-attention over (batch, positions, Dim): q, k, v = x·Wqᵀ, x·Wkᵀ, x·Wvᵀ
+/// (no biases), softmax(q kᵀ / √(Dim/Heads) + causal mask) v per head, the heads concatenated,
+/// then ·Woᵀ. Megatron's tensor parallelism is wq, wk, wv colwise (whole heads per rank: the
+/// ranks must divide Heads) and wo rowwise.
+template <index_t Dim, index_t Heads, class T = float>
+struct causal_self_attention {
+  static_assert(Dim % Heads == 0, "spmd::nn::causal_self_attention: the heads must split Dim evenly.");
+  static constexpr index_t head_dim = Dim / Heads;
+  BOOST_HANA_DEFINE_STRUCT(causal_self_attention, (tensor<T, extents<Dim, Dim>>, wq), (tensor<T, extents<Dim, Dim>>, wk),
+                           (tensor<T, extents<Dim, Dim>>, wv), (tensor<T, extents<Dim, Dim>>, wo));
+  template <class M, class X>
+  static auto forward(const M& m, const X& x) {
+    using runtime::matmul_t;
+    const auto y = runtime::causal_attention<head_dim>(matmul_t(x, get<"wq">(m)), matmul_t(x, get<"wk">(m)),
+                                                       matmul_t(x, get<"wv">(m)));
+    return matmul_t(y, get<"wo">(m));
+  }
+};
+
+/// GPT-2's MLP: gelu_tanh(x·W1ᵀ + b1)·W2ᵀ + b2 (Hidden features). Megatron: w1, b1 colwise, w2
+/// rowwise (one all_reduce, where its Partial output meets b2).
+template <index_t Dim, index_t Hidden, class T = float>
+struct mlp {
+  BOOST_HANA_DEFINE_STRUCT(mlp, (tensor<T, extents<Hidden, Dim>>, w1), (tensor<T, extents<Hidden>>, b1),
+                           (tensor<T, extents<Dim, Hidden>>, w2), (tensor<T, extents<Dim>>, b2));
+  template <class M, class X>
+  static auto forward(const M& m, const X& x) {
+    const auto u = runtime::gelu_tanh(runtime::linear(x, get<"w1">(m), get<"b1">(m)));
+    return runtime::linear(u, get<"w2">(m), get<"b2">(m));
+  }
+};
+
+/// A pre-norm transformer block: h = x + attn(ln1(x)); h + mlp(ln2(h)). The residual sums keep
+/// x's placements (a rowwise output's Partial is reduced into them).
+template <index_t Dim, index_t Heads, index_t Hidden = 4 * Dim, class T = float>
+struct transformer_block {
+  BOOST_HANA_DEFINE_STRUCT(transformer_block, (layer_norm<Dim, T>, ln1), (causal_self_attention<Dim, Heads, T>, attn),
+                           (layer_norm<Dim, T>, ln2), (::spmd::nn::mlp<Dim, Hidden, T>, mlp));
+  template <class M, class X>
+  static auto forward(const M& m, const X& x) {
+    using P = typename X::placements_type;
+    const auto h = runtime::add<P>(x, get<"attn">(m)(get<"ln1">(m)(x)));
+    return runtime::add<P>(h, get<"mlp">(m)(get<"ln2">(m)(h)));
   }
 };
 

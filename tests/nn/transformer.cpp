@@ -1,0 +1,149 @@
+// tests/nn/transformer.cpp — a small gpt of the library's modules (embedding, transformer blocks
+// of causal attention and MLP, layer norm, a vocabulary-parallel head), Megatron's plan on tp
+// and an FSDP unit per block on dp: on 2x2 it trains as on one device.
+#include <array>
+#include <cmath>
+#include <random>
+#include <string_view>
+#include <vector>
+
+#include <boost/hana/adapt_struct.hpp>
+#include <catch2/catch.hpp>
+
+#include "spmd/nn/modules.hpp"
+#include "spmd/nn/parallelize.hpp"
+#include "spmd/runtime/autograd.hpp"
+#include "spmd/runtime/optim.hpp"
+#include "spmd/sim/sim.hpp"
+
+namespace rt = spmd::runtime;
+namespace nn = spmd::nn;
+using spmd::index_t;
+
+namespace {
+
+constexpr index_t vocab = 16, context = 6, width = 8, heads = 2, batch = 4;
+
+// [docs:nn-gpt]
+struct tiny_gpt {
+  nn::embedding<vocab, width> wte;
+  spmd::tensor<float, spmd::extents<context, width>> wpe;  // a parameter of the model itself
+  std::array<nn::transformer_block<width, heads>, 2> blocks;
+  nn::layer_norm<width> ln_f;
+  nn::linear<width, vocab, false> lm_head;
+
+  template <class M, class Tokens>
+  static auto forward(const M& m, const Tokens& tokens) {
+    const auto h0 = get<"wte">(m)(tokens) + get<"wpe">(m);
+    const auto& b = get<"blocks">(m);
+    const auto h2 = b[1](b[0](h0));
+    return get<"lm_head">(m)(get<"ln_f">(m)(h2));  // logits, the vocabulary split on tp
+  }
+};
+// [/docs:nn-gpt]
+
+}  // namespace
+
+BOOST_HANA_ADAPT_STRUCT(tiny_gpt, wte, wpe, blocks, ln_f, lm_head);
+
+namespace {
+
+using B = spmd::sim::backend;
+// [docs:nn-megatron]
+using megatron = nn::tp_plan<nn::rule<"blocks.*.attn.wq", nn::colwise>, nn::rule<"blocks.*.attn.wk", nn::colwise>,
+                             nn::rule<"blocks.*.attn.wv", nn::colwise>, nn::rule<"blocks.*.attn.wo", nn::rowwise>,
+                             nn::rule<"blocks.*.mlp.w1", nn::colwise>, nn::rule<"blocks.*.mlp.b1", nn::colwise>,
+                             nn::rule<"blocks.*.mlp.w2", nn::rowwise>, nn::rule<"lm_head.weight", nn::colwise>>;
+using torchtitan = nn::fsdp<"dp", nn::units<"blocks.*", "">>;
+// [/docs:nn-megatron]
+
+tiny_gpt random_gpt() {
+  tiny_gpt g;
+  std::mt19937 r(3);
+  std::normal_distribution<float> n(0.f, 0.2f);
+  const auto fill = [&](std::vector<float>& v) {
+    for (float& x : v) x = n(r);
+  };
+  fill(g.wte.weight.data);
+  fill(g.wpe.data);
+  for (auto& b : g.blocks) {
+    for (auto* t : {&b.attn.wq.data, &b.attn.wk.data, &b.attn.wv.data, &b.attn.wo.data, &b.mlp.w1.data,
+                    &b.mlp.b1.data, &b.mlp.w2.data, &b.mlp.b2.data})
+      fill(*t);
+  }
+  fill(g.lm_head.weight.data);
+  return g;
+}
+
+struct run_result {
+  std::vector<double> losses;
+  std::vector<std::vector<float>> grads;  // after the first step, every parameter
+};
+
+template <class Mesh, class... Ps>
+run_result train(const tiny_gpt& host) {
+  auto m = nn::parallelize<Mesh, B, Ps...>(host);
+  auto opt = std::apply([](auto&... p) { return rt::adamw({.lr = 0.02}, p...); }, nn::parameters(m));
+  using LT = spmd::layout<Mesh, spmd::placements<spmd::shard<0>, spmd::replicate>, spmd::extents<batch, context>>;
+  std::vector<std::int64_t> tok(batch * context), next(batch * context);
+  for (index_t i = 0; i < batch * context; ++i) {
+    tok[static_cast<std::size_t>(i)] = (3 * i + 1) % vocab;
+    next[static_cast<std::size_t>(i)] = (3 * i + 4) % vocab;  // the next token of a counting sequence
+  }
+  const auto tokens = spmd::sim::distribute_tensor<LT>(tok);
+  const auto targets = spmd::sim::distribute_tensor<LT>(next);
+  run_result r;
+  for (int step = 0; step < 3; ++step) {
+    auto loss = rt::vocab_parallel_cross_entropy<vocab>(m(tokens), targets);
+    loss.backward();
+    r.losses.push_back(static_cast<double>(loss.value().full_tensor()[0]));
+    if (step == 0) std::apply([&](auto&... p) { (r.grads.push_back(p.grad().full_tensor()), ...); }, nn::parameters(m));
+    opt.step();
+    opt.zero_grad();
+  }
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("nn: a gpt of the library's modules, Megatron × FSDP on 2x2, trains as one device", "[nn]") {
+  using M22 = spmd::mesh<2, 2>::named<"dp", "tp">;
+  using M11 = spmd::mesh<1, 1>::named<"dp", "tp">;
+  using Model = decltype(nn::parallelize<M22, B, nn::tensor_parallel<"tp", megatron>, torchtitan>(std::declval<const tiny_gpt&>()));
+  using WQ = std::remove_cvref_t<decltype(get<"wq">(get<"attn">(get<"blocks">(std::declval<const Model&>())[0])))>;
+  static_assert(std::is_same_v<typename WQ::placements_type, spmd::placements<spmd::shard<0, 1>, spmd::shard<0, 0>>>);
+  using WO = std::remove_cvref_t<decltype(get<"wo">(get<"attn">(get<"blocks">(std::declval<const Model&>())[0])))>;
+  static_assert(std::is_same_v<typename WO::placements_type, spmd::placements<spmd::shard<0>, spmd::shard<1>>>);
+
+  const tiny_gpt host = random_gpt();
+  constexpr auto paths = nn::parameter_paths<tiny_gpt>();
+  CHECK(paths.size() == 2 + 2 * 12 + 3);  // the names spmd-train's gpt has (docs/training.md)
+  CHECK(paths[2] == std::string_view("blocks.0.ln1.weight"));
+  CHECK(paths[4] == std::string_view("blocks.0.attn.wq"));
+  CHECK(paths[10] == std::string_view("blocks.0.mlp.w1"));
+  CHECK(paths[28] == std::string_view("lm_head.weight"));
+
+  const run_result one = train<M11, nn::tensor_parallel<"tp", megatron>, torchtitan>(host);
+  const run_result both = train<M22, nn::tensor_parallel<"tp", megatron>, torchtitan>(host);
+  CHECK(one.losses[2] < one.losses[0]);
+  for (std::size_t s = 0; s < one.losses.size(); ++s)
+    CHECK(std::abs(both.losses[s] - one.losses[s]) <= 1e-5 * std::abs(one.losses[s]));
+  double worst = 0;
+  REQUIRE(both.grads.size() == one.grads.size());
+  for (std::size_t i = 0; i < one.grads.size(); ++i)
+    for (std::size_t k = 0; k < one.grads[i].size(); ++k)
+      worst = std::max(worst, static_cast<double>(std::abs(both.grads[i][k] - one.grads[i][k])));
+  CHECK(worst <= 1e-5);
+
+  // The same model over a mesh whose sizes are given at run time: the 2x2 run's numbers, bit for
+  // bit; and 1x2 (tensor parallel only) as one device's.
+  using D = spmd::mesh<spmd::dyn, spmd::dyn>::named<"dp", "tp">;
+  spmd::bind_mesh<D>(spmd::dims<2>{2, 2});
+  const run_result dyn22 = train<D, nn::tensor_parallel<"tp", megatron>, torchtitan>(host);
+  CHECK(dyn22.losses == both.losses);
+  CHECK(dyn22.grads == both.grads);
+  spmd::bind_mesh<D>(spmd::dims<2>{1, 2});
+  const run_result dyn12 = train<D, nn::tensor_parallel<"tp", megatron>, torchtitan>(host);
+  for (std::size_t s = 0; s < one.losses.size(); ++s)
+    CHECK(std::abs(dyn12.losses[s] - one.losses[s]) <= 1e-5 * std::abs(one.losses[s]));
+}
