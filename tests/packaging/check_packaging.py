@@ -6,7 +6,9 @@ usage: check_packaging.py <spmd-source-root> <c++ compiler>
 1. A throw-away project with subprojects/spmd -> the source tree calls
    dependency('spmd') and compiles a file that static_asserts a layout.
 2. `meson install --destdir` of a fresh spmd build, then the same file compiled with
-   the flags `pkg-config --cflags spmd` gives for the installed tree.
+   the flags `pkg-config --cflags spmd` gives for the installed tree; and so is
+   examples/own_model/own_model.cpp (a model of spmd::nn's modules trained on 2x2 against one
+   device), which must run and pass.
 """
 import os
 import pathlib
@@ -67,6 +69,10 @@ def main():
         run([cxx] + cflags + [str(proj / "main.cpp"), "-o", str(tmp / "pc_consumer")] + libs)
         run([str(tmp / "pc_consumer")])
         print(f"PASS: installed headers + spmd.pc (cflags: {' '.join(cflags)}; libs: {' '.join(libs)})")
+        # Your own model, out of the tree: only the installed headers and what spmd.pc gives.
+        own = source / "examples" / "own_model" / "own_model.cpp"
+        run([cxx] + cflags + [str(own), "-o", str(tmp / "own_model")] + libs)
+        print("PASS: examples/own_model against the installed headers: " + run([str(tmp / "own_model")]).strip())
     shutil.rmtree(tmp, ignore_errors=True)
 
 
