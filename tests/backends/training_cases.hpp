@@ -6,6 +6,10 @@
 #include <string>
 #include <tuple>
 
+#include <boost/hana/define_struct.hpp>
+
+#include "spmd/nn/modules.hpp"
+#include "spmd/nn/parallelize.hpp"
 #include "spmd/runtime/autograd.hpp"
 #include "spmd/runtime/coalesce.hpp"
 #include "spmd/runtime/comm_counter.hpp"
@@ -131,6 +135,44 @@ auto mlp_trained() {
   return std::make_tuple(w1.value(), b1.value(), w2.value(), b2.value());
 }
 
+/// A model of spmd::nn's modules (linear colwise, layer_norm, linear rowwise), placed by
+/// parallelize with an FSDP unit per linear and the model's own (the norm), trained two AdamW
+/// steps. Its parameters after.
+struct nn_model {
+  BOOST_HANA_DEFINE_STRUCT(nn_model, (spmd::nn::linear<8, 12, true, double>, up), (spmd::nn::layer_norm<12, double>, norm),
+                           (spmd::nn::linear<12, 8, true, double>, down));
+  template <class M, class X>
+  static auto forward(const M& m, const X& x) {
+    return get<"down">(m)(spmd::runtime::relu(get<"norm">(m)(get<"up">(m)(x))));
+  }
+};
+
+template <class B, class Unnamed>
+auto nn_trained() {
+  using namespace spmd;
+  namespace rt = spmd::runtime;
+  using F = rt::factories<B>;
+  // parallelize names its mesh dims: the suite's mesh, named (bound to its sizes when dynamic)
+  using Mesh = typename Unnamed::template named<"dp", "tp">;
+  if constexpr (!Mesh::is_static) bind_mesh<Mesh>(dims<2>{Unnamed::extent(0), Unnamed::extent(1)});
+  nn_model host;
+  host.up.weight.data = global_values<double>(96);
+  host.up.bias.data = global_values<double>(12);
+  host.down.weight.data = global_values<double>(96);
+  host.down.bias.data = global_values<double>(8);
+  using plan = nn::tp_plan<nn::rule<"up.*", nn::colwise>, nn::rule<"down.*", nn::rowwise>>;
+  auto m = nn::parallelize<Mesh, B, nn::tensor_parallel<"tp", plan>, nn::fsdp<"dp", nn::units<"up", "down", "">>>(host);
+  auto opt = std::apply([](auto&... p) { return rt::adamw({.lr = 0.01}, p...); }, nn::parameters(m));
+  const auto x = F::template distribute_tensor<layout<Mesh, placements<shard<0>, replicate>, extents<5, 8>>>(
+      global_values<double>(40));
+  for (int k = 0; k < 2; ++k) {
+    rt::mean<>(rt::gelu(m(rt::as_variable(x)))).backward();
+    opt.step();
+    opt.zero_grad();
+  }
+  return std::apply([](const auto&... p) { return std::make_tuple(p.value()...); }, nn::parameters(m));
+}
+
 template <class TB, class TS>
 void compare_params(report& rep, const TB& b, const TS& s, const std::string& what) {
   [&]<std::size_t... I>(std::index_sequence<I...>) {
@@ -155,6 +197,8 @@ void training_cases(report& rep) {
                      "FSDP x TP MLP after 2 AdamW steps, parameter");
   td::compare_params(rep, td::mlp_trained<B, Mesh, false>(), td::mlp_trained<S, Mesh, false>(),
                      "DDP x TP MLP (two buckets) after 2 SGD steps, parameter");
+  td::compare_params(rep, td::nn_trained<B, Mesh>(), td::nn_trained<S, Mesh>(),
+                     "spmd::nn model (TP x FSDP units) after 2 AdamW steps, parameter");
 }
 
 }  // namespace suite
