@@ -150,6 +150,7 @@ struct trained {
   std::vector<double> losses;
   std::vector<std::vector<float>> grads;  // every parameter's gradient after the first step
   int reduce_scatters = 0;                // in the first step
+  int all_reduces = 0;
 };
 
 /// Two AdamW steps of `host` on Mesh as the parallelisms Ps place it.
@@ -171,6 +172,7 @@ trained train(const H& host) {
     t.losses.push_back(static_cast<double>(loss.value().full_tensor()[0]));
     if (step == 0) {
       t.reduce_scatters = c.count(spmd::step_kind::reduce_scatter);
+      t.all_reduces = c.count(spmd::step_kind::all_reduce);
       std::apply([&](auto&... p) { (t.grads.push_back(p.grad().full_tensor()), ...); }, nn::parameters(m));
     }
     opt.step();
@@ -242,4 +244,26 @@ TEST_CASE("nn: units per block and the model, tensor parallel inside them", "[nn
   const trained tp_only = train<M22, nn::tensor_parallel<"tp", deep_tp>>(d);
   CHECK(both.reduce_scatters == tp_only.reduce_scatters + 3);
   CHECK(one.losses[1] < one.losses[0]);
+}
+
+TEST_CASE("nn: DDP on dp beside tensor parallel on tp, gradients all-reduced in buckets", "[nn]") {
+  const mlp3 h = random_mlp3(2);
+  const trained one = train<M11, nn::tensor_parallel<"tp", tp>, nn::ddp<"dp">>(h);
+  const trained tp_only = train<M22, nn::tensor_parallel<"tp", tp>>(h);
+  const trained both = train<M22, nn::tensor_parallel<"tp", tp>, nn::ddp<"dp">>(h);
+  check_close(both, one, 1e-6);
+  // Without DDP each replicated parameter's gradient is all-reduced over dp on its own; DDP
+  // reduces them together, one bucket (25 MiB) holding every gradient here.
+  CHECK(both.all_reduces < tp_only.all_reduces);
+  // Buckets of 256 bytes a rank: the buckets the compiler assigned, one all_reduce each.
+  using small = nn::ddp<"dp", 256>;
+  using Model = decltype(nn::parallelize<M22, B, nn::tensor_parallel<"tp", tp>, small>(std::declval<const mlp3&>()));
+  constexpr int buckets = decltype(std::declval<Model&>().ddp)::buckets;
+  static_assert(buckets > 1);
+  const trained bucketed = train<M22, nn::tensor_parallel<"tp", tp>, small>(h);
+  check_close(bucketed, one, 1e-6);
+  CHECK(bucketed.all_reduces == both.all_reduces - 1 + buckets);
+  // DDP's parameters are replicated on dp
+  using DW = std::remove_cvref_t<decltype(get<"weight">(get<"fc1">(std::declval<const Model&>())))>;
+  static_assert(std::is_same_v<typename DW::placements_type, placements<replicate, shard<0>>>);
 }

@@ -24,7 +24,8 @@
 //   colwise     Shard(0): a weight (out, in) split by output features, its bias with it
 //   rowwise     Shard(1) for a weight (split by input features); a 1-d parameter replicated
 //   replicated  Replicate
-// On an fsdp dim every parameter is Shard(0) (FSDP2's sharding at rest), split after the
+// On a ddp dim every parameter is replicated and the model's gradients are all-reduced in
+// buckets (runtime::ddp). On an fsdp dim every parameter is Shard(0) (FSDP2's sharding at rest), split after the
 // tensor-parallel dim where that shards dim 0 too (shard<0, 1> beside shard<0, 0>: gathering
 // the fsdp dim gives the tensor-parallel layout, as runtime::fully_shard needs). Any other mesh
 // dim (DDP, or none) replicates. The activations' layouts follow from the operators'
@@ -48,6 +49,7 @@
 #include "spmd/nn/path.hpp"
 #include "spmd/nn/tree.hpp"
 #include "spmd/runtime/autograd/variable.hpp"
+#include "spmd/runtime/data_parallel/ddp.hpp"
 #include "spmd/runtime/data_parallel/fully_shard.hpp"
 #include "spmd/runtime/dtensor.hpp"
 
@@ -87,7 +89,20 @@ struct fsdp {
   using policy = Policy;
 };
 
+/// DDP on mesh dim Dim: every parameter replicated there, the model's gradients all-reduced in
+/// buckets of at most BucketBytes a rank as the backward produces them (runtime::ddp).
+template <fixed_string Dim, std::size_t BucketBytes = runtime::default_bucket_bytes>
+struct ddp {
+  static constexpr auto dim_name = Dim;
+  static constexpr std::size_t bucket_bytes = BucketBytes;
+};
+
 namespace detail {
+
+template <class P>
+inline constexpr bool is_ddp = false;
+template <fixed_string D, std::size_t Bytes>
+inline constexpr bool is_ddp<ddp<D, Bytes>> = true;
 
 template <class P>
 inline constexpr bool is_tp = false;
@@ -213,10 +228,17 @@ struct parallel_leaves {
                                   std::string(Path.view()));
   }
 
-  /// A module at Path: an FSDP unit when an fsdp<...> names it, else its node.
+  /// A module at Path: an FSDP unit when an fsdp<...> names it, the model under DDP when a
+  /// ddp<...> is given, else its node.
   template <fixed_string Path, class Node>
   static auto wrap(Node n) {
-    if constexpr (!(unit_at<Ps, Path>() || ...)) {
+    if constexpr (Path.size() == 0 && (is_ddp<Ps> || ...)) {
+      using D = std::tuple_element_t<0, decltype(std::tuple_cat(
+                                            std::conditional_t<is_ddp<Ps>, std::tuple<Ps>, std::tuple<>>{}...))>;
+      constexpr int dp = Mesh::template dim<D::dim_name>();
+      auto model = std::apply([](auto&... p) { return runtime::ddp<dp, D::bucket_bytes>(p...); }, leaf_refs(n));
+      return ddp_node<Node, decltype(model)>{std::move(n), std::move(model)};
+    } else if constexpr (!(unit_at<Ps, Path>() || ...)) {
       return n;
     } else {
       using F = std::tuple_element_t<0, decltype(std::tuple_cat(
@@ -279,8 +301,11 @@ constexpr bool plan_fits() {
 /// variables (trainable, named by their paths) with the model's structure.
 template <class Mesh, class B, class... Ps, class S>
 auto parallelize(const S& host) {
-  static_assert(((detail::is_tp<Ps> || detail::is_fsdp<Ps>) && ...),
-                "spmd::nn::parallelize: the parallelisms are tensor_parallel<dim, plan> and fsdp<dim>.");
+  static_assert(((detail::is_tp<Ps> || detail::is_fsdp<Ps> || detail::is_ddp<Ps>) && ...),
+                "spmd::nn::parallelize: the parallelisms are tensor_parallel<dim, plan>, fsdp<dim, ...> "
+                "and ddp<dim>.");
+  static_assert(((detail::is_fsdp<Ps> ? 1 : 0) + ... + 0) + ((detail::is_ddp<Ps> ? 1 : 0) + ... + 0) <= 1,
+                "spmd::nn::parallelize: one data-parallel dim, FSDP or DDP (HSDP is not here yet).");
   static_assert(detail::dims_distinct<Mesh, Ps...>(),
                 "spmd::nn::parallelize: two parallelisms name the same mesh dim.");
   static_assert((detail::plan_fits<S, Ps>() && ...));

@@ -109,6 +109,28 @@ struct unit_node {
   auto operator()(const A&... a) const;
 };
 
+/// A model under DDP: its node, and runtime::ddp over every parameter. Calling it runs the
+/// model's forward on this step's views of the parameters, whose gradients stay Partial on dp
+/// until their bucket's all_reduce.
+template <class Node, class Model>
+struct ddp_node {
+  using module_type = typename Node::module_type;
+  Node inner;
+  Model ddp;
+
+  template <class... A>
+  auto operator()(const A&... a) const;
+};
+
+template <fixed_string Name, class Node, class Model>
+const auto& get(const ddp_node<Node, Model>& n) {
+  return get<Name>(n.inner);
+}
+template <fixed_string Name, class Node, class Model>
+auto& get(ddp_node<Node, Model>& n) {
+  return get<Name>(n.inner);
+}
+
 template <fixed_string Name, class Node, class Unit>
 const auto& get(const unit_node<Node, Unit>& n) {
   return get<Name>(n.inner);
@@ -178,6 +200,12 @@ auto with_leaves(const X& x, const G& g) {
 }
 
 }  // namespace detail
+
+template <class Node, class Model>
+template <class... A>
+auto ddp_node<Node, Model>::operator()(const A&... a) const {
+  return module_type::forward(detail::with_leaves<0>(inner, ddp.params()), a...);
+}
 
 template <class Node, class Unit>
 template <class... A>
@@ -281,7 +309,7 @@ template <class X>
 auto leaf_refs(X& x) {
   if constexpr (is_array_v<std::remove_const_t<X>>) {
     return std::apply([](auto&... e) { return std::tuple_cat(leaf_refs(e)...); }, x);
-  } else if constexpr (is_unit_node_v<std::remove_const_t<X>>) {
+  } else if constexpr (requires { x.inner; }) {  // an FSDP unit, the model under DDP
     return leaf_refs(x.inner);
   } else if constexpr (requires { typename X::module_type; }) {
     return std::apply([](auto&... e) { return std::tuple_cat(leaf_refs(e)...); }, x.members);
