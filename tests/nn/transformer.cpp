@@ -3,6 +3,7 @@
 // and an FSDP unit per block on dp: on 2x2 it trains as on one device.
 #include <array>
 #include <cmath>
+#include <optional>
 #include <random>
 #include <string_view>
 #include <vector>
@@ -57,6 +58,21 @@ using megatron = nn::tp_plan<nn::rule<"blocks.*.attn.wq", nn::colwise>, nn::rule
 using torchtitan = nn::fsdp<"dp", nn::units<"blocks.*", "">>;
 // [/docs:nn-megatron]
 
+// [docs:nn-sp]
+// Megatron's sequence parallelism: the residual stream and the norms split by position on tp;
+// attention and the MLP gather the positions first, their rowwise outputs reduce-scattered back.
+using sp_modules = nn::tp_plan<nn::rule<"blocks.*", nn::sequence_parallel<1>>,
+                               nn::rule<"blocks.*.ln1", nn::sequence_parallel<1>>,
+                               nn::rule<"blocks.*.ln2", nn::sequence_parallel<1>>,
+                               nn::rule<"blocks.*.attn", nn::prepare_io<spmd::replicate, spmd::shard<1>>>,
+                               nn::rule<"blocks.*.mlp", nn::prepare_io<spmd::replicate, spmd::shard<1>>>,
+                               nn::rule<"ln_f", nn::sequence_parallel<1>>,
+                               nn::rule<"lm_head", nn::prepare_input<spmd::replicate>>>;
+// [/docs:nn-sp]
+template <class... A, class... B>
+auto cat_plans(nn::tp_plan<A...>*, nn::tp_plan<B...>*) -> nn::tp_plan<A..., B...>;
+using megatron_sp = decltype(cat_plans(static_cast<sp_modules*>(nullptr), static_cast<megatron*>(nullptr)));
+
 tiny_gpt random_gpt() {
   tiny_gpt g;
   std::mt19937 r(3);
@@ -78,6 +94,7 @@ tiny_gpt random_gpt() {
 struct run_result {
   std::vector<double> losses;
   std::vector<std::vector<float>> grads;  // after the first step, every parameter
+  std::array<int, 4> forward{};  // the first step's forward: all_gather, all_reduce, reduce_scatter, all_to_all
 };
 
 template <class Mesh, class... Ps>
@@ -94,7 +111,12 @@ run_result train(const tiny_gpt& host) {
   const auto targets = spmd::sim::distribute_tensor<LT>(next);
   run_result r;
   for (int step = 0; step < 3; ++step) {
+    std::optional<rt::comm_counter> c(std::in_place);
     auto loss = rt::vocab_parallel_cross_entropy<vocab>(m(tokens), targets);
+    if (step == 0)
+      r.forward = {c->count(spmd::step_kind::all_gather), c->count(spmd::step_kind::all_reduce),
+                   c->count(spmd::step_kind::reduce_scatter), c->count(spmd::step_kind::all_to_all)};
+    c.reset();
     loss.backward();
     r.losses.push_back(static_cast<double>(loss.value().full_tensor()[0]));
     if (step == 0) std::apply([&](auto&... p) { (r.grads.push_back(p.grad().full_tensor()), ...); }, nn::parameters(m));
@@ -146,4 +168,32 @@ TEST_CASE("nn: a gpt of the library's modules, Megatron × FSDP on 2x2, trains a
   const run_result dyn12 = train<D, nn::tensor_parallel<"tp", megatron>, torchtitan>(host);
   for (std::size_t s = 0; s < one.losses.size(); ++s)
     CHECK(std::abs(dyn12.losses[s] - one.losses[s]) <= 1e-5 * std::abs(one.losses[s]));
+}
+
+TEST_CASE("nn: sequence parallelism by module styles trains as one device", "[nn]") {
+  using M12 = spmd::mesh<1, 2>::named<"dp", "tp">;
+  using M11 = spmd::mesh<1, 1>::named<"dp", "tp">;
+  const tiny_gpt host = random_gpt();
+  const run_result one = train<M11, nn::tensor_parallel<"tp", megatron>>(host);
+  const run_result tp = train<M12, nn::tensor_parallel<"tp", megatron>>(host);
+  const run_result sp = train<M12, nn::tensor_parallel<"tp", megatron_sp>>(host);
+  for (std::size_t s = 0; s < one.losses.size(); ++s) {
+    CHECK(std::abs(sp.losses[s] - one.losses[s]) <= 1e-5 * std::abs(one.losses[s]));
+    CHECK(std::abs(tp.losses[s] - one.losses[s]) <= 1e-5 * std::abs(one.losses[s]));
+  }
+  double worst = 0;
+  for (std::size_t i = 0; i < one.grads.size(); ++i)
+    for (std::size_t k = 0; k < one.grads[i].size(); ++k)
+      worst = std::max(worst, static_cast<double>(std::abs(sp.grads[i][k] - one.grads[i][k])));
+  CHECK(worst <= 1e-5);
+  // The rowwise outputs of attention and the MLP (two blocks) reduce-scattered to the positions'
+  // split (the MLP's bias added to the slice after), not all-reduced; the positions gathered
+  // before attention and the MLP.
+  INFO("forward, tp: " << tp.forward[0] << " " << tp.forward[1] << " " << tp.forward[2] << "; sp: " << sp.forward[0]
+                        << " " << sp.forward[1] << " " << sp.forward[2]);
+  // (SPMD_LOG=redistribute shows them: four P(sum) -> S(1) reduce_scatters a forward; the
+  // model without sequence parallelism all-reduces those four instead.)
+  CHECK(sp.forward[2] >= 4);
+  CHECK(sp.forward[1] < tp.forward[1]);
+  CHECK(sp.forward[0] >= tp.forward[0] + 2);
 }

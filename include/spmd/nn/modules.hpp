@@ -32,9 +32,10 @@ namespace spmd::nn {
 template <index_t In, index_t Out, bool Bias = true, class T = float>
 struct linear {
   BOOST_HANA_DEFINE_STRUCT(linear, (tensor<T, extents<Out, In>>, weight), (tensor<T, extents<Out>>, bias));
+  static constexpr bool places_output = true;  // before the bias (nn/tree.hpp)
   template <class M, class X>
   static auto forward(const M& m, const X& x) {
-    return runtime::linear(x, get<"weight">(m), get<"bias">(m));
+    return runtime::add(place_output(m, runtime::matmul_t(x, get<"weight">(m))), get<"bias">(m));
   }
 };
 template <index_t In, index_t Out, class T>
@@ -92,10 +93,11 @@ template <index_t Dim, index_t Hidden, class T = float>
 struct mlp {
   BOOST_HANA_DEFINE_STRUCT(mlp, (tensor<T, extents<Hidden, Dim>>, w1), (tensor<T, extents<Hidden>>, b1),
                            (tensor<T, extents<Dim, Hidden>>, w2), (tensor<T, extents<Dim>>, b2));
+  static constexpr bool places_output = true;  // before b2: a rowwise w2's Partial reduce-scattered
   template <class M, class X>
   static auto forward(const M& m, const X& x) {
     const auto u = runtime::gelu_tanh(runtime::linear(x, get<"w1">(m), get<"b1">(m)));
-    return runtime::linear(u, get<"w2">(m), get<"b2">(m));
+    return runtime::add(place_output(m, runtime::matmul_t(u, get<"w2">(m))), get<"b2">(m));
   }
 };
 

@@ -43,11 +43,14 @@
 #include <type_traits>
 #include <utility>
 
+#include <boost/mp11/algorithm.hpp>
+
 #include "spmd/core/fixed_string.hpp"
 #include "spmd/core/layout.hpp"
 #include "spmd/core/placement.hpp"
 #include "spmd/nn/path.hpp"
 #include "spmd/nn/tree.hpp"
+#include "spmd/runtime/autograd/redistribute.hpp"
 #include "spmd/runtime/autograd/variable.hpp"
 #include "spmd/runtime/data_parallel/ddp.hpp"
 #include "spmd/runtime/data_parallel/fully_shard.hpp"
@@ -59,6 +62,24 @@ namespace spmd::nn {
 struct colwise {};
 struct rowwise {};
 struct replicated {};
+
+/// Module styles (a rule's Pattern then names modules): the module's first input redistributed
+/// to placement In on the tensor-parallel dim before its forward, its output to Out after
+/// (void: left as propagation places it). PyTorch's PrepareModuleInput / PrepareModuleOutput
+/// and, with In = Shard(sequence dim), SequenceParallel: a norm computed on its slice of the
+/// positions, its parameters replicated; a rowwise layer's Partial output reduce-scattered to
+/// it (prepare_output<shard<1>>) instead of all-reduced.
+template <class In, class Out = void>
+struct prepare_io {
+  using input = In;
+  using output = Out;
+};
+template <class In>
+using prepare_input = prepare_io<In, void>;
+template <class Out>
+using prepare_output = prepare_io<void, Out>;
+template <int SeqDim = 1>
+using sequence_parallel = prepare_io<shard<SeqDim>, void>;
 
 /// Parameters whose path matches Pattern take Style.
 template <fixed_string Pattern, class Style>
@@ -113,7 +134,13 @@ inline constexpr bool is_fsdp = false;
 template <fixed_string D, class U, class P>
 inline constexpr bool is_fsdp<fsdp<D, U, P>> = true;
 
-/// The style the plan gives path `Path` (replicated when no rule matches).
+template <class S>
+inline constexpr bool is_module_style = false;
+template <class In, class Out>
+inline constexpr bool is_module_style<prepare_io<In, Out>> = true;
+
+/// The style the plan gives parameter `Path` (replicated when no rule matches); module rules
+/// are skipped.
 template <fixed_string Path, class Plan>
 struct style_of;
 template <fixed_string Path>
@@ -122,8 +149,45 @@ struct style_of<Path, tp_plan<>> {
 };
 template <fixed_string Path, class R, class... Rs>
 struct style_of<Path, tp_plan<R, Rs...>> {
-  using type = std::conditional_t<path_matches(R::pattern.view(), Path.view()), typename R::style,
-                                  typename style_of<Path, tp_plan<Rs...>>::type>;
+  using type = std::conditional_t<!is_module_style<typename R::style> && path_matches(R::pattern.view(), Path.view()),
+                                  typename R::style, typename style_of<Path, tp_plan<Rs...>>::type>;
+};
+
+/// The module style the plan gives module `Path` (void: none); parameter rules are skipped.
+template <fixed_string Path, class Plan>
+struct module_style_of;
+template <fixed_string Path>
+struct module_style_of<Path, tp_plan<>> {
+  using type = void;
+};
+template <fixed_string Path, class R, class... Rs>
+struct module_style_of<Path, tp_plan<R, Rs...>> {
+  using type = std::conditional_t<is_module_style<typename R::style> && path_matches(R::pattern.view(), Path.view()),
+                                  typename R::style, typename module_style_of<Path, tp_plan<Rs...>>::type>;
+};
+
+/// x with placement P on mesh dim D (others as they are); P void: x.
+template <int D, class P, class X>
+auto placed_on(const X& x) {
+  if constexpr (std::is_void_v<P>) {
+    return x;
+  } else {
+    using To = boost::mp11::mp_replace_at_c<typename X::placements_type, static_cast<std::size_t>(D), P>;
+    return runtime::redistribute<To>(x);
+  }
+}
+
+/// A module style on tensor-parallel dim D, as styled_node applies it.
+template <class Style, int D>
+struct placed_style {
+  template <class X>
+  static auto place_input(const X& x) {
+    return placed_on<D, typename Style::input>(x);
+  }
+  template <class Y>
+  static auto place_output(const Y& y) {
+    return placed_on<D, typename Style::output>(y);
+  }
 };
 
 /// Whether style S shards a parameter of `rank` dims on its dim 0.
@@ -228,10 +292,33 @@ struct parallel_leaves {
                                   std::string(Path.view()));
   }
 
-  /// A module at Path: an FSDP unit when an fsdp<...> names it, the model under DDP when a
-  /// ddp<...> is given, else its node.
+  /// A module at Path: with the module style a tensor-parallel plan gives it, then an FSDP
+  /// unit when an fsdp<...> names it, the model under DDP when a ddp<...> is given.
   template <fixed_string Path, class Node>
   static auto wrap(Node n) {
+    return wrap_parallel<Path>(styled<Path>(std::move(n)));
+  }
+
+  template <fixed_string Path, class Node>
+  static auto styled(Node n) {
+    if constexpr (!(has_module_style<Ps, Path>() || ...)) {
+      return n;
+    } else {
+      using P = std::tuple_element_t<0, decltype(std::tuple_cat(
+                                            std::conditional_t<is_tp<Ps>, std::tuple<Ps>, std::tuple<>>{}...))>;
+      constexpr int tp = Mesh::template dim<P::dim_name>();
+      using St = typename module_style_of<Path, typename P::plan>::type;
+      return styled_node<Node, placed_style<St, tp>>{std::move(n)};
+    }
+  }
+  template <class P, fixed_string Path>
+  static constexpr bool has_module_style() {
+    if constexpr (is_tp<P>) return !std::is_void_v<typename module_style_of<Path, typename P::plan>::type>;
+    else return false;
+  }
+
+  template <fixed_string Path, class Node>
+  static auto wrap_parallel(Node n) {
     if constexpr (Path.size() == 0 && (is_ddp<Ps> || ...)) {
       using D = std::tuple_element_t<0, decltype(std::tuple_cat(
                                             std::conditional_t<is_ddp<Ps>, std::tuple<Ps>, std::tuple<>>{}...))>;
@@ -266,11 +353,15 @@ struct parallel_leaves {
   }
 };
 
-/// Whether some parameter path of the host model S matches Pattern.
-template <class S, fixed_string Pattern>
+/// Whether some parameter path (or, for a module style, module path) of the host model S
+/// matches Pattern.
+template <class S, fixed_string Pattern, bool Module>
 constexpr bool rule_matches() {
   bool any = false;
-  for (const std::string_view p : parameter_paths<S>()) any = any || path_matches(Pattern.view(), p);
+  if constexpr (Module)
+    for (const std::string_view p : module_paths<S>()) any = any || path_matches(Pattern.view(), p);
+  else
+    for (const std::string_view p : parameter_paths<S>()) any = any || path_matches(Pattern.view(), p);
   return any;
 }
 
@@ -279,8 +370,9 @@ template <fixed_string Pattern, bool Matches>
 struct plan_rule_check {
   static_assert(Matches,
                 "spmd::nn::parallelize: a rule of the tensor-parallel plan matches no parameter of the "
-                "model (its pattern is the Pattern of this instantiation; a path is member names "
-                "joined by '.', an array element by its index, '*' for any one segment).");
+                "model (or, for a module style, no module; its pattern is the Pattern of this "
+                "instantiation; a path is member names joined by '.', an array element by its index, "
+                "'*' for any one segment).");
   static constexpr bool ok = Matches;
 };
 
@@ -288,7 +380,8 @@ template <class S, class P>
 constexpr bool plan_fits() {
   if constexpr (is_tp<P>) {
     return []<class... Rs>(tp_plan<Rs...>*) {
-      return (plan_rule_check<Rs::pattern, rule_matches<S, Rs::pattern>()>::ok && ... && true);
+      return (plan_rule_check<Rs::pattern, rule_matches<S, Rs::pattern, is_module_style<typename Rs::style>>()>::ok &&
+              ... && true);
     }(static_cast<typename P::plan*>(nullptr));
   } else {
     return true;

@@ -122,6 +122,44 @@ struct ddp_node {
   auto operator()(const A&... a) const;
 };
 
+/// A module whose inputs and output a module style places (nn/parallelize.hpp: prepare_input,
+/// prepare_output, sequence_parallel): its first input redistributed before its forward, its
+/// output after. Style::place_input / place_output do it.
+/// A module whose forward places its own output (`static constexpr bool places_output = true`,
+/// calling nn::place_output(m, y) where the output style belongs: a linear layer's before its
+/// bias, so that a rowwise Partial is reduce-scattered and the bias added to the slice).
+template <class S>
+concept places_own_output = requires { requires S::places_output; };
+
+template <class Node, class Style>
+struct styled_node {
+  using module_type = typename Node::module_type;
+  using style = Style;
+  Node inner;
+
+  template <class X, class... A>
+  auto operator()(const X& x, const A&... a) const {
+    if constexpr (places_own_output<module_type>) return module_type::forward(*this, Style::place_input(x), a...);
+    else return Style::place_output(inner(Style::place_input(x), a...));
+  }
+};
+
+/// y placed as module m's output style says (y itself for a module without one).
+template <class M, class Y>
+auto place_output(const M&, const Y& y) {
+  if constexpr (requires { typename M::style; }) return M::style::place_output(y);
+  else return y;
+}
+
+template <fixed_string Name, class Node, class Style>
+const auto& get(const styled_node<Node, Style>& n) {
+  return get<Name>(n.inner);
+}
+template <fixed_string Name, class Node, class Style>
+auto& get(styled_node<Node, Style>& n) {
+  return get<Name>(n.inner);
+}
+
 template <fixed_string Name, class Node, class Model>
 const auto& get(const ddp_node<Node, Model>& n) {
   return get<Name>(n.inner);
@@ -147,6 +185,10 @@ inline constexpr bool is_unit_node_v = false;
 template <class N, class U>
 inline constexpr bool is_unit_node_v<unit_node<N, U>> = true;
 template <class X>
+inline constexpr bool is_styled_v = false;
+template <class N, class St>
+inline constexpr bool is_styled_v<styled_node<N, St>> = true;
+template <class X>
 inline constexpr bool is_node_v = false;
 template <class S, class... M>
 inline constexpr bool is_node_v<node<S, M...>> = true;
@@ -156,6 +198,7 @@ template <class X>
 auto own_leaf_refs(X& x) {
   using Y = std::remove_const_t<X>;
   if constexpr (is_unit_node_v<Y>) return std::tuple<>{};
+  else if constexpr (is_styled_v<Y>) return own_leaf_refs(x.inner);
   else if constexpr (is_array_v<Y>) return std::apply([](auto&... e) { return std::tuple_cat(own_leaf_refs(e)...); }, x);
   else if constexpr (is_node_v<Y>) return std::apply([](auto&... e) { return std::tuple_cat(own_leaf_refs(e)...); }, x.members);
   else return std::tie(x);
@@ -164,6 +207,7 @@ auto own_leaf_refs(X& x) {
 template <class X>
 constexpr std::size_t own_count() {
   if constexpr (is_unit_node_v<X>) return 0;
+  else if constexpr (is_styled_v<X>) return own_count<decltype(X::inner)>();
   else if constexpr (is_array_v<X>) return std::tuple_size_v<X> * own_count<typename X::value_type>();
   else if constexpr (is_node_v<X>)
     return []<class S, class... M>(node<S, M...>*) { return (own_count<M>() + ... + 0); }(static_cast<X*>(nullptr));
@@ -175,6 +219,11 @@ template <std::size_t Off, class X, class G>
 auto with_leaves(const X& x, const G& g) {
   if constexpr (is_unit_node_v<X>) {
     return x;
+  } else if constexpr (is_styled_v<X>) {
+    return [&]<class N, class St>(styled_node<N, St>*) {
+      using R = decltype(with_leaves<Off>(x.inner, g));
+      return styled_node<R, St>{with_leaves<Off>(x.inner, g)};
+    }(static_cast<X*>(nullptr));
   } else if constexpr (is_array_v<X>) {
     constexpr std::size_t each = own_count<typename X::value_type>();
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
@@ -204,7 +253,7 @@ auto with_leaves(const X& x, const G& g) {
 template <class Node, class Model>
 template <class... A>
 auto ddp_node<Node, Model>::operator()(const A&... a) const {
-  return module_type::forward(detail::with_leaves<0>(inner, ddp.params()), a...);
+  return detail::with_leaves<0>(inner, ddp.params())(a...);
 }
 
 template <class Node, class Unit>
@@ -212,7 +261,7 @@ template <class... A>
 auto unit_node<Node, Unit>::operator()(const A&... a) const {
   return unit.forward([&](auto&&... gathered) {
     const auto g = std::forward_as_tuple(gathered...);
-    return module_type::forward(detail::with_leaves<0>(inner, g), a...);
+    return detail::with_leaves<0>(inner, g)(a...);
   });
 }
 
@@ -291,7 +340,40 @@ constexpr void collect_paths(std::array<std::string_view, N>& out, std::size_t& 
   }
 }
 
+template <fixed_string Path, class H>
+constexpr std::size_t count_modules() {
+  if constexpr (is_tensor_v<H>) return 0;
+  else if constexpr (is_array_v<H>) return std::tuple_size_v<H> * count_modules<Path, typename H::value_type>();
+  else
+    return 1 + []<std::size_t... I>(std::index_sequence<I...>) {
+      return (count_modules<Path, typename member_info<H, I>::type>() + ... + 0);
+    }(std::make_index_sequence<member_count<H>>{});
+}
+
+template <fixed_string Path, class H, std::size_t N>
+constexpr void collect_modules(std::array<std::string_view, N>& out, std::size_t& k) {
+  if constexpr (is_array_v<H>) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (collect_modules<join<Path, index_text<I>()>(), typename H::value_type>(out, k), ...);
+    }(std::make_index_sequence<std::tuple_size_v<H>>{});
+  } else if constexpr (!is_tensor_v<H>) {
+    out[k++] = path_holder<Path>::value.view();
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (collect_modules<join<Path, member_info<H, I>::name>(), typename member_info<H, I>::type>(out, k), ...);
+    }(std::make_index_sequence<member_count<H>>{});
+  }
+}
+
 }  // namespace detail
+
+/// Every module's path in a host model S ("" the model itself), depth first.
+template <class S>
+constexpr auto module_paths() {
+  std::array<std::string_view, detail::count_modules<"", S>()> out{};
+  std::size_t k = 0;
+  detail::collect_modules<"", S>(out, k);
+  return out;
+}
 
 /// Every parameter's path in a host model S, depth first in declaration order (the order of
 /// parameters()).
