@@ -93,7 +93,6 @@ class safetensors_dataset {
         for (std::size_t d = 0; d + s.shape.size() < e.shape.size(); ++d) n *= e.shape[d];
         if (k == 0) {
           count = n;
-          types_.push_back(e.type);
         } else if (n != count) {
           throw std::invalid_argument(f.path() + ": tensor '" + s.name + "' holds " + std::to_string(n) +
                                       " samples, '" + fields_[0].name + "' " + std::to_string(count));
@@ -161,7 +160,6 @@ class safetensors_dataset {
   std::vector<sample_field> fields_;
   std::vector<std::unique_ptr<safetensors_file>> files_;
   std::vector<index_t> first_;  // each file's first sample
-  std::vector<dtype> types_;
   index_t size_ = 0;
 };
 

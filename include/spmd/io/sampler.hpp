@@ -125,7 +125,8 @@ struct batch_options {
 };
 
 /// The global batches of training over `samples` items: each step's sample indices, epoch
-/// after epoch (see the top of this file).
+/// after epoch (see the top of this file). It keeps the last epoch's order (made again when a
+/// step of another epoch is asked), so one object is not for several threads at once.
 class batch_order {
  public:
   batch_order(index_t samples, const batch_options& o) : n_(samples), o_(o) {

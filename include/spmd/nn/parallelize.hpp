@@ -139,32 +139,35 @@ inline constexpr bool is_module_style = false;
 template <class In, class Out>
 inline constexpr bool is_module_style<prepare_io<In, Out>> = true;
 
-/// The style the plan gives parameter `Path` (replicated when no rule matches); module rules
-/// are skipped.
+/// The style of the first rule of Plan that matches Path among its parameter rules (Module
+/// false) or its module rules (Module true); None when none does.
+template <fixed_string Path, class Plan, bool Module, class None>
+struct rule_style;
+template <fixed_string Path, bool Module, class None>
+struct rule_style<Path, tp_plan<>, Module, None> {
+  using type = None;
+};
+template <fixed_string Path, class R, class... Rs, bool Module, class None>
+struct rule_style<Path, tp_plan<R, Rs...>, Module, None> {
+  using type = std::conditional_t<is_module_style<typename R::style> == Module && path_matches(R::pattern.view(), Path.view()),
+                                  typename R::style, typename rule_style<Path, tp_plan<Rs...>, Module, None>::type>;
+};
+/// The style the plan gives parameter Path (replicated when no rule matches).
 template <fixed_string Path, class Plan>
-struct style_of;
-template <fixed_string Path>
-struct style_of<Path, tp_plan<>> {
-  using type = replicated;
-};
-template <fixed_string Path, class R, class... Rs>
-struct style_of<Path, tp_plan<R, Rs...>> {
-  using type = std::conditional_t<!is_module_style<typename R::style> && path_matches(R::pattern.view(), Path.view()),
-                                  typename R::style, typename style_of<Path, tp_plan<Rs...>>::type>;
-};
+using style_of = rule_style<Path, Plan, false, replicated>;
+/// The module style the plan gives module Path (void: none).
+template <fixed_string Path, class Plan>
+using module_style_of = rule_style<Path, Plan, true, void>;
 
-/// The module style the plan gives module `Path` (void: none); parameter rules are skipped.
-template <fixed_string Path, class Plan>
-struct module_style_of;
-template <fixed_string Path>
-struct module_style_of<Path, tp_plan<>> {
-  using type = void;
-};
-template <fixed_string Path, class R, class... Rs>
-struct module_style_of<Path, tp_plan<R, Rs...>> {
-  using type = std::conditional_t<is_module_style<typename R::style> && path_matches(R::pattern.view(), Path.view()),
-                                  typename R::style, typename module_style_of<Path, tp_plan<Rs...>>::type>;
-};
+/// The first of Ps for which Is<P>::value holds.
+template <template <class> class Is, class... Ps>
+using first_of = boost::mp11::mp_front<boost::mp11::mp_copy_if<boost::mp11::mp_list<Ps...>, Is>>;
+template <class P>
+using tp_t = std::bool_constant<is_tp<P>>;
+template <class P>
+using fsdp_t = std::bool_constant<is_fsdp<P>>;
+template <class P>
+using ddp_t = std::bool_constant<is_ddp<P>>;
 
 /// x with placement P on mesh dim D (others as they are); P void: x.
 template <int D, class P, class X>
@@ -206,6 +209,8 @@ struct placement_on {
   // The tensor-parallel style on M, and whether some tensor-parallel dim shards dim 0.
   template <class P>
   using style_if = typename style_of<Path, typename P::plan>::type;
+  template <class P>
+  using tp_on_m = std::bool_constant<is_tp<P> && names_m<P>()>;
   static constexpr bool tp_here = ((is_tp<Ps> && names_m<Ps>()) || ...);
   static constexpr bool fsdp_here = ((is_fsdp<Ps> && names_m<Ps>()) || ...);
   static constexpr bool tp_dim0 = [] {
@@ -237,9 +242,7 @@ struct placement_on {
   }
   static auto pick() {
     if constexpr (tp_here) {
-      using P = std::tuple_element_t<0, decltype(std::tuple_cat(
-                                             std::conditional_t<is_tp<Ps> && names_m<Ps>(), std::tuple<Ps>, std::tuple<>>{}...))>;
-      return tp_placement<style_if<P>>();
+      return tp_placement<style_if<first_of<tp_on_m, Ps...>>>();
     } else if constexpr (fsdp_here) {
       static_assert(Rank >= 1, "spmd::nn::parallelize: FSDP shards dim 0, and a parameter has no dims.");
       if constexpr (tp_dim0) return shard<0, 1>{};
@@ -304,8 +307,7 @@ struct parallel_leaves {
     if constexpr (!(has_module_style<Ps, Path>() || ...)) {
       return n;
     } else {
-      using P = std::tuple_element_t<0, decltype(std::tuple_cat(
-                                            std::conditional_t<is_tp<Ps>, std::tuple<Ps>, std::tuple<>>{}...))>;
+      using P = first_of<tp_t, Ps...>;
       constexpr int tp = Mesh::template dim<P::dim_name>();
       using St = typename module_style_of<Path, typename P::plan>::type;
       return styled_node<Node, placed_style<St, tp>>{std::move(n)};
@@ -320,16 +322,14 @@ struct parallel_leaves {
   template <fixed_string Path, class Node>
   static auto wrap_parallel(Node n) {
     if constexpr (Path.size() == 0 && (is_ddp<Ps> || ...)) {
-      using D = std::tuple_element_t<0, decltype(std::tuple_cat(
-                                            std::conditional_t<is_ddp<Ps>, std::tuple<Ps>, std::tuple<>>{}...))>;
+      using D = first_of<ddp_t, Ps...>;
       constexpr int dp = Mesh::template dim<D::dim_name>();
       auto model = std::apply([](auto&... p) { return runtime::ddp<dp, D::bucket_bytes>(p...); }, leaf_refs(n));
       return ddp_node<Node, decltype(model)>{std::move(n), std::move(model)};
     } else if constexpr (!(unit_at<Ps, Path>() || ...)) {
       return n;
     } else {
-      using F = std::tuple_element_t<0, decltype(std::tuple_cat(
-                                            std::conditional_t<is_fsdp<Ps>, std::tuple<Ps>, std::tuple<>>{}...))>;
+      using F = first_of<fsdp_t, Ps...>;
       constexpr int dp = Mesh::template dim<F::dim_name>();
       auto own = own_leaf_refs(n);
       static_assert(std::tuple_size_v<decltype(own)> > 0,

@@ -122,15 +122,16 @@ struct ddp_node {
   auto operator()(const A&... a) const;
 };
 
-/// A module whose inputs and output a module style places (nn/parallelize.hpp: prepare_input,
-/// prepare_output, sequence_parallel): its first input redistributed before its forward, its
-/// output after. Style::place_input / place_output do it.
 /// A module whose forward places its own output (`static constexpr bool places_output = true`,
 /// calling nn::place_output(m, y) where the output style belongs: a linear layer's before its
 /// bias, so that a rowwise Partial is reduce-scattered and the bias added to the slice).
 template <class S>
 concept places_own_output = requires { requires S::places_output; };
 
+/// A module whose inputs and output a module style places (nn/parallelize.hpp: prepare_input,
+/// prepare_output, sequence_parallel): its first input redistributed before its forward, its
+/// output after (or where its forward calls place_output). Style::place_input / place_output
+/// do it.
 template <class Node, class Style>
 struct styled_node {
   using module_type = typename Node::module_type;
@@ -151,30 +152,15 @@ auto place_output(const M&, const Y& y) {
   else return y;
 }
 
-template <fixed_string Name, class Node, class Style>
-const auto& get(const styled_node<Node, Style>& n) {
+/// Member Name of a wrapped module (styled, an FSDP unit, the model under DDP): its node's.
+template <fixed_string Name, class W>
+  requires requires(W& w) { typename W::module_type; w.inner; }
+const auto& get(const W& n) {
   return get<Name>(n.inner);
 }
-template <fixed_string Name, class Node, class Style>
-auto& get(styled_node<Node, Style>& n) {
-  return get<Name>(n.inner);
-}
-
-template <fixed_string Name, class Node, class Model>
-const auto& get(const ddp_node<Node, Model>& n) {
-  return get<Name>(n.inner);
-}
-template <fixed_string Name, class Node, class Model>
-auto& get(ddp_node<Node, Model>& n) {
-  return get<Name>(n.inner);
-}
-
-template <fixed_string Name, class Node, class Unit>
-const auto& get(const unit_node<Node, Unit>& n) {
-  return get<Name>(n.inner);
-}
-template <fixed_string Name, class Node, class Unit>
-auto& get(unit_node<Node, Unit>& n) {
+template <fixed_string Name, class W>
+  requires requires(W& w) { typename W::module_type; w.inner; }
+auto& get(W& n) {
   return get<Name>(n.inner);
 }
 
