@@ -30,8 +30,8 @@ trained train(const inputs& in, int steps) {
   auto opt = std::apply([](auto&... p) { return spmd::runtime::adamw({.lr = 1e-2}, p...); }, model.params());
   trained r;
   for (int s = 0; s < steps; ++s) r.losses.push_back(train_step(model, opt, in, s));
-  r.wq = model.blocks[0].wq.full_tensor();
-  r.lm_head = model.lm_head.full_tensor();
+  r.wq = nn::get<"wq">(nn::get<"attn">(nn::get<"blocks">(model.model)[0])).full_tensor();
+  r.lm_head = nn::get<"lm_head">(model.model).full_tensor();
   return r;
 }
 

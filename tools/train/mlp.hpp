@@ -1,14 +1,17 @@
-// tools/train/mlp.hpp — the mlp model of `spmd-train` (docs/training.md):
+// tools/train/mlp.hpp — the mlp model of `spmd-train` (docs/training.md): the library's
+// spmd::nn::mlp of 32 → 64 → 16 features with relu, a classifier of batch 16:
 //
 //   loss = cross_entropy(relu(x @ w1ᵀ + b1) @ w2ᵀ + b2, labels)      x (16, 32), 16 classes
 //
 // w1, b1 column-parallel and w2 row-parallel over tp (one all_reduce forward, none backward:
-// x is data); b2 replicated. The batch is sharded on dp. Under FSDP each layer is a unit.
+// x is data); b2 replicated. The batch is sharded on dp; under FSDP the model is one unit.
 #pragma once
 
 #include <cstdint>
-#include <tuple>
 #include <type_traits>
+#include <utility>
+
+#include "spmd/nn/modules.hpp"
 
 #include "model_common.hpp"
 
@@ -17,40 +20,27 @@ namespace spmd_train {
 template <class Cfg>
 struct mlp_model {
   static constexpr index_t batch = 16, d_in = 32, hidden = 64, classes = 16;
+  using host_type = nn::mlp<d_in, hidden, classes, nn::act::relu>;
   using Tc = typename Cfg::compute;
-  using col = typename Cfg::column;
-  using row = typename Cfg::row;
-  using rep = typename Cfg::replicated;
+  using megatron = nn::tp_plan<nn::rule<"w1", nn::colwise>, nn::rule<"b1", nn::colwise>, nn::rule<"w2", nn::rowwise>>;
 
-  typename Cfg::template param<col, hidden, d_in> w1;
-  typename Cfg::template param<col, hidden> b1;
-  typename Cfg::template param<row, classes, hidden> w2;
-  typename Cfg::template param<rep, classes> b2;
+  using parallel_type = decltype(Cfg::template parallelize<megatron, nn::units<"">>(std::declval<const host_type&>()));
+  parallel_type model;
 
   static mlp_model load(const inputs& in) {
-    return {Cfg::template load<decltype(w1)>(in, "w1"), Cfg::template load<decltype(b1)>(in, "b1"),
-            Cfg::template load<decltype(w2)>(in, "w2"), Cfg::template load<decltype(b2)>(in, "b2")};
+    return {Cfg::template parallelize<megatron, nn::units<"">>(Cfg::template host_from<host_type>(in))};
   }
   /// Every parameter, in the spec's order (the optimizer's, --save's).
-  auto params() { return std::tie(w1, b1, w2, b2); }
+  auto params() { return nn::parameters(model); }
 
-  /// Step s: the forward of its batch, then finish(loss) (the backward) while the FSDP units
-  /// or the DDP model live.
+  /// Step s: the forward of its batch, then finish(loss) (the backward).
   template <class Finish>
   auto step(const inputs& in, std::int64_t s, Finish&& finish) {
     const auto x = Cfg::template batch_of<Tc, batch, d_in>(in, "x", in.x, s);
     const auto labels = Cfg::template batch_of<std::int64_t, batch>(in, "labels", in.labels, s);
-    return Cfg::template with_params<2, 2>(
-        params(),
-        [&](auto&& up, auto&& down) {
-          auto h = up([&](const auto& a, const auto& b) { return rt::relu(rt::linear(rt::as_variable(x), a, b)); });
-          auto logits = down([&](const auto& a, const auto& b) {
-            return rt::add<typename Cfg::batch_placements>(rt::matmul_t(h, a), b);
-          });
-          if constexpr (std::is_same_v<Tc, float>) return rt::cross_entropy<classes>(logits, labels);
-          else return rt::cross_entropy<classes>(rt::cast<float>(logits), labels);  // the loss in f32
-        },
-        finish);
+    const auto logits = model(rt::as_variable(x));
+    if constexpr (std::is_same_v<Tc, float>) return finish(rt::cross_entropy<classes>(logits, labels));
+    else return finish(rt::cross_entropy<classes>(rt::cast<float>(logits), labels));  // the loss in f32
   }
 };
 

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -23,6 +24,7 @@
 
 #include "spmd/io/checkpoint.hpp"
 #include "spmd/io/training_state.hpp"
+#include "spmd/nn/tree.hpp"
 #include "spmd/runtime/clip_grad.hpp"
 #include "spmd/runtime/comm_counter.hpp"
 #include "spmd/runtime/optim.hpp"
@@ -111,6 +113,11 @@ train_result run(const train_options& o, const inputs& in, const model_spec& spe
 /// Trains Model (mlp_model<Cfg> or gpt_model<Cfg>) as `o` says.
 template <class Model>
 train_result train(const train_options& o, const inputs& in, const model_spec& spec) {
+  // --save and --checkpoint name the parameters by the spec: it must list the model's paths.
+  constexpr auto paths = spmd::nn::parameter_paths<typename Model::host_type>();
+  bool same = spec.params.size() == paths.size();
+  for (std::size_t i = 0; same && i < paths.size(); ++i) same = spec.params[i].name == paths[i];
+  if (!same) throw std::logic_error("spmd-train: the spec of " + spec.name + " lists other parameters than the model");
   Model model = Model::load(in);
   auto params = model.params();
   if (o.optimizer == "sgd") {

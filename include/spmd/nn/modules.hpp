@@ -8,13 +8,15 @@
 //   spmd::nn::embedding<64, 32> wte;      // weight (64, 32): rows by index
 //   spmd::nn::causal_self_attention<32, 4> attn;   // wq, wk, wv, wo (32, 32): 4 causal heads of 8
 //   spmd::nn::mlp<32, 128> ffn;                    // w1 (128, 32), b1, w2 (32, 128), b2: gelu (tanh)
+//   spmd::nn::mlp<32, 64, 16, spmd::nn::act::relu> clf;   // 32 -> 64 -> 16 features, relu
 //   spmd::nn::transformer_block<32, 4> blk;        // pre-norm: ln1, attn, ln2, mlp, two residuals
 //
 // A module's host form holds its initial values (zeros: load or fill them); its parallel form,
 // made by nn::parallelize, computes. Each forward is the runtime's operator over variables, so
 // it runs on every backend and layout; where a tensor-parallel style splits a weight, the
 // operators' propagation places the activations (a colwise linear's output is split by
-// features, a rowwise linear's is a Partial that the next operator reduces).
+// features); a rowwise layer's Partial output is all-reduced before its bias (Replicate, as
+// PyTorch's RowwiseParallel leaves it) unless a module style places it otherwise.
 #pragma once
 
 #include <boost/hana/define_struct.hpp>
@@ -41,9 +43,10 @@ struct linear {
 template <index_t In, index_t Out, class T>
 struct linear<In, Out, false, T> {
   BOOST_HANA_DEFINE_STRUCT(linear, (tensor<T, extents<Out, In>>, weight));
+  static constexpr bool places_output = true;
   template <class M, class X>
   static auto forward(const M& m, const X& x) {
-    return runtime::linear(x, get<"weight">(m));
+    return place_output(m, runtime::matmul_t(x, get<"weight">(m)));
   }
 };
 
@@ -78,25 +81,43 @@ struct causal_self_attention {
   static constexpr index_t head_dim = Dim / Heads;
   BOOST_HANA_DEFINE_STRUCT(causal_self_attention, (tensor<T, extents<Dim, Dim>>, wq), (tensor<T, extents<Dim, Dim>>, wk),
                            (tensor<T, extents<Dim, Dim>>, wv), (tensor<T, extents<Dim, Dim>>, wo));
+  static constexpr bool places_output = true;
   template <class M, class X>
   static auto forward(const M& m, const X& x) {
     using runtime::matmul_t;
     const auto y = runtime::causal_attention<head_dim>(matmul_t(x, get<"wq">(m)), matmul_t(x, get<"wk">(m)),
                                                        matmul_t(x, get<"wv">(m)));
-    return matmul_t(y, get<"wo">(m));
+    return place_output(m, matmul_t(y, get<"wo">(m)));
   }
 };
 
-/// GPT-2's MLP: gelu_tanh(x·W1ᵀ + b1)·W2ᵀ + b2 (Hidden features). Megatron: w1, b1 colwise, w2
-/// rowwise (one all_reduce, where its Partial output meets b2).
-template <index_t Dim, index_t Hidden, class T = float>
+/// The activations of mlp, as PyTorch names them: nn.GELU(approximate="tanh") and nn.ReLU.
+namespace act {
+struct gelu_tanh {
+  template <class X>
+  static auto apply(const X& x) {
+    return runtime::gelu_tanh(x);
+  }
+};
+struct relu {
+  template <class X>
+  static auto apply(const X& x) {
+    return runtime::relu(x);
+  }
+};
+}  // namespace act
+
+/// Two linear layers: Act(x·W1ᵀ + b1)·W2ᵀ + b2, In → Hidden → Out features (GPT-2's MLP with
+/// the defaults: Out = In, gelu (tanh)). Megatron: w1, b1 colwise, w2 rowwise (one all_reduce,
+/// where its Partial output meets b2).
+template <index_t In, index_t Hidden, index_t Out = In, class Act = act::gelu_tanh, class T = float>
 struct mlp {
-  BOOST_HANA_DEFINE_STRUCT(mlp, (tensor<T, extents<Hidden, Dim>>, w1), (tensor<T, extents<Hidden>>, b1),
-                           (tensor<T, extents<Dim, Hidden>>, w2), (tensor<T, extents<Dim>>, b2));
+  BOOST_HANA_DEFINE_STRUCT(mlp, (tensor<T, extents<Hidden, In>>, w1), (tensor<T, extents<Hidden>>, b1),
+                           (tensor<T, extents<Out, Hidden>>, w2), (tensor<T, extents<Out>>, b2));
   static constexpr bool places_output = true;  // before b2: a rowwise w2's Partial reduce-scattered
   template <class M, class X>
   static auto forward(const M& m, const X& x) {
-    const auto u = runtime::gelu_tanh(runtime::linear(x, get<"w1">(m), get<"b1">(m)));
+    const auto u = Act::apply(runtime::linear(x, get<"w1">(m), get<"b1">(m)));
     return runtime::add(place_output(m, runtime::matmul_t(u, get<"w2">(m))), get<"b2">(m));
   }
 };
@@ -106,7 +127,7 @@ struct mlp {
 template <index_t Dim, index_t Heads, index_t Hidden = 4 * Dim, class T = float>
 struct transformer_block {
   BOOST_HANA_DEFINE_STRUCT(transformer_block, (layer_norm<Dim, T>, ln1), (causal_self_attention<Dim, Heads, T>, attn),
-                           (layer_norm<Dim, T>, ln2), (::spmd::nn::mlp<Dim, Hidden, T>, mlp));
+                           (layer_norm<Dim, T>, ln2), (::spmd::nn::mlp<Dim, Hidden, Dim, act::gelu_tanh, T>, mlp));
   template <class M, class X>
   static auto forward(const M& m, const X& x) {
     using P = typename X::placements_type;

@@ -183,6 +183,7 @@ auto placed_on(const X& x) {
 /// A module style on tensor-parallel dim D, as styled_node applies it.
 template <class Style, int D>
 struct placed_style {
+  using output = typename Style::output;
   template <class X>
   static auto place_input(const X& x) {
     return placed_on<D, typename Style::input>(x);

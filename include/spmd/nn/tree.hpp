@@ -4,6 +4,7 @@
 // leaves are variables. A node calls its module's forward; get<"name">(node) is a member.
 //
 //   for (std::string_view p : spmd::nn::parameter_paths<gpt>()) ...   // "blocks.0.attn.wq", ...
+//   spmd::nn::for_each_parameter(host, [&](std::string_view path, auto& t) { t.data = ...; });
 //   auto& w = get<"weight">(get<"fc1">(model));                       // a variable
 //   auto y = get<"fc1">(model)(x);                                    // linear::forward(node, x)
 //   std::apply([](auto&... p) { return runtime::adamw({}, p...); }, spmd::nn::parameters(model));
@@ -28,9 +29,12 @@
 #include <boost/hana/second.hpp>
 #include <boost/hana/string.hpp>
 #include <boost/hana/tuple.hpp>
+#include <boost/mp11/algorithm.hpp>
 
 #include "spmd/core/fixed_string.hpp"
+#include "spmd/core/placement.hpp"
 #include "spmd/nn/path.hpp"
+#include "spmd/runtime/autograd/redistribute.hpp"
 #include "spmd/runtime/module.hpp"
 
 namespace spmd::nn {
@@ -145,11 +149,42 @@ struct styled_node {
   }
 };
 
-/// y placed as module m's output style says (y itself for a module without one).
+namespace detail {
+template <class P>
+struct partial_reduced {
+  using type = P;
+};
+template <reduce_op Op>
+struct partial_reduced<partial<Op>> {
+  using type = replicate;
+};
+template <class P>
+using partial_reduced_t = typename partial_reduced<P>::type;
+template <class M>
+constexpr bool styles_output() {
+  if constexpr (requires { typename M::style; }) return !std::is_void_v<typename M::style::output>;
+  else return false;
+}
+}  // namespace detail
+
+/// y with every Partial placement reduced to Replicate (one all_reduce each): PyTorch's
+/// RowwiseParallel output by default.
+template <class Y>
+auto reduce_partials(const Y& y) {
+  using P = typename Y::placements_type;
+  using R = boost::mp11::mp_transform<detail::partial_reduced_t, P>;
+  if constexpr (std::is_same_v<P, R>) return y;
+  else return runtime::redistribute<R>(y);
+}
+
+/// y placed as module m's output style says; without one (or a style that leaves the output
+/// alone) a Partial y is reduced to Replicate, as PyTorch's RowwiseParallel leaves it. Reducing
+/// before the bias keeps the bias out of the sum; leaving it to the next operator's
+/// propagation may pick a reduce_scatter and an all_gather, the same bytes in two collectives.
 template <class M, class Y>
 auto place_output(const M&, const Y& y) {
-  if constexpr (requires { typename M::style; }) return M::style::place_output(y);
-  else return y;
+  if constexpr (detail::styles_output<M>()) return M::style::place_output(y);
+  else return reduce_partials(y);
 }
 
 /// Member Name of a wrapped module (styled, an FSDP unit, the model under DDP): its node's.
@@ -369,6 +404,36 @@ constexpr auto parameter_paths() {
   std::size_t k = 0;
   detail::collect_paths<"", S>(out, k);
   return out;
+}
+
+namespace detail {
+
+template <fixed_string Path, class H, class F>
+void visit_host(H& host, F& f) {
+  if constexpr (is_tensor_v<std::remove_const_t<H>>) {
+    f(path_holder<Path>::value.view(), host);
+  } else if constexpr (is_array_v<std::remove_const_t<H>>) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (visit_host<join<Path, index_text<I>()>()>(host[I], f), ...);
+    }(std::make_index_sequence<std::tuple_size_v<std::remove_const_t<H>>>{});
+  } else {
+    using S = std::remove_const_t<H>;
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (visit_host<join<Path, member_info<S, I>::name>()>(
+           boost::hana::second(boost::hana::at_c<I>(boost::hana::accessors<S>()))(host), f),
+       ...);
+    }(std::make_index_sequence<member_count<S>>{});
+  }
+}
+
+}  // namespace detail
+
+/// f(path, parameter) for every parameter of a host model, in parameter_paths' order: how a
+/// host model is filled from a file of named tensors (or written to one).
+template <class S, class F>
+  requires boost::hana::Struct<std::remove_const_t<S>>::value
+void for_each_parameter(S& host, F&& f) {
+  detail::visit_host<"">(host, f);
 }
 
 namespace detail {
