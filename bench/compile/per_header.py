@@ -36,6 +36,7 @@ HEADERS = [
     "spmd/io/data_loader.hpp",
     "spmd/nn/modules.hpp",
     "spmd/nn/parallelize.hpp",
+    "spmd/nn/gpt.hpp",
     "spmd/backends/mpi/mpi.hpp",
     "spmd/backends/cuda/cuda.hpp",
     "spmd/backends/nccl/nccl.hpp",

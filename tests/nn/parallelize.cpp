@@ -267,3 +267,46 @@ TEST_CASE("nn: DDP on dp beside tensor parallel on tp, gradients all-reduced in 
   using DW = std::remove_cvref_t<decltype(get<"weight">(get<"fc1">(std::declval<const Model&>())))>;
   static_assert(std::is_same_v<typename DW::placements_type, placements<replicate, shard<0>>>);
 }
+
+TEST_CASE("nn: a rowwise layer's Partial output reduced to Replicate before its bias, one all_reduce", "[nn]") {
+  const mlp3 h = random_mlp3(3);
+  auto m = nn::parallelize<M22, B, nn::tensor_parallel<"tp", tp>>(h);
+  using L = spmd::layout<M22, placements<shard<0>, replicate>, spmd::extents<4, 8>>;
+  const auto x = rt::as_variable(spmd::sim::distribute_tensor<L>(inputs()));
+  const auto u = get<"fc1">(m)(x);  // colwise: the features split on tp
+  static_assert(std::is_same_v<std::remove_cvref_t<decltype(u)>::placements_type, placements<shard<0>, shard<1>>>);
+  rt::comm_counter c;
+  const auto y = get<"fc2">(m)(u);  // rowwise: Partial on tp, all-reduced (RowwiseParallel's default)
+  static_assert(std::is_same_v<std::remove_cvref_t<decltype(y)>::placements_type, placements<shard<0>, replicate>>);
+  CHECK(c.count(spmd::step_kind::all_reduce) == 1);
+  CHECK(c.total() == 1);
+  // the bias added once: y equals the host's fc2 on the gathered input
+  const std::vector<float> uf = u.value().full_tensor(), yf = y.value().full_tensor();
+  for (index_t b = 0; b < 4; ++b)
+    for (index_t o = 0; o < 12; ++o) {
+      double want = h.fc2.bias.data[static_cast<std::size_t>(o)];
+      for (index_t i = 0; i < 16; ++i)
+        want += static_cast<double>(uf[static_cast<std::size_t>(b * 16 + i)]) * h.fc2.weight.data[static_cast<std::size_t>(o * 16 + i)];
+      CHECK(std::abs(yf[static_cast<std::size_t>(b * 12 + o)] - want) <= 1e-5);
+    }
+}
+
+TEST_CASE("nn: for_each_parameter visits a host model's parameters by path, in parameter_paths' order", "[nn]") {
+  deep d;
+  std::vector<std::string_view> seen;
+  float k = 0;
+  nn::for_each_parameter(d, [&](std::string_view path, auto& t) {
+    seen.push_back(path);
+    for (float& v : t.data) v = k;
+    k += 1;
+  });
+  constexpr auto paths = nn::parameter_paths<deep>();
+  CHECK(seen == std::vector<std::string_view>(paths.begin(), paths.end()));
+  CHECK(d.blocks[1].fc2.bias.data == std::vector<float>(12, 9.f));  // the tenth parameter
+  CHECK(d.head.weight.data == std::vector<float>(25, 14.f));
+  const deep& c = d;  // a const model is read the same way
+  std::size_t n = 0;
+  nn::for_each_parameter(c, [&](std::string_view, const auto& t) { n += t.data.size(); });
+  CHECK(n == 2 * (8 * 16 + 16 + 16 * 12 + 12 + 12 * 5 + 5) + 5 + 5 + 25);
+}
+
