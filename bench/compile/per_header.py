@@ -37,6 +37,7 @@ HEADERS = [
     "spmd/nn/modules.hpp",
     "spmd/nn/parallelize.hpp",
     "spmd/nn/gpt.hpp",
+    "spmd/autoshard/search.hpp",
     "spmd/backends/mpi/mpi.hpp",
     "spmd/backends/cuda/cuda.hpp",
     "spmd/backends/nccl/nccl.hpp",

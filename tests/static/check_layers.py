@@ -22,9 +22,11 @@ ALLOWED = {
     "host": {"core", "plan", "random", "host"},
     "runtime": BELOW_RUNTIME | {"runtime"},
     # io is host-only and backend-agnostic: any layer but the backends.
-    "io": BELOW_RUNTIME | {"runtime", "io"},
+    "io": BELOW_RUNTIME | {"runtime", "io", "autoshard"},
+    # autoshard: the sharding search, over the plans and the operators' rules (no runtime).
+    "autoshard": {"core", "plan", "ops", "autoshard"},
     # nn: models and their parallelisation, over the runtime (backend-agnostic too).
-    "nn": BELOW_RUNTIME | {"runtime", "nn"},
+    "nn": BELOW_RUNTIME | {"runtime", "nn", "autoshard"},
 }
 # Each backend: its own folder and those it is built on.
 BACKENDS = {

@@ -1,0 +1,646 @@
+// spmd/autoshard/search.hpp — the exact search: every operator's strategy and every
+// parameter's layout at rest, minimising one training step's modelled time (cost.hpp) under a
+// per-rank memory budget. docs/auto.md states the model and proves the search exact.
+//
+//   const autoshard::solution s = autoshard::search(g, cm);     // g: graph.hpp, cm: cost.hpp
+//   s.step_s, s.compute_s, s.comm_s, s.memory_bytes, s.layouts[t]   // t: a tensor of g
+//
+// The step, as modelled:
+//   - each operator runs one strategy of its rule (ops::make_candidate: per mesh dim, which
+//     factor it shards, or a Partial it passes, or none); forward and backward compute its
+//     FLOPs (3× the forward's) over the ranks that split them: replicated work counts whole;
+//   - an input arriving in another layout than the strategy's is redistributed (forward), and
+//     its gradient, made in the strategy's gradient layout, is redistributed back to what the
+//     producer's backward needs (backward), each at the cost of the plan that runs;
+//   - a parameter is held at rest in a layout the search chooses (Replicate, or Shard on any
+//     dim, per mesh dim): FSDP, DDP and Megatron's splits are such choices; moving it to the
+//     strategy's layout and its gradient back to the rest layout costs their plans; it holds
+//     (2 + optimizer_states) × its block (the value, the gradient, the optimizer's state);
+//   - every operator keeps its inputs for the backward, in the strategy's layouts;
+//   - data (a batch) is read in whatever layout its reader wants, for nothing;
+//   - times add up: nothing overlaps (a serial upper bound, as Meta's autoparallel models).
+//
+// The search is a dynamic program over the operators in order whose state is the layout of
+// each live activation (made, and still to be read) and whose value at a state is the set of
+// (time, memory) pairs no other pair beats in both (a Pareto set): what is left to decide
+// costs the same from two paths to one state, so a dominated pair can never be part of the
+// best step under any budget. `brute_force` enumerates every assignment, for checking.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "spmd/autoshard/cost.hpp"
+#include "spmd/autoshard/graph.hpp"
+#include "spmd/core/layout_spec.hpp"
+#include "spmd/ops/propagate.hpp"
+
+namespace spmd::autoshard {
+
+/// Layouts the caller fixes (a hand-written plan, `spmd-plan auto --fix`): per tensor, or
+/// none. A parameter's is its layout at rest; an activation's the one its operator makes;
+/// data's the one every reader reads.
+struct pins {
+  std::vector<layout_spec> layout{};
+  std::vector<bool> pinned{};
+  constexpr void pin(int t, const layout_spec& l, std::size_t tensors) {
+    if (layout.size() < tensors) layout.resize(tensors), pinned.resize(tensors, false);
+    layout[static_cast<std::size_t>(t)] = l;
+    pinned[static_cast<std::size_t>(t)] = true;
+  }
+  constexpr bool has(int t) const { return static_cast<std::size_t>(t) < pinned.size() && pinned[static_cast<std::size_t>(t)]; }
+};
+
+enum class search_error : std::uint8_t {
+  none,
+  not_in_order,         // an operator reads a tensor made later
+  shared_parameter,     // a parameter read by two operators (tied weights: not yet)
+  no_strategy,          // an operator has no strategy that fits (or the pins allow none)
+  over_budget,          // no assignment fits the memory budget (min_memory says what does)
+};
+
+constexpr const char* describe(search_error e) {
+  switch (e) {
+    case search_error::none: return "found";
+    case search_error::not_in_order: return "an operator reads a tensor made after it: give the operators in the order they run";
+    case search_error::shared_parameter: return "a parameter is read by two operators (tied weights are not searched yet)";
+    case search_error::no_strategy: return "an operator has no strategy that fits its shapes and the pinned layouts";
+    case search_error::over_budget: return "no assignment fits the memory budget";
+  }
+  return "?";
+}
+
+struct solution {
+  search_error error = search_error::none;
+  int bad_op = -1;  // the operator an error names
+  double compute_s = 0, comm_s = 0, memory_bytes = 0;
+  double min_memory = 0;  // over_budget: the smallest budget an assignment meets
+  int collectives = 0;    // forward and backward, as the plans count them
+  std::vector<layout_spec> layouts{};  // per tensor (see pins)
+  std::vector<int> strategy{};         // per operator: its candidate index (ops::make_candidate)
+  long states = 0;                     // states the dynamic program made
+  constexpr double step_s() const { return compute_s + comm_s; }
+  constexpr bool ok() const { return error == search_error::none; }
+};
+
+namespace search_detail {
+
+/// One valid strategy of an operator, with what its backward makes and needs.
+struct strategy {
+  ops::candidate k{};
+  index_t index = 0;
+  double compute_s = 0;
+  svec<layout_spec, ops::max_op_inputs> grad_in{};  // each input's gradient as the backward makes it
+  layout_spec grad_out{};                          // the output's gradient it needs
+  double saved_bytes = 0;                          // its inputs, kept for the backward (per rank)
+};
+
+constexpr layout_spec with_placements(const layout_spec& like, const placement_vec& p) {
+  return make_spec(like.mesh, p, like.tensor_rank).spec;
+}
+
+/// `s` with every Partial replaced by Replicate: the gradient of a tensor that was a sum of
+/// pieces is the same on every piece.
+constexpr layout_spec partial_as_replicate(const layout_spec& s) {
+  placement_vec p = s.placements;
+  for (int m = 0; m < p.size(); ++m)
+    if (p[m].is_partial()) p[m] = make_replicate();
+  return with_placements(s, p);
+}
+
+constexpr strategy make_strategy(const graph& g, const op_node& op, const ops::candidate& k, index_t index,
+                                 const cost_model& cm) {
+  strategy s{};
+  s.k = k;
+  s.index = index;
+  const int nf = op.rule.factors.size();
+  double split = 1;
+  for (int m = 0; m < g.mesh.size(); ++m)
+    if (k.choice[m] >= 0 && k.choice[m] < nf) split *= static_cast<double>(g.mesh[m]);
+  s.compute_s = 3 * op.flops / split / cm.flops_per_s;
+  for (int i = 0; i < op.in.size(); ++i) {
+    placement_vec p = k.in[i].placements;
+    for (int m = 0; m < p.size(); ++m) {
+      if (p[m].is_shard()) continue;
+      if (p[m].is_partial()) {
+        p[m] = make_replicate();
+      } else if (k.choice[m] >= 0 && k.choice[m] < nf) {
+        p[m] = make_partial(reduce_op::sum);  // the factor split here is not this input's
+      } else if (k.choice[m] >= nf) {
+        bool other_partial = false;
+        for (int j = 0; j < op.in.size(); ++j) other_partial = other_partial || (j != i && k.in[j].placements[m].is_partial());
+        if (other_partial) p[m] = make_partial(reduce_op::sum);
+      }
+    }
+    s.grad_in.push_back(with_placements(k.in[i], p));
+    s.saved_bytes += g.tensors[static_cast<std::size_t>(op.in[i])].bytes() * block_fraction(k.in[i]);
+  }
+  s.grad_out = partial_as_replicate(k.out);
+  return s;
+}
+
+/// Whether input i may be fed to strategy s from a tensor held in `held` (a Partial the
+/// strategy reads must be the one held: the search never makes a Partial to feed an operator).
+constexpr bool partial_fits(const strategy& s, int i, const layout_spec* held) {
+  for (int m = 0; m < s.k.in[i].placements.size(); ++m) {
+    const placement& want = s.k.in[i].placements[m];
+    if (want.is_partial() && s.k.in[i].mesh[m] > 1 && (held == nullptr || !(held->placements[m] == want))) return false;
+  }
+  return true;
+}
+
+/// A parameter's layouts at rest: per mesh dim Replicate or Shard(d), d any dim (one split
+/// order); a mesh dim of one rank only Replicate.
+constexpr std::vector<layout_spec> rest_layouts(const mesh_shape_vec& mesh, int rank) {
+  std::vector<layout_spec> out;
+  int per = rank + 1, total = 1;
+  for (int m = 0; m < mesh.size(); ++m) total *= mesh[m] > 1 ? per : 1;
+  for (int code = 0; code < total; ++code) {
+    placement_vec p{};
+    int c = code;
+    for (int m = 0; m < mesh.size(); ++m) {
+      if (mesh[m] == 1) {
+        p.push_back(make_replicate());
+        continue;
+      }
+      const int ch = c % per;
+      c /= per;
+      p.push_back(ch == 0 ? make_replicate() : make_shard(ch - 1));
+    }
+    const spec_result r = make_spec(mesh, p, rank);
+    if (r.ok()) out.push_back(r.spec);
+  }
+  return out;
+}
+
+/// The plans' costs, remembered: the search asks for the same moves many times.
+struct transfer_cache {
+  struct entry {
+    layout_spec from, to;
+    double bytes;
+    transfer t;
+  };
+  std::vector<entry> entries{};
+  constexpr transfer get(const layout_spec& from, const layout_spec& to, double bytes, const cost_model& cm) {
+    if (same_blocks(from, to)) return {};
+    for (const entry& e : entries)
+      if (e.bytes == bytes && e.from == from && e.to == to) return e.t;
+    const transfer t = transfer_cost(from, to, bytes, cm);
+    entries.push_back({from, to, bytes, t});
+    return t;
+  }
+};
+
+/// A (time, memory) pair and how it was reached.
+struct label {
+  double compute = 0, comm = 0, memory = 0;
+  int collectives = 0;
+  int prev_state = -1, prev_label = -1;
+  int strategy = -1;                          // of this layer's operator
+  svec<int, ops::max_op_inputs> rest{};       // per input: a parameter's rest layout (index), else -1
+  constexpr double time() const { return compute + comm; }
+};
+
+struct state {
+  std::vector<int> key;  // per live activation (in tensor order): its layout (index in the layer's list)
+  std::vector<label> labels;
+};
+
+/// Adds `l` to `set` unless a pair there is at least as good in both; drops the pairs it beats.
+constexpr void insert_pareto(std::vector<label>& set, const label& l) {
+  for (const label& o : set)
+    if (o.time() <= l.time() && o.memory <= l.memory) return;
+  std::vector<label> kept;
+  for (const label& o : set)
+    if (!(l.time() <= o.time() && l.memory <= o.memory)) kept.push_back(o);
+  kept.push_back(l);
+  set = kept;
+}
+
+/// What the search needs of a graph, precomputed: strategies per operator, readers per tensor.
+struct prepared {
+  std::vector<std::vector<strategy>> strategies;  // per operator
+  std::vector<int> last_reader;                   // per tensor
+  std::vector<std::vector<layout_spec>> rests;    // per tensor (parameters)
+  search_error error = search_error::none;
+  int bad_op = -1;
+};
+
+constexpr bool pinned_ok(const pins& p, int t, const layout_spec& l) { return !p.has(t) || same_blocks(p.layout[static_cast<std::size_t>(t)], l); }
+
+constexpr prepared prepare(const graph& g, const cost_model& cm, const pins& p) {
+  prepared out{};
+  const std::size_t nt = g.tensors.size();
+  out.last_reader.assign(nt, -1);
+  out.rests.resize(nt);
+  std::vector<int> readers(nt, 0);
+  for (std::size_t j = 0; j < g.ops.size(); ++j)
+    for (int i = 0; i < g.ops[j].in.size(); ++i) {
+      const int t = g.ops[j].in[i];
+      const tensor_node& tn = g.tensors[static_cast<std::size_t>(t)];
+      if (tn.kind == tensor_kind::activation && tn.producer >= static_cast<int>(j)) {
+        out.error = search_error::not_in_order, out.bad_op = static_cast<int>(j);
+        return out;
+      }
+      out.last_reader[static_cast<std::size_t>(t)] = static_cast<int>(j);
+      ++readers[static_cast<std::size_t>(t)];
+    }
+  for (std::size_t t = 0; t < nt; ++t)
+    if (g.tensors[t].kind == tensor_kind::param) {
+      if (readers[t] > 1) {
+        out.error = search_error::shared_parameter, out.bad_op = out.last_reader[t];
+        return out;
+      }
+      for (const layout_spec& l : rest_layouts(g.mesh, g.tensors[t].shape.size()))
+        if (pinned_ok(p, static_cast<int>(t), l)) out.rests[t].push_back(l);
+    }
+  for (std::size_t j = 0; j < g.ops.size(); ++j) {
+    const op_node& op = g.ops[j];
+    const ops::op_context c = g.context_of(op);
+    std::vector<strategy> list;
+    const index_t n = ops::candidate_count(op.rule, c);
+    for (index_t x = 0; x < n; ++x) {
+      const ops::candidate k = ops::make_candidate(op.rule, c, x);
+      // new_partial: the context's inputs are Replicate; whether a Partial fits is a property
+      // of the state (partial_fits), asked there.
+      if (!k.valid() && k.error != ops::candidate_error::new_partial) continue;
+      bool unit_choice = false;  // a choice on a one-rank mesh dim repeats the replicate one
+      for (int m = 0; m < g.mesh.size(); ++m) unit_choice = unit_choice || (g.mesh[m] == 1 && k.choice[m] != -1);
+      if (unit_choice) continue;
+      // the strategy's other checks (make_candidate stops at new_partial): every layout valid
+      const strategy s = make_strategy(g, op, k, x, cm);
+      bool fits = pinned_ok(p, op.out, k.out);
+      for (int i = 0; i < op.in.size(); ++i) {
+        const int t = op.in[i];
+        const tensor_node& tn = g.tensors[static_cast<std::size_t>(t)];
+        if (tn.kind != tensor_kind::activation && !partial_fits(s, i, nullptr)) fits = false;
+        if (tn.kind == tensor_kind::data && !pinned_ok(p, t, k.in[i])) fits = false;
+      }
+      if (fits) list.push_back(s);
+    }
+    if (list.empty()) {
+      out.error = search_error::no_strategy, out.bad_op = static_cast<int>(j);
+      return out;
+    }
+    out.strategies.push_back(list);
+  }
+  return out;
+}
+
+}  // namespace search_detail
+
+namespace search_detail {
+
+/// The live activations after operator j (made at or before j, read after it), in tensor order.
+constexpr std::vector<int> live_after(const graph& g, const prepared& pr, int j) {
+  std::vector<int> out;
+  for (std::size_t t = 0; t < g.tensors.size(); ++t)
+    if (g.tensors[t].kind == tensor_kind::activation && g.tensors[t].producer <= j && pr.last_reader[t] > j)
+      out.push_back(static_cast<int>(t));
+  return out;
+}
+
+constexpr int index_of(std::vector<layout_spec>& list, const layout_spec& l) {
+  for (std::size_t i = 0; i < list.size(); ++i)
+    if (same_blocks(list[i], l)) return static_cast<int>(i);
+  list.push_back(l);
+  return static_cast<int>(list.size()) - 1;
+}
+
+/// A parameter's choice for one strategy's input: a rest layout, with the moves there and
+/// back and what it holds.
+struct rest_choice {
+  double comm = 0, memory = 0;
+  int collectives = 0;
+  int rest = -1;
+};
+
+/// An input's moves from each layout its producer may make: (forward, backward) cost per
+/// held layout, infinite where the strategy's Partial does not fit.
+struct edge_row {
+  std::vector<double> seconds;
+  std::vector<int> collectives;
+};
+
+/// Everything the dynamic program looks up, computed once: each activation's layouts (those
+/// its producer's strategies make), the cost of every (held layout, reader's layout) move,
+/// and each parameter input's Pareto set of rest layouts.
+struct tables {
+  std::vector<std::vector<layout_spec>> held;                        // [t][h]
+  std::vector<std::vector<int>> out_index;                           // [j][x]: the h of op j's output
+  std::vector<std::vector<svec<int, ops::max_op_inputs>>> row_of;     // [j][x][i]: into rows[t], or -1
+  std::vector<std::vector<edge_row>> rows;                           // [t][c]
+  std::vector<std::vector<svec<int, ops::max_op_inputs>>> choices_of;  // [j][x][i]: into choices, or -1
+  std::vector<std::vector<rest_choice>> choices;
+};
+
+constexpr tables make_tables(const graph& g, const prepared& pr, const cost_model& cm) {
+  tables tb{};
+  const std::size_t nt = g.tensors.size(), no = g.ops.size();
+  tb.held.resize(nt);
+  tb.rows.resize(nt);
+  tb.out_index.resize(no);
+  tb.row_of.resize(no);
+  tb.choices_of.resize(no);
+  for (std::size_t j = 0; j < no; ++j)
+    for (const strategy& s : pr.strategies[j])
+      tb.out_index[j].push_back(index_of(tb.held[static_cast<std::size_t>(g.ops[j].out)], s.k.out));
+  // the readers' distinct (layout, gradient layout, Partial fit) per activation
+  std::vector<std::vector<layout_spec>> want(nt), grad(nt);
+  std::vector<std::vector<std::size_t>> strat_of(nt);  // a strategy that reads it so (for partial_fits)
+  std::vector<std::vector<svec<int, 2>>> who(nt);
+  for (std::size_t j = 0; j < no; ++j) {
+    const op_node& op = g.ops[j];
+    for (std::size_t x = 0; x < pr.strategies[j].size(); ++x) {
+      const strategy& s = pr.strategies[j][x];
+      svec<int, ops::max_op_inputs> rows{}, choices{};
+      for (int i = 0; i < op.in.size(); ++i) {
+        const std::size_t t = static_cast<std::size_t>(op.in[i]);
+        const tensor_node& tn = g.tensors[t];
+        int row = -1, choice = -1;
+        if (tn.kind == tensor_kind::activation) {
+          for (std::size_t c = 0; c < want[t].size() && row < 0; ++c)
+            if (want[t][c] == s.k.in[i] && grad[t][c] == s.grad_in[i]) row = static_cast<int>(c);
+          if (row < 0) {
+            want[t].push_back(s.k.in[i]);
+            grad[t].push_back(s.grad_in[i]);
+            who[t].push_back(svec<int, 2>{{static_cast<int>(j), static_cast<int>(x)}, 2});
+            row = static_cast<int>(want[t].size()) - 1;
+          }
+        } else if (tn.kind == tensor_kind::param) {
+          // the rest layouts' moves there and back; only those no other beats in both
+          const double bytes = tn.bytes();
+          std::vector<rest_choice> all;
+          for (std::size_t r = 0; r < pr.rests[t].size(); ++r) {
+            const transfer there = transfer_cost(pr.rests[t][r], s.k.in[i], bytes, cm);
+            const transfer back = transfer_cost(s.grad_in[i], pr.rests[t][r], bytes, cm);
+            if (!there.ok || !back.ok) continue;
+            all.push_back({there.seconds + back.seconds, (2 + cm.optimizer_states) * bytes * block_fraction(pr.rests[t][r]),
+                           there.collectives + back.collectives, static_cast<int>(r)});
+          }
+          std::vector<rest_choice> front;
+          for (std::size_t a = 0; a < all.size(); ++a) {
+            bool beaten = false;
+            for (std::size_t b = 0; b < all.size() && !beaten; ++b)
+              beaten = (all[b].comm < all[a].comm && all[b].memory <= all[a].memory) ||
+                       (all[b].comm <= all[a].comm && all[b].memory < all[a].memory) ||
+                       (all[b].comm == all[a].comm && all[b].memory == all[a].memory && b < a);
+            if (!beaten) front.push_back(all[a]);
+          }
+          tb.choices.push_back(front);
+          choice = static_cast<int>(tb.choices.size()) - 1;
+        }
+        rows.push_back(row);
+        choices.push_back(choice);
+      }
+      tb.row_of[j].push_back(rows);
+      tb.choices_of[j].push_back(choices);
+    }
+  }
+  for (std::size_t t = 0; t < nt; ++t) {
+    const double bytes = g.tensors[t].bytes();
+    for (std::size_t c = 0; c < want[t].size(); ++c) {
+      const strategy& s = pr.strategies[static_cast<std::size_t>(who[t][c][0])][static_cast<std::size_t>(who[t][c][1])];
+      int input = 0;
+      for (int i = 0; i < s.k.in.size(); ++i)
+        if (s.k.in[i] == want[t][c] && s.grad_in[i] == grad[t][c]) input = i;
+      edge_row row{};
+      for (const layout_spec& h : tb.held[t]) {
+        if (!partial_fits(s, input, &h)) {
+          row.seconds.push_back(std::numeric_limits<double>::infinity());
+          row.collectives.push_back(0);
+          continue;
+        }
+        const transfer there = transfer_cost(h, want[t][c], bytes, cm);
+        const transfer back = transfer_cost(grad[t][c], partial_as_replicate(h), bytes, cm);
+        row.seconds.push_back(there.ok && back.ok ? there.seconds + back.seconds : std::numeric_limits<double>::infinity());
+        row.collectives.push_back(there.collectives + back.collectives);
+      }
+      tb.rows[t].push_back(row);
+    }
+  }
+  return tb;
+}
+
+/// The dynamic program: the fastest pair at the end (least_memory: the smallest).
+constexpr solution run(const graph& g, const cost_model& cm, const pins& p, bool least_memory) {
+  solution sol{};
+  const prepared pr = prepare(g, cm, p);
+  if (pr.error != search_error::none) return sol.error = pr.error, sol.bad_op = pr.bad_op, sol;
+  const tables tb = make_tables(g, pr, cm);
+  const std::size_t nt = g.tensors.size(), no = g.ops.size();
+  std::vector<std::vector<state>> layers(no + 1);
+  layers[0].push_back({{}, {label{}}});
+  std::vector<int> live_before{};
+  bool pruned = false;
+  for (std::size_t j = 0; j < no; ++j) {
+    const op_node& op = g.ops[j];
+    const std::vector<int> live = live_after(g, pr, static_cast<int>(j));
+    // where each input and each live tensor sits in the state's key
+    svec<int, ops::max_op_inputs> slot{};
+    for (int i = 0; i < op.in.size(); ++i) {
+      int at = -1;
+      for (std::size_t q = 0; q < live_before.size(); ++q)
+        if (live_before[q] == op.in[i]) at = static_cast<int>(q);
+      slot.push_back(at);
+    }
+    std::vector<int> carried;  // per live tensor: its slot before, or -1 (this op's output)
+    for (const int t : live) {
+      int at = -1;
+      for (std::size_t q = 0; q < live_before.size(); ++q)
+        if (live_before[q] == t) at = static_cast<int>(q);
+      carried.push_back(t == op.out ? -1 : at);
+    }
+    for (std::size_t si = 0; si < layers[j].size(); ++si) {
+      const state& st = layers[j][si];
+      if (st.labels.empty()) continue;
+      for (std::size_t x = 0; x < pr.strategies[j].size(); ++x) {
+        const strategy& s = pr.strategies[j][x];
+        label base{};
+        base.compute = s.compute_s;
+        base.memory = s.saved_bytes;
+        base.strategy = static_cast<int>(x);
+        bool fits = true;
+        svec<int, ops::max_op_inputs> param_input{};
+        for (int i = 0; i < op.in.size() && fits; ++i) {
+          base.rest.push_back(-1);
+          const int row = tb.row_of[j][x][i];
+          if (row >= 0) {
+            const std::size_t t = static_cast<std::size_t>(op.in[i]);
+            const std::size_t h = static_cast<std::size_t>(st.key[static_cast<std::size_t>(slot[i])]);
+            const edge_row& e = tb.rows[t][static_cast<std::size_t>(row)];
+            if (!(e.seconds[h] < std::numeric_limits<double>::infinity())) fits = false;
+            base.comm += e.seconds[h];
+            base.collectives += e.collectives[h];
+          } else if (tb.choices_of[j][x][i] >= 0) {
+            param_input.push_back(i);
+            if (tb.choices[static_cast<std::size_t>(tb.choices_of[j][x][i])].empty()) fits = false;
+          }
+        }
+        if (!fits) continue;
+        std::vector<int> key;
+        for (std::size_t q = 0; q < live.size(); ++q)
+          key.push_back(carried[q] < 0 ? tb.out_index[j][x] : st.key[static_cast<std::size_t>(carried[q])]);
+        int ns = -1;
+        for (std::size_t q = 0; q < layers[j + 1].size() && ns < 0; ++q)
+          if (layers[j + 1][q].key == key) ns = static_cast<int>(q);
+        if (ns < 0) {
+          layers[j + 1].push_back({key, {}});
+          ns = static_cast<int>(layers[j + 1].size()) - 1;
+        }
+        std::size_t combos = 1;
+        for (int q = 0; q < param_input.size(); ++q)
+          combos *= tb.choices[static_cast<std::size_t>(tb.choices_of[j][x][param_input[q]])].size();
+        for (std::size_t li = 0; li < st.labels.size(); ++li)
+          for (std::size_t c = 0; c < combos; ++c) {
+            label l = base;
+            const label& from = st.labels[li];
+            l.compute += from.compute;
+            l.comm += from.comm;
+            l.memory += from.memory;
+            l.collectives += from.collectives;
+            l.prev_state = static_cast<int>(si);
+            l.prev_label = static_cast<int>(li);
+            std::size_t rest = c;
+            for (int q = 0; q < param_input.size(); ++q) {
+              const std::vector<rest_choice>& list = tb.choices[static_cast<std::size_t>(tb.choices_of[j][x][param_input[q]])];
+              const rest_choice& r = list[rest % list.size()];
+              rest /= list.size();
+              l.comm += r.comm;
+              l.memory += r.memory;
+              l.collectives += r.collectives;
+              l.rest[param_input[q]] = r.rest;
+            }
+            if (l.memory <= cm.memory_budget) insert_pareto(layers[j + 1][static_cast<std::size_t>(ns)].labels, l);
+            else pruned = true;
+          }
+      }
+    }
+    sol.states += static_cast<long>(layers[j + 1].size());
+    live_before = live;
+  }
+  int best_state = -1, best_label = -1;
+  for (std::size_t q = 0; q < layers[no].size(); ++q)
+    for (std::size_t li = 0; li < layers[no][q].labels.size(); ++li) {
+      const label& l = layers[no][q].labels[li];
+      if (best_state < 0) {
+        best_state = static_cast<int>(q), best_label = static_cast<int>(li);
+        continue;
+      }
+      const label& b = layers[no][static_cast<std::size_t>(best_state)].labels[static_cast<std::size_t>(best_label)];
+      if (least_memory ? l.memory < b.memory : l.time() < b.time())
+        best_state = static_cast<int>(q), best_label = static_cast<int>(li);
+    }
+  if (best_state < 0) return sol.error = pruned ? search_error::over_budget : search_error::no_strategy, sol;
+  const label& end = layers[no][static_cast<std::size_t>(best_state)].labels[static_cast<std::size_t>(best_label)];
+  sol.compute_s = end.compute;
+  sol.comm_s = end.comm;
+  sol.memory_bytes = end.memory;
+  sol.collectives = end.collectives;
+  sol.layouts.resize(nt);
+  sol.strategy.assign(no, -1);
+  int si = best_state, li = best_label;
+  for (std::size_t j = no; j-- > 0;) {
+    const label& l = layers[j + 1][static_cast<std::size_t>(si)].labels[static_cast<std::size_t>(li)];
+    const strategy& s = pr.strategies[j][static_cast<std::size_t>(l.strategy)];
+    const op_node& op = g.ops[j];
+    sol.strategy[j] = static_cast<int>(s.index);
+    sol.layouts[static_cast<std::size_t>(op.out)] = s.k.out;
+    for (int i = 0; i < op.in.size(); ++i) {
+      const int t = op.in[i];
+      const tensor_node& tn = g.tensors[static_cast<std::size_t>(t)];
+      if (tn.kind == tensor_kind::param)
+        sol.layouts[static_cast<std::size_t>(t)] = pr.rests[static_cast<std::size_t>(t)][static_cast<std::size_t>(l.rest[i])];
+      else if (tn.kind == tensor_kind::data)
+        sol.layouts[static_cast<std::size_t>(t)] = s.k.in[i];
+    }
+    si = l.prev_state;
+    li = l.prev_label;
+  }
+  return sol;
+}
+
+}  // namespace search_detail
+
+/// The best assignment of g's strategies and rest layouts under cm (and the pins), exact.
+/// over_budget: min_memory is the smallest budget some assignment meets.
+constexpr solution search(const graph& g, const cost_model& cm = {}, const pins& p = {}) {
+  solution s = search_detail::run(g, cm, p, false);
+  if (s.error == search_error::over_budget) {
+    cost_model open = cm;
+    open.memory_budget = std::numeric_limits<double>::infinity();
+    s.min_memory = search_detail::run(g, open, p, true).memory_bytes;
+  }
+  return s;
+}
+
+namespace search_detail {
+
+struct enumeration {
+  const graph& g;
+  const cost_model& cm;
+  const prepared& pr;
+  transfer_cache cache{};
+  std::vector<layout_spec> held{};
+  double best = std::numeric_limits<double>::infinity();
+  long assignments = 0;
+
+  constexpr void from(std::size_t j, double time, double memory) {
+    if (j == g.ops.size()) {
+      ++assignments;
+      if (memory <= cm.memory_budget && time < best) best = time;
+      return;
+    }
+    const op_node& op = g.ops[j];
+    for (const strategy& s : pr.strategies[j]) {
+      double t = time + s.compute_s, mem = memory + s.saved_bytes;
+      bool fits = true;
+      svec<int, ops::max_op_inputs> params{};
+      for (int i = 0; i < op.in.size(); ++i) {
+        const int x = op.in[i];
+        const tensor_node& tn = g.tensors[static_cast<std::size_t>(x)];
+        if (tn.kind == tensor_kind::activation) {
+          const layout_spec& h = held[static_cast<std::size_t>(x)];
+          if (!partial_fits(s, i, &h)) fits = false;
+          else t += cache.get(h, s.k.in[i], tn.bytes(), cm).seconds +
+                    cache.get(s.grad_in[i], partial_as_replicate(h), tn.bytes(), cm).seconds;
+        } else if (tn.kind == tensor_kind::param) {
+          params.push_back(i);
+        }
+      }
+      if (!fits) continue;
+      held[static_cast<std::size_t>(op.out)] = s.k.out;
+      with_params(j, s, params, 0, t, mem);
+    }
+  }
+  /// Every rest layout of the strategy's parameter inputs (all of them, not a Pareto set).
+  constexpr void with_params(std::size_t j, const strategy& s, const svec<int, ops::max_op_inputs>& params, int q,
+                             double time, double memory) {
+    if (q == params.size()) return from(j + 1, time, memory);
+    const int i = params[q], x = g.ops[j].in[i];
+    const double bytes = g.tensors[static_cast<std::size_t>(x)].bytes();
+    for (const layout_spec& r : pr.rests[static_cast<std::size_t>(x)])
+      with_params(j, s, params, q + 1,
+                  time + cache.get(r, s.k.in[i], bytes, cm).seconds + cache.get(s.grad_in[i], r, bytes, cm).seconds,
+                  memory + (2 + cm.optimizer_states) * bytes * block_fraction(r));
+  }
+};
+
+}  // namespace search_detail
+
+/// The least step time of every assignment, enumerated one by one (for checking search on
+/// small graphs: the count grows as the product of the strategies and rest layouts).
+struct enumerated {
+  double step_s = 0;
+  long assignments = 0;
+};
+constexpr enumerated brute_force(const graph& g, const cost_model& cm = {}, const pins& p = {}) {
+  const search_detail::prepared pr = search_detail::prepare(g, cm, p);
+  search_detail::enumeration e{g, cm, pr};
+  e.held.resize(g.tensors.size());
+  if (pr.error == search_error::none) e.from(0, 0, 0);
+  return {e.best, e.assignments};
+}
+
+}  // namespace spmd::autoshard

@@ -1,0 +1,52 @@
+// tests/autoshard/graphs.hpp — small training steps for the search's tests: an MLP with and
+// without biases, and one with a residual sum (two activations live at once).
+#pragma once
+
+#include "spmd/autoshard/graph.hpp"
+#include "spmd/ops/elementwise.hpp"
+#include "spmd/ops/matmul.hpp"
+#include "spmd/ops/reduction.hpp"
+
+namespace autoshard_tests {
+
+namespace ops = spmd::ops;
+namespace as = spmd::autoshard;
+using spmd::index_t;
+using add = ops::binary<ops::add_fn>;
+using relu = ops::unary<ops::relu_fn>;
+using loss_sum = ops::reduction<ops::reduce_kind::sum, false, -1>;
+
+// [docs:graph]
+/// sum(relu(x · W1ᵀ) · W2ᵀ): x (batch, d), W1 (hidden, d), W2 (d, hidden).
+constexpr as::graph two_layer(const spmd::mesh_shape_vec& mesh, index_t batch, index_t d, index_t hidden) {
+  as::graph g{mesh};
+  const int x = g.data({batch, d});
+  const int w1 = g.param({hidden, d}), w2 = g.param({d, hidden});
+  const int h = g.apply<relu>({g.apply<ops::matmul_t>({x, w1})});
+  g.loss = g.apply<loss_sum>({g.apply<ops::matmul_t>({h, w2})});
+  return g;
+}
+// [/docs:graph]
+
+/// spmd-train's mlp shape: sum(relu(x · W1ᵀ + b1) · W2ᵀ + b2).
+constexpr as::graph biased(const spmd::mesh_shape_vec& mesh, index_t batch, index_t d, index_t hidden, index_t out) {
+  as::graph g{mesh};
+  const int x = g.data({batch, d});
+  const int w1 = g.param({hidden, d}), b1 = g.param({hidden}), w2 = g.param({out, hidden}), b2 = g.param({out});
+  const int h = g.apply<relu>({g.apply<add>({g.apply<ops::matmul_t>({x, w1}), b1})});
+  g.loss = g.apply<loss_sum>({g.apply<add>({g.apply<ops::matmul_t>({h, w2}), b2})});
+  return g;
+}
+
+/// A residual block: h = x·Wᵀ; y = relu(h · Vᵀ) + h; sum(y) (h live across the inner layer).
+constexpr as::graph residual(const spmd::mesh_shape_vec& mesh, index_t batch, index_t d) {
+  as::graph g{mesh};
+  const int x = g.data({batch, d});
+  const int w = g.param({d, d}), v = g.param({d, d});
+  const int h = g.apply<ops::matmul_t>({x, w});
+  const int y = g.apply<add>({g.apply<relu>({g.apply<ops::matmul_t>({h, v})}), h});
+  g.loss = g.apply<loss_sum>({y});
+  return g;
+}
+
+}  // namespace autoshard_tests

@@ -1,0 +1,169 @@
+// tests/autoshard/search.cpp — the automatic sharding search (autoshard/search.hpp) against an
+// enumeration of every assignment (brute_force), under several cost models and memory
+// budgets; what it picks where the answer is known; pins; and its refusals.
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "graphs.hpp"
+#include "spmd/autoshard/search.hpp"
+
+using namespace autoshard_tests;
+
+namespace {
+
+constexpr spmd::mesh_shape_vec two{{2}, 1}, four{{4}, 1}, two_by_two{{2, 2}, 2};
+
+as::cost_model with_alpha(double alpha) {
+  as::cost_model c{};
+  c.fallback.alpha_s = alpha;
+  return c;
+}
+
+bool same(double a, double b) { return std::abs(a - b) <= 1e-12 * std::max(std::abs(a), std::abs(b)); }
+
+}  // namespace
+
+// The compiler runs the search and the enumeration, and they agree (mesh of 2: the budget of
+// g++'s constexpr evaluation; docs/auto.md has the compile times).
+constexpr as::cost_model fast_links = [] {
+  as::cost_model c{};
+  c.fallback.alpha_s = 1e-6;
+  return c;
+}();
+static_assert(as::search(two_layer(two, 64, 128, 256), fast_links).step_s() ==
+              as::brute_force(two_layer(two, 64, 128, 256), fast_links).step_s);
+
+TEST_CASE("autoshard: the search's step time equals the best of every assignment", "[autoshard]") {
+  for (const double alpha : {1e-7, 1e-6, 2e-5, 1e-3}) {
+    const as::cost_model c = with_alpha(alpha);
+    for (const auto& g : {two_layer(two, 64, 128, 256), residual(two, 64, 128), biased(two, 64, 128, 256, 32),
+                          two_layer(four, 64, 128, 256), residual(four, 32, 64), biased(four, 16, 32, 64, 16),
+                          two_layer(two_by_two, 8, 16, 32)}) {
+      const as::solution s = as::search(g, c);
+      REQUIRE(s.ok());
+      const as::enumerated b = as::brute_force(g, c);
+      CHECK(b.assignments > 1000);
+      INFO("alpha " << alpha << ", " << g.tensors.size() << " tensors, mesh of " << g.mesh.size() << " dims");
+      CHECK(same(s.step_s(), b.step_s));
+    }
+  }
+}
+
+TEST_CASE("autoshard: under a memory budget, the best that fits; over it, the least budget that does", "[autoshard]") {
+  const as::cost_model open = with_alpha(1e-6);
+  for (const auto& g : {two_layer(four, 64, 128, 256), residual(two, 64, 128), biased(two, 64, 128, 256, 32)}) {
+    const as::solution free = as::search(g, open);
+    REQUIRE(free.ok());
+    // the least memory any assignment needs
+    as::cost_model tiny = open;
+    tiny.memory_budget = 1;
+    const as::solution none = as::search(g, tiny);
+    REQUIRE(none.error == as::search_error::over_budget);
+    REQUIRE(none.min_memory > 1);
+    CHECK(none.min_memory <= free.memory_bytes);
+    // budgets from the least to the unconstrained answer's: the search equals the enumeration,
+    // the time never falls as the budget shrinks, and the memory fits
+    double last = std::numeric_limits<double>::infinity();
+    for (double f = 0; f <= 1.0001; f += 0.25) {
+      as::cost_model c = open;
+      c.memory_budget = none.min_memory + f * (free.memory_bytes - none.min_memory);
+      const as::solution s = as::search(g, c);
+      REQUIRE(s.ok());
+      CHECK(s.memory_bytes <= c.memory_budget);
+      CHECK(same(s.step_s(), as::brute_force(g, c).step_s));
+      CHECK(s.step_s() <= last * (1 + 1e-12));
+      last = s.step_s();
+    }
+    CHECK(same(last, free.step_s()));
+  }
+}
+
+TEST_CASE("autoshard: known answers: Megatron's MLP when collectives are dear, the work split either way", "[autoshard]") {
+  const as::graph g = two_layer(four, 64, 128, 256);
+  // the products, relu, and the loss's sum (a reduction counts twice, as a product's contraction does)
+  const double flops = 3 * (2.0 * 64 * 128 * 256 * 2 + 64 * 256 + 2.0 * 64 * 128);
+  // A collective costs a second: the search finds the step that needs none, Megatron's MLP
+  // (W1 split by output features, W2 by input features) with the loss left Partial (its value
+  // is one all_reduce of a scalar away, outside the step: x is data, so no input gradient is
+  // reduced).
+  const as::solution slow = as::search(g, with_alpha(1.0));
+  REQUIRE(slow.ok());
+  CHECK(slow.comm_s == 0);
+  CHECK(slow.collectives == 0);
+  CHECK(slow.layouts[1].placements[0].is_shard(0));
+  CHECK(slow.layouts[3].placements[0].is_shard(1));
+  CHECK(slow.layouts[g.loss].placements[0].is_partial());
+  // The sum reads the Partial product whole on every rank (a Partial passes through it).
+  const double sum_flops = 3 * 2.0 * 64 * 128;
+  CHECK(same(slow.compute_s, ((flops - sum_flops) / 4 + sum_flops) / as::cost_model{}.flops_per_s));
+  // Replicating every tensor instead (pinned) computes everything on every rank.
+  as::pins all_r;
+  for (std::size_t t = 0; t < g.tensors.size(); ++t) {
+    spmd::placement_vec v{};
+    v.push_back(spmd::make_replicate());
+    all_r.pin(static_cast<int>(t), spmd::make_spec(g.mesh, v, g.tensors[t].shape.size()).spec, g.tensors.size());
+  }
+  const as::solution rep = as::search(g, with_alpha(1.0), all_r);
+  REQUIRE(rep.ok());
+  CHECK(same(rep.compute_s, flops / as::cost_model{}.flops_per_s));
+  CHECK(rep.comm_s == 0);
+  CHECK(rep.step_s() > slow.step_s());
+}
+
+TEST_CASE("autoshard: pinned layouts are evaluated by the same model, and never beat the search", "[autoshard]") {
+  const as::graph g = biased(four, 64, 128, 256, 32);
+  const as::cost_model c = with_alpha(2e-5);
+  const as::solution best = as::search(g, c);
+  REQUIRE(best.ok());
+  // Megatron on the 4 ranks: W1 and b1 split by output features, W2 by input features
+  as::pins megatron;
+  const auto spec = [&](std::initializer_list<spmd::placement> p, int rank) {
+    spmd::placement_vec v{};
+    for (const spmd::placement& x : p) v.push_back(x);
+    return spmd::make_spec(g.mesh, v, rank).spec;
+  };
+  megatron.pin(1, spec({spmd::make_shard(0)}, 2), g.tensors.size());
+  megatron.pin(2, spec({spmd::make_shard(0)}, 1), g.tensors.size());
+  megatron.pin(3, spec({spmd::make_shard(1)}, 2), g.tensors.size());
+  megatron.pin(4, spec({spmd::make_replicate()}, 1), g.tensors.size());
+  const as::solution m = as::search(g, c, megatron);
+  REQUIRE(m.ok());
+  CHECK(m.layouts[1].placements[0].is_shard(0));
+  CHECK(m.step_s() >= best.step_s());
+  CHECK(m.collectives > 0);
+  // pinning the search's own answer costs what the search said
+  as::pins own;
+  for (std::size_t t = 0; t < g.tensors.size(); ++t)
+    if (g.tensors[t].kind != as::tensor_kind::activation) own.pin(static_cast<int>(t), best.layouts[t], g.tensors.size());
+  CHECK(same(as::search(g, c, own).step_s(), best.step_s()));
+}
+
+TEST_CASE("autoshard: refusals name the operator", "[autoshard]") {
+  as::graph shared{four};
+  const int x = shared.data({8, 16});
+  const int w = shared.param({16, 16});
+  const int h = shared.apply<ops::matmul_t>({x, w});
+  shared.loss = shared.apply<loss_sum>({shared.apply<ops::matmul_t>({h, w})});  // tied: w read twice
+  const as::solution s = as::search(shared, {});
+  CHECK(s.error == as::search_error::shared_parameter);
+  CHECK(s.bad_op == 1);
+
+  as::graph later = two_layer(four, 8, 16, 32);
+  later.ops[0].in[0] = later.ops[1].out;  // reads what the next operator makes
+  CHECK(as::search(later, {}).error == as::search_error::not_in_order);
+
+  // a pin no strategy can make: the loss (rank 1) split on the dim the sum needs whole
+  as::graph g = two_layer(four, 8, 16, 32);
+  as::pins p;
+  const int last = g.ops[2].out;  // the product summed by the loss, (8, 16): its last dim reduced
+  spmd::placement_vec v{};
+  v.push_back(spmd::make_partial(spmd::reduce_op::max));
+  p.pin(last, spmd::make_spec(g.mesh, v, 2).spec, g.tensors.size());
+  const as::solution n = as::search(g, {}, p);
+  CHECK(n.error == as::search_error::no_strategy);
+  CHECK(n.bad_op == 2);
+  CHECK(std::string(as::describe(n.error)).find("strategy") != std::string::npos);
+}
