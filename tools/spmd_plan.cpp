@@ -16,6 +16,9 @@
 //                    (rand_command.cpp)
 //   spmd-plan load   FILE --tensor NAME --mesh 2x4 --placements 'S(0),R' [--json] | FILE --list:
 //                    what every rank would load of a safetensors checkpoint (load_command.cpp)
+//   spmd-plan auto   --mesh 2x4 --graph STEP.json [--memory BYTES] [--fix 'w1=S(0),R;...'] [--json]:
+//                    every tensor's placements chosen by the exact search, the predicted step,
+//                    and the hand-written plans under the same model (auto_command.cpp)
 //
 // Exit codes: 0 success, 2 bad input (usage errors, unparsable or invalid layouts), 1 an
 // unexpected internal failure. Errors go to stderr; stdout then stays empty.
@@ -52,6 +55,7 @@
 #include "spmd/io/svg.hpp"
 #include "spmd/io/visualize.hpp"
 
+#include "auto_command.hpp"
 #include "element_limit.hpp"
 #include "explain_command.hpp"
 #include "json_out.hpp"
@@ -433,6 +437,8 @@ int spmd_plan_main(int argc, char** argv) {
   CLI::App* rand_cmd = add_rand_command(app, rand_opts);
   load_options load_opts;
   CLI::App* load_cmd = add_load_command(app, load_opts);
+  auto_options auto_opts;
+  CLI::App* auto_cmd = add_auto_command(app, auto_opts);
 
   try {
     app.parse(argc, argv);
@@ -450,7 +456,8 @@ int spmd_plan_main(int argc, char** argv) {
     if (explain_cmd->parsed()) return run_explain(explain_opts);
     if (rand_cmd->parsed()) return run_rand(rand_opts);
     if (load_cmd->parsed()) return run_load(load_opts);
-    std::cerr << "spmd-plan: a subcommand is required (layout, plan, run, explain, rand, load)\n"
+    if (auto_cmd->parsed()) return run_auto(auto_opts);
+    std::cerr << "spmd-plan: a subcommand is required (layout, plan, run, explain, rand, load, auto)\n"
                  "Run 'spmd-plan --help' for more information.\n";
     return exit_bad_input;
   } catch (const std::invalid_argument& e) {
