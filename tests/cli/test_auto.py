@@ -186,6 +186,20 @@ with tempfile.TemporaryDirectory() as d:
     g["ops"][4]["out"] = "z"
     bad(g, "'z'")
 
+# examples/auto/mlp_step.json: what docs/auto.md and the README show is what it prints
+root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+rc, out, err = run("--mesh", "2x4", "--graph", os.path.join(root, "examples", "auto", "mlp_step.json"))
+check(rc == 0, "the example graph runs", err)
+if rc == 0:
+    first = out.splitlines()[0]
+    for doc in ("docs/auto.md", "README.md"):
+        with open(os.path.join(root, doc)) as f:
+            check(first in f.read(), f"{doc} shows the example's first line", first)
+    with open(os.path.join(root, "docs", "auto.md")) as f:
+        text = f.read()
+    for line in out.splitlines()[1:]:
+        check(line in text, "docs/auto.md shows the example's output", line)
+
 if failures:
     print("\n".join(failures))
     sys.exit(1)
