@@ -2,7 +2,7 @@
 // (spmd/autoshard/search.hpp) for a training step given as a graph file, its predicted time,
 // and the hand-written plans beside it, costed by the same model (docs/auto.md).
 //
-//   spmd-plan auto --mesh 2x4 --graph mlp.json [--memory BYTES] [--fix 'w1=S(0),R;b1=R,R'] [--json]
+//   spmd-plan auto --mesh 2x4 --graph mlp.json [--memory BYTES] [--fix 'w1=S(0),R;b1=R,R'] [--cost FILE] [--json]
 //
 // The graph file:
 //   {"tensors": {"x": [16, 32], "w1": [64, 32], ...},      shapes of the inputs and parameters
@@ -28,6 +28,7 @@
 #include "json_out.hpp"
 #include "op_catalog.hpp"
 #include "spmd/autoshard/search.hpp"
+#include "spmd/io/cost_file.hpp"
 #include "spmd/io/placement_format.hpp"
 #include "spmd/io/placement_text.hpp"
 
@@ -301,6 +302,8 @@ CLI::App* add_auto_command(CLI::App& app, auto_options& o) {
       ->required();
   cmd->add_option("--memory", o.memory, "Bytes a rank may hold (parameters, gradients, optimizer state, activations)");
   cmd->add_option("--fix", o.fix, "Pinned placements, 'NAME=PLACEMENTS;...', e.g. 'w1=S(0),R;b1=R,R'");
+  cmd->add_option("--cost", o.cost,
+                  "The cost model measured on this machine (bench/auto_calibrate writes it); default: docs/auto.md's");
   cmd->add_flag("--json", o.json, "Print one JSON object");
   return cmd;
 }
@@ -308,7 +311,7 @@ CLI::App* add_auto_command(CLI::App& app, auto_options& o) {
 int run_auto(const auto_options& o) {
   const spmd::mesh_shape_vec mesh = spmd::parse_mesh(o.mesh);
   const named_graph ng = read_graph(o.graph, mesh);
-  as::cost_model cm{};
+  as::cost_model cm = o.cost.empty() ? as::cost_model{} : spmd::io::load_cost_model(o.cost, mesh);
   if (o.memory) {
     if (!(*o.memory > 0) || !std::isfinite(*o.memory))
       throw std::invalid_argument("--memory " + seconds(*o.memory) + ": give a number of bytes > 0");

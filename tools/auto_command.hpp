@@ -12,6 +12,7 @@ struct auto_options {
   std::string graph;                  // the graph file (JSON)
   std::optional<double> memory;       // bytes a rank may hold
   std::string fix;                    // 'NAME=PLACEMENTS;...'
+  std::string cost;                   // a cost model file (bench/auto_calibrate), or the defaults
   bool json = false;
 };
 

@@ -2,6 +2,8 @@
 // enumeration of every assignment (brute_force), under several cost models and memory
 // budgets; what it picks where the answer is known; pins; and its refusals.
 #include <cmath>
+#include <cstdio>
+#include <string>
 #include <limits>
 #include <vector>
 
@@ -9,6 +11,7 @@
 
 #include "graphs.hpp"
 #include "spmd/autoshard/search.hpp"
+#include "spmd/io/cost_file.hpp"
 
 using namespace autoshard_tests;
 
@@ -166,4 +169,24 @@ TEST_CASE("autoshard: refusals name the operator", "[autoshard]") {
   CHECK(n.error == as::search_error::no_strategy);
   CHECK(n.bad_op == 2);
   CHECK(std::string(as::describe(n.error)).find("strategy") != std::string::npos);
+}
+
+TEST_CASE("autoshard: a cost model written to a file reads back the same, for its mesh only", "[autoshard]") {
+  as::cost_model c{};
+  c.links.push_back({1.25e-6, 1.0 / 9.5e9});
+  c.links.push_back({3e-5, 1.0 / 1.2e9});
+  c.flops_per_s = 1.234567890123e11;
+  c.memory_bytes_per_s = 9.87654321e9;
+  const std::string path = "autoshard_cost_test.json";
+  spmd::io::save_cost_model(path, c, two_by_two);
+  const as::cost_model r = spmd::io::load_cost_model(path, two_by_two);
+  REQUIRE(r.links.size() == 2);
+  for (int m = 0; m < 2; ++m) {
+    CHECK(r.links[m].alpha_s == c.links[m].alpha_s);
+    CHECK(r.links[m].beta_s_per_byte == c.links[m].beta_s_per_byte);
+  }
+  CHECK(r.flops_per_s == c.flops_per_s);
+  CHECK(r.memory_bytes_per_s == c.memory_bytes_per_s);
+  CHECK_THROWS_WITH(spmd::io::load_cost_model(path, four), Catch::Contains("not the mesh searched"));
+  std::remove(path.c_str());
 }

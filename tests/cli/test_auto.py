@@ -186,6 +186,26 @@ with tempfile.TemporaryDirectory() as d:
     g["ops"][4]["out"] = "z"
     bad(g, "'z'")
 
+# --cost: a file of the machine's figures (bench/auto_calibrate writes them)
+with tempfile.TemporaryDirectory() as d:
+    path = write(scaled(16), d)
+    slow = write('{"mesh": [2, 4], "links": [{"alpha_s": 1.0, "beta_s_per_byte": 1e-9}, '
+                 '{"alpha_s": 1.0, "beta_s_per_byte": 1e-9}], "flops_per_s": 1e9, "memory_bytes_per_s": 1e10}',
+                 d, "slow.json")
+    j = auto_json("--mesh", "2x4", "--graph", path, "--cost", slow)
+    if j:
+        j = dict(j)
+        check(j["comm_s"] == 0, "collectives at a second each: none chosen", str(j))
+        want = flops(scaled(16)) / 1e9
+        rep = dict(dict(j["baselines"])["replicate"])
+        check(abs(rep["step_s"] - want) <= 1e-9 * want, "--cost's FLOP rate is used", f"{rep} against {want}")
+    for text, needle in (('{"mesh": [4, 2], "links": []}', "mesh"),
+                         ('{"mesh": [2, 4], "speed": 1}', "speed"),
+                         ('{"mesh": [2, 4], "flops_per_s": -1}', "flops_per_s"),
+                         ('{"mesh": [2, 4], "links": [{"alpha_s": 1}]}', "links")):
+        rc, out, err = run("--mesh", "2x4", "--graph", path, "--cost", write(text, d, "c.json"))
+        check(rc == 2 and out == "" and needle in err, f"a bad cost file exits 2 naming {needle}", err)
+
 # examples/auto/mlp_step.json: what docs/auto.md and the README show is what it prints
 root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 rc, out, err = run("--mesh", "2x4", "--graph", os.path.join(root, "examples", "auto", "mlp_step.json"))

@@ -18,6 +18,7 @@
 
 #include "spmd/core/layout_spec.hpp"
 #include "spmd/core/small_array.hpp"
+#include "spmd/plan/lower.hpp"
 #include "spmd/plan/planner.hpp"
 #include "spmd/plan/step.hpp"
 
@@ -73,19 +74,12 @@ constexpr double step_seconds(const plan_step& s, double bytes, const cost_model
 }
 
 /// What moving a tensor of `bytes` from `from` to `to` costs: the planner's plan, timed step
-/// by step. Layouts that hold the same blocks cost nothing.
+/// by step. Layouts that hold the same blocks cost nothing (plan/lower.hpp's same_blocks).
 struct transfer {
   double seconds = 0;
   int collectives = 0;
   bool ok = true;
 };
-
-constexpr bool same_blocks(const layout_spec& a, const layout_spec& b) {
-  if (!(a.mesh == b.mesh) || a.tensor_rank != b.tensor_rank) return false;
-  for (int m = 0; m < a.placements.size(); ++m)
-    if (a.mesh[m] > 1 && !(a.placements[m] == b.placements[m])) return false;
-  return true;
-}
 
 constexpr transfer transfer_cost(const layout_spec& from, const layout_spec& to, double bytes, const cost_model& cm) {
   transfer t{};
