@@ -16,6 +16,15 @@ using add = ops::binary<ops::add_fn>;
 using relu = ops::unary<ops::relu_fn>;
 using loss_sum = ops::reduction<ops::reduce_kind::sum, false, -1>;
 
+/// sum(relu(x · Wᵀ)): one layer, small enough for the enumeration in the compiler.
+constexpr as::graph one_layer(const spmd::mesh_shape_vec& mesh, index_t batch, index_t d, index_t out) {
+  as::graph g{mesh};
+  const int x = g.data({batch, d});
+  const int w = g.param({out, d});
+  g.loss = g.apply<loss_sum>({g.apply<relu>({g.apply<ops::matmul_t>({x, w})})});
+  return g;
+}
+
 // [docs:graph]
 /// sum(relu(x · W1ᵀ) · W2ᵀ): x (batch, d), W1 (hidden, d), W2 (d, hidden).
 constexpr as::graph two_layer(const spmd::mesh_shape_vec& mesh, index_t batch, index_t d, index_t hidden) {
