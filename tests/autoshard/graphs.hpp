@@ -58,4 +58,17 @@ constexpr as::graph residual(const spmd::mesh_shape_vec& mesh, index_t batch, in
   return g;
 }
 
+/// `blocks` residual MLP blocks in a row: h = h + relu(h · W1ᵀ) · W2ᵀ each, then sum(h).
+constexpr as::graph residual_chain(const spmd::mesh_shape_vec& mesh, int blocks, index_t batch, index_t d, index_t hidden) {
+  as::graph g{mesh};
+  int h = g.data({batch, d});
+  for (int b = 0; b < blocks; ++b) {
+    const int w1 = g.param({hidden, d}), w2 = g.param({d, hidden});
+    const int u = g.apply<relu>({g.apply<ops::matmul_t>({h, w1})});
+    h = g.apply<add>({g.apply<ops::matmul_t>({u, w2}), h});
+  }
+  g.loss = g.apply<loss_sum>({h});
+  return g;
+}
+
 }  // namespace autoshard_tests

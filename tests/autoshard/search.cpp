@@ -146,6 +146,23 @@ TEST_CASE("autoshard: pinned layouts are evaluated by the same model, and never 
   CHECK(same(as::search(g, c, own).step_s(), best.step_s()));
 }
 
+TEST_CASE("autoshard: identical blocks plan each move once; the search grows linearly with the blocks", "[autoshard]") {
+  const spmd::mesh_shape_vec mesh{{2, 4}, 2};
+  const as::solution four_blocks = as::search(residual_chain(mesh, 4, 512, 1024, 4096));
+  const as::solution many = as::search(residual_chain(mesh, 48, 512, 1024, 4096));
+  REQUIRE(four_blocks.ok());
+  REQUIRE(many.ok());
+  CHECK(many.plans == four_blocks.plans);  // 44 more blocks, no new move to plan
+  // each block after the first adds the same states; the step is no slower than repeating the
+  // fifth block's choices 44 times (a long chain may pay once to enter a cheaper regime)
+  const as::solution five_blocks = as::search(residual_chain(mesh, 5, 512, 1024, 4096));
+  REQUIRE(five_blocks.ok());
+  CHECK(many.states - four_blocks.states == 44 * (five_blocks.states - four_blocks.states));
+  const double block = five_blocks.step_s() - four_blocks.step_s();
+  CHECK(many.step_s() <= (four_blocks.step_s() + 44 * block) * (1 + 1e-12));
+  CHECK(many.step_s() >= 0.99 * (four_blocks.step_s() + 44 * block));
+}
+
 TEST_CASE("autoshard: refusals name the operator", "[autoshard]") {
   as::graph shared{four};
   const int x = shared.data({8, 16});

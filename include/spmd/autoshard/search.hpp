@@ -80,6 +80,7 @@ struct solution {
   std::vector<layout_spec> layouts{};  // per tensor (see pins)
   std::vector<int> strategy{};         // per operator: its candidate index (ops::make_candidate)
   long states = 0;                     // states the dynamic program made
+  long plans = 0;                      // distinct moves it planned
   constexpr double step_s() const { return compute_s + comm_s; }
   constexpr bool ok() const { return error == search_error::none; }
 };
@@ -174,21 +175,56 @@ constexpr std::vector<layout_spec> rest_layouts(const mesh_shape_vec& mesh, int 
   return out;
 }
 
-/// The plans' costs, remembered: the search asks for the same moves many times.
+/// The plans' costs, remembered in an open-addressed table: the search asks for the same
+/// moves many times, and identical blocks of a model ask for exactly the same ones, so a model
+/// of many equal blocks plans each move once.
 struct transfer_cache {
-  struct entry {
-    layout_spec from, to;
-    double bytes;
-    transfer t;
+  struct slot {
+    bool used = false;
+    layout_spec from{}, to{};
+    double bytes = 0;
+    transfer t{};
   };
-  std::vector<entry> entries{};
+  std::vector<slot> slots = std::vector<slot>(256);
+  std::size_t count = 0;
+  long planned = 0;  // moves planned (the misses)
+
+  static constexpr std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h;
+  }
+  static constexpr std::uint64_t hash(const layout_spec& a, const layout_spec& b, double bytes) {
+    std::uint64_t h = static_cast<std::uint64_t>(a.tensor_rank) * 31 + static_cast<std::uint64_t>(bytes);
+    for (const layout_spec* x : {&a, &b})
+      for (int m = 0; m < x->placements.size(); ++m) {
+        const placement& p = x->placements[m];
+        h = mix(h, static_cast<std::uint64_t>(p.kind) * 131 + static_cast<std::uint64_t>(p.dim + 1) * 17 +
+                       static_cast<std::uint64_t>(p.op) * 7 + static_cast<std::uint64_t>(p.order + 2) +
+                       static_cast<std::uint64_t>(x->mesh[m]) * 1009);
+      }
+    return h;
+  }
+  constexpr std::size_t find(const layout_spec& from, const layout_spec& to, double bytes) const {
+    std::size_t i = static_cast<std::size_t>(hash(from, to, bytes)) & (slots.size() - 1);
+    while (slots[i].used && !(slots[i].bytes == bytes && slots[i].from == from && slots[i].to == to))
+      i = (i + 1) & (slots.size() - 1);
+    return i;
+  }
   constexpr transfer get(const layout_spec& from, const layout_spec& to, double bytes, const cost_model& cm) {
     if (same_blocks(from, to)) return {};
-    for (const entry& e : entries)
-      if (e.bytes == bytes && e.from == from && e.to == to) return e.t;
-    const transfer t = transfer_cost(from, to, bytes, cm);
-    entries.push_back({from, to, bytes, t});
-    return t;
+    std::size_t i = find(from, to, bytes);
+    if (slots[i].used) return slots[i].t;
+    if (2 * (count + 1) > slots.size()) {  // grow: keep the table at most half full
+      std::vector<slot> old = std::move(slots);
+      slots = std::vector<slot>(old.size() * 2);
+      for (const slot& x : old)
+        if (x.used) slots[find(x.from, x.to, x.bytes)] = x;
+      i = find(from, to, bytes);
+    }
+    ++planned;
+    slots[i] = {true, from, to, bytes, transfer_cost(from, to, bytes, cm)};
+    ++count;
+    return slots[i].t;
   }
 };
 
@@ -208,7 +244,14 @@ struct state {
 };
 
 /// Adds `l` to `set` unless a pair there is at least as good in both; drops the pairs it beats.
-constexpr void insert_pareto(std::vector<label>& set, const label& l) {
+/// Without a budget (`time_only`) only time matters: one pair a state, the fastest (the least
+/// memory among equals).
+constexpr void insert_pareto(std::vector<label>& set, const label& l, bool time_only) {
+  if (time_only) {
+    if (set.empty()) set.push_back(l);
+    else if (l.time() < set[0].time() || (l.time() == set[0].time() && l.memory < set[0].memory)) set[0] = l;
+    return;
+  }
   for (const label& o : set)
     if (o.time() <= l.time() && o.memory <= l.memory) return;
   std::vector<label> kept;
@@ -335,7 +378,7 @@ struct tables {
   std::vector<std::vector<rest_choice>> choices;
 };
 
-constexpr tables make_tables(const graph& g, const prepared& pr, const cost_model& cm) {
+constexpr tables make_tables(const graph& g, const prepared& pr, const cost_model& cm, transfer_cache& cache) {
   tables tb{};
   const std::size_t nt = g.tensors.size(), no = g.ops.size();
   tb.held.resize(nt);
@@ -373,8 +416,8 @@ constexpr tables make_tables(const graph& g, const prepared& pr, const cost_mode
           const double bytes = tn.bytes();
           std::vector<rest_choice> all;
           for (std::size_t r = 0; r < pr.rests[t].size(); ++r) {
-            const transfer there = transfer_cost(pr.rests[t][r], s.k.in[i], bytes, cm);
-            const transfer back = transfer_cost(s.grad_in[i], pr.rests[t][r], bytes, cm);
+            const transfer there = cache.get(pr.rests[t][r], s.k.in[i], bytes, cm);
+            const transfer back = cache.get(s.grad_in[i], pr.rests[t][r], bytes, cm);
             if (!there.ok || !back.ok) continue;
             all.push_back({there.seconds + back.seconds, (2 + cm.optimizer_states) * bytes * block_fraction(pr.rests[t][r]),
                            there.collectives + back.collectives, static_cast<int>(r)});
@@ -412,8 +455,8 @@ constexpr tables make_tables(const graph& g, const prepared& pr, const cost_mode
           row.collectives.push_back(0);
           continue;
         }
-        const transfer there = transfer_cost(h, want[t][c], bytes, cm);
-        const transfer back = transfer_cost(grad[t][c], partial_as_replicate(h), bytes, cm);
+        const transfer there = cache.get(h, want[t][c], bytes, cm);
+        const transfer back = cache.get(grad[t][c], partial_as_replicate(h), bytes, cm);
         row.seconds.push_back(there.ok && back.ok ? there.seconds + back.seconds : std::numeric_limits<double>::infinity());
         row.collectives.push_back(there.collectives + back.collectives);
       }
@@ -428,12 +471,16 @@ constexpr solution run(const graph& g, const cost_model& cm, const pins& p, bool
   solution sol{};
   const prepared pr = prepare(g, cm, p);
   if (pr.error != search_error::none) return sol.error = pr.error, sol.bad_op = pr.bad_op, sol;
-  const tables tb = make_tables(g, pr, cm);
+  transfer_cache cache;
+  const tables tb = make_tables(g, pr, cm, cache);
+  sol.plans = cache.planned;
   const std::size_t nt = g.tensors.size(), no = g.ops.size();
   std::vector<std::vector<state>> layers(no + 1);
   layers[0].push_back({{}, {label{}}});
   std::vector<int> live_before{};
   bool pruned = false;
+  // Without a budget a state needs only its fastest pair (least_memory asks for the smallest)
+  const bool time_only = !least_memory && !(cm.memory_budget < std::numeric_limits<double>::infinity());
   for (std::size_t j = 0; j < no; ++j) {
     const op_node& op = g.ops[j];
     const std::vector<int> live = live_after(g, pr, static_cast<int>(j));
@@ -512,7 +559,7 @@ constexpr solution run(const graph& g, const cost_model& cm, const pins& p, bool
               l.collectives += r.collectives;
               l.rest[param_input[q]] = r.rest;
             }
-            if (l.memory <= cm.memory_budget) insert_pareto(layers[j + 1][static_cast<std::size_t>(ns)].labels, l);
+            if (l.memory <= cm.memory_budget) insert_pareto(layers[j + 1][static_cast<std::size_t>(ns)].labels, l, time_only);
             else pruned = true;
           }
       }
