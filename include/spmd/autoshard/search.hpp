@@ -43,13 +43,13 @@ namespace spmd::autoshard {
 /// data's the one every reader reads.
 struct pins {
   std::vector<layout_spec> layout{};
-  std::vector<bool> pinned{};
+  std::vector<std::uint8_t> pinned{};  // not vector<bool>: clang cannot evaluate that one in constexpr
   constexpr void pin(int t, const layout_spec& l, std::size_t tensors) {
-    if (layout.size() < tensors) layout.resize(tensors), pinned.resize(tensors, false);
+    if (layout.size() < tensors) layout.resize(tensors), pinned.resize(tensors, 0);
     layout[static_cast<std::size_t>(t)] = l;
-    pinned[static_cast<std::size_t>(t)] = true;
+    pinned[static_cast<std::size_t>(t)] = 1;
   }
-  constexpr bool has(int t) const { return static_cast<std::size_t>(t) < pinned.size() && pinned[static_cast<std::size_t>(t)]; }
+  constexpr bool has(int t) const { return static_cast<std::size_t>(t) < pinned.size() && pinned[static_cast<std::size_t>(t)] != 0; }
 };
 
 enum class search_error : std::uint8_t {
