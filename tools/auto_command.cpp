@@ -360,7 +360,7 @@ int run_auto(const auto_options& o) {
   }
   std::printf("mesh %s: a step takes %s s (compute %s s, communication %s s in %d collectives), %.0f bytes a rank\n",
               spmd::format_mesh(mesh).c_str(), seconds(s.step_s()).c_str(), seconds(s.compute_s).c_str(),
-              seconds(s.comm_s).c_str(), s.collectives, s.memory_bytes);
+              seconds(s.comm_s).c_str(), s.collectives.total(), s.memory_bytes);
   std::printf("\n%-16s %-8s %-16s %s\n", "tensor", "kind", "shape", "placements");
   for (std::size_t k = 0; k < ng.names.size(); ++k) {
     const as::tensor_node& tn = ng.g.tensors[k];

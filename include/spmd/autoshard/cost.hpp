@@ -75,9 +75,26 @@ constexpr double step_seconds(const plan_step& s, double bytes, const cost_model
 
 /// What moving a tensor of `bytes` from `from` to `to` costs: the planner's plan, timed step
 /// by step. Layouts that hold the same blocks cost nothing (plan/lower.hpp's same_blocks).
+/// Collectives by kind: all_gather, all_reduce, reduce_scatter, all_to_all (step_kind's order).
+struct collective_counts {
+  int n[collective_kind_count]{};
+  constexpr int of(step_kind k) const { return n[static_cast<int>(k)]; }
+  constexpr int total() const {
+    int t = 0;
+    for (const int x : n) t += x;
+    return t;
+  }
+  constexpr collective_counts& operator+=(const collective_counts& o) {
+    for (int k = 0; k < collective_kind_count; ++k) n[k] += o.n[k];
+    return *this;
+  }
+  friend constexpr collective_counts operator+(collective_counts a, const collective_counts& b) { return a += b; }
+  friend constexpr bool operator==(const collective_counts&, const collective_counts&) = default;
+};
+
 struct transfer {
   double seconds = 0;
-  int collectives = 0;
+  collective_counts collectives{};
   bool ok = true;
 };
 
@@ -88,7 +105,7 @@ constexpr transfer transfer_cost(const layout_spec& from, const layout_spec& to,
   if (!p.ok()) return t.ok = false, t;
   for (int i = 0; i < p.value.steps.size(); ++i) {
     t.seconds += step_seconds(p.value.steps[i], bytes, cm);
-    t.collectives += is_collective(p.value.steps[i].kind) ? 1 : 0;
+    if (is_collective(p.value.steps[i].kind)) ++t.collectives.n[static_cast<int>(p.value.steps[i].kind)];
   }
   return t;
 }

@@ -76,9 +76,11 @@ struct solution {
   int bad_op = -1;  // the operator an error names
   double compute_s = 0, comm_s = 0, memory_bytes = 0;
   double min_memory = 0;  // over_budget: the smallest budget an assignment meets
-  int collectives = 0;    // forward and backward, as the plans count them
+  collective_counts collectives{};  // forward and backward, by kind, as the plans count them
   std::vector<layout_spec> layouts{};  // per tensor (see pins)
   std::vector<int> strategy{};         // per operator: its candidate index (ops::make_candidate)
+  std::vector<svec<layout_spec, ops::max_op_inputs>> reads{};  // per operator: its inputs as it reads them
+  std::vector<svec<layout_spec, ops::max_op_inputs>> grads{};  // per operator: its inputs' gradients as its backward makes them
   long states = 0;                     // states the dynamic program made
   long plans = 0;                      // distinct moves it planned
   constexpr double step_s() const { return compute_s + comm_s; }
@@ -231,7 +233,7 @@ struct transfer_cache {
 /// A (time, memory) pair and how it was reached.
 struct label {
   double compute = 0, comm = 0, memory = 0;
-  int collectives = 0;
+  collective_counts collectives{};
   int prev_state = -1, prev_label = -1;
   int strategy = -1;                          // of this layer's operator
   svec<int, ops::max_op_inputs> rest{};       // per input: a parameter's rest layout (index), else -1
@@ -355,7 +357,7 @@ constexpr int index_of(std::vector<layout_spec>& list, const layout_spec& l) {
 /// back and what it holds.
 struct rest_choice {
   double comm = 0, memory = 0;
-  int collectives = 0;
+  collective_counts collectives{};
   int rest = -1;
 };
 
@@ -363,7 +365,7 @@ struct rest_choice {
 /// held layout, infinite where the strategy's Partial does not fit.
 struct edge_row {
   std::vector<double> seconds;
-  std::vector<int> collectives;
+  std::vector<collective_counts> collectives;
 };
 
 /// Everything the dynamic program looks up, computed once: each activation's layouts (those
@@ -452,7 +454,7 @@ constexpr tables make_tables(const graph& g, const prepared& pr, const cost_mode
       for (const layout_spec& h : tb.held[t]) {
         if (!partial_fits(s, input, &h)) {
           row.seconds.push_back(std::numeric_limits<double>::infinity());
-          row.collectives.push_back(0);
+          row.collectives.push_back({});
           continue;
         }
         const transfer there = cache.get(h, want[t][c], bytes, cm);
@@ -587,12 +589,16 @@ constexpr solution run(const graph& g, const cost_model& cm, const pins& p, bool
   sol.collectives = end.collectives;
   sol.layouts.resize(nt);
   sol.strategy.assign(no, -1);
+  sol.reads.resize(no);
+  sol.grads.resize(no);
   int si = best_state, li = best_label;
   for (std::size_t j = no; j-- > 0;) {
     const label& l = layers[j + 1][static_cast<std::size_t>(si)].labels[static_cast<std::size_t>(li)];
     const strategy& s = pr.strategies[j][static_cast<std::size_t>(l.strategy)];
     const op_node& op = g.ops[j];
     sol.strategy[j] = static_cast<int>(s.index);
+    sol.reads[j] = s.k.in;
+    sol.grads[j] = s.grad_in;
     sol.layouts[static_cast<std::size_t>(op.out)] = s.k.out;
     for (int i = 0; i < op.in.size(); ++i) {
       const int t = op.in[i];

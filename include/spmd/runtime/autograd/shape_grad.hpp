@@ -93,15 +93,21 @@ auto unsqueeze_at(const G& g) {
 
 /// g (broadcastable to x's shape) spread over x's shape, in one pass that reads g only: the
 /// binary op expand_as(x, g), whose sharding the compiler chooses as for x + g. A Partial x
-/// would be reduced first, only to go unread: there the spread is zeros (in x's layout,
-/// made on every rank) plus g.
+/// would be reduced first, only to go unread: there the shape comes from a tensor of x's
+/// layout with each Partial read as Replicate (the layout a Partial tensor's gradient takes),
+/// made on every rank without communication. (Zeros in x's own Partial layout plus g, as it
+/// was, made the add reduce-scatter the zeros and the next reader gather them back: two
+/// collectives of nothing, found by the automatic sharding search's prediction, docs/auto.md.)
 template <element T, class LX, class LG, class B>
 auto expand_to(const dtensor<T, LG, B>& g, const dtensor<T, LX, B>& x) {
   using P = typename LX::placements_type;
-  if constexpr (std::is_same_v<P, default_grad_placements_t<P>>)  // no Partial
+  if constexpr (std::is_same_v<P, default_grad_placements_t<P>>) {  // no Partial
     return ew_detail::binary_apply<ops::expand_as_fn, void>(x, g);
-  else
-    return runtime::add(factories<B>::template full<T>(T(0), x.layout()), g);
+  } else {
+    using Whole = layout<typename LX::mesh_type, default_grad_placements_t<P>, typename LX::extents_type>;
+    return ew_detail::binary_apply<ops::expand_as_fn, void>(
+        factories<B>::template full<T>(T(0), Whole{x.layout().extents()}), g);
+  }
 }
 
 /// The product of the global extents of `shape` at the dims of D.
