@@ -163,9 +163,7 @@ named_graph read_graph(const std::string& path, const spmd::mesh_shape_vec& mesh
       } catch (const std::invalid_argument& x) {
         throw std::invalid_argument(where + ": the shapes do not fit: " + x.what());
       }
-      double bytes = 4;
-      for (const spmd::index_t d : out) bytes *= static_cast<double>(d);
-      const spmd::ops::op_rule rule = e.rule(ng.g.context_of(in, out, bytes));
+      const spmd::ops::op_rule rule = e.rule(ng.g.context_of(in, out, as::bytes_of(out)));
       id[t.out] = ng.g.add_op(rule, in, out);
       ng.names.push_back(t.out);
       ng.op_names.push_back(t.op);
@@ -187,10 +185,6 @@ named_graph read_graph(const std::string& path, const spmd::mesh_shape_vec& mesh
   return ng;
 }
 
-spmd::layout_spec layout_of(const spmd::mesh_shape_vec& mesh, const spmd::placement_vec& p, int rank) {
-  return spmd::checked_spec(mesh, p, rank);
-}
-
 /// --fix 'NAME=PLACEMENTS;...'
 as::pins parse_fix(const std::string& text, const named_graph& ng) {
   as::pins p;
@@ -208,7 +202,7 @@ as::pins parse_fix(const std::string& text, const named_graph& ng) {
       if (ng.names[k] == name) t = static_cast<int>(k);
     if (t < 0) throw std::invalid_argument("--fix: " + in_quotes(name) + " is not a tensor of the graph");
     const spmd::placement_vec pl = spmd::parse_placements(item.substr(eq + 1));
-    p.pin(t, layout_of(ng.g.mesh, pl, ng.g.tensors[static_cast<std::size_t>(t)].shape.size()), ng.g.tensors.size());
+    p.pin(t, spmd::checked_spec(ng.g.mesh, pl, ng.g.tensors[static_cast<std::size_t>(t)].shape.size()), ng.g.tensors.size());
   }
   return p;
 }

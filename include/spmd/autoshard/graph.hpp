@@ -29,17 +29,20 @@ enum class tensor_kind : std::uint8_t {
   activation,  // made by an operator
 };
 
+/// The bytes of a tensor of `shape` and `element_bytes` a value.
+constexpr double bytes_of(const shape_vec& shape, double element_bytes = 4) {
+  double n = element_bytes;
+  for (int d = 0; d < shape.size(); ++d) n *= static_cast<double>(shape[d]);
+  return n;
+}
+
 struct tensor_node {
   shape_vec shape{};
   double element_bytes = 4;
   tensor_kind kind = tensor_kind::activation;
   int producer = -1;  // the operator that makes an activation
 
-  constexpr double bytes() const {
-    double n = element_bytes;
-    for (int d = 0; d < shape.size(); ++d) n *= static_cast<double>(shape[d]);
-    return n;
-  }
+  constexpr double bytes() const { return bytes_of(shape, element_bytes); }
 };
 
 struct op_node {
@@ -109,9 +112,7 @@ struct graph {
       shapes.push_back(tensors[static_cast<std::size_t>(i)].shape);
     }
     const shape_vec out = Op::out_shape(shapes);
-    double bytes = 4;
-    for (int d = 0; d < out.size(); ++d) bytes *= static_cast<double>(out[d]);
-    return add_op(Op::rule(context_of(v, out, bytes)), v, out);
+    return add_op(Op::rule(context_of(v, out, bytes_of(out))), v, out);
   }
 
   /// Each factor's extent, from the first tensor that has it.

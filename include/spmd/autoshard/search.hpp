@@ -313,7 +313,7 @@ constexpr prepared prepare(const graph& g, const cost_model& cm, const pins& p) 
       bool unit_choice = false;  // a choice on a one-rank mesh dim repeats the replicate one
       for (int m = 0; m < g.mesh.size(); ++m) unit_choice = unit_choice || (g.mesh[m] == 1 && k.choice[m] != -1);
       if (unit_choice) continue;
-      // the strategy's other checks (make_candidate stops at new_partial): every layout valid
+      // (make_candidate checks new_partial last: a candidate that fails only it is otherwise valid)
       const strategy s = make_strategy(g, op, k, x, cm);
       bool fits = pinned_ok(p, op.out, k.out);
       for (int i = 0; i < op.in.size(); ++i) {

@@ -29,7 +29,6 @@
 #include <boost/hana/second.hpp>
 #include <boost/hana/string.hpp>
 #include <boost/hana/tuple.hpp>
-#include <boost/mp11/algorithm.hpp>
 
 #include "spmd/core/fixed_string.hpp"
 #include "spmd/core/placement.hpp"
@@ -150,16 +149,6 @@ struct styled_node {
 };
 
 namespace detail {
-template <class P>
-struct partial_reduced {
-  using type = P;
-};
-template <reduce_op Op>
-struct partial_reduced<partial<Op>> {
-  using type = replicate;
-};
-template <class P>
-using partial_reduced_t = typename partial_reduced<P>::type;
 template <class M>
 constexpr bool styles_output() {
   if constexpr (requires { typename M::style; }) return !std::is_void_v<typename M::style::output>;
@@ -172,7 +161,7 @@ constexpr bool styles_output() {
 template <class Y>
 auto reduce_partials(const Y& y) {
   using P = typename Y::placements_type;
-  using R = boost::mp11::mp_transform<detail::partial_reduced_t, P>;
+  using R = runtime::default_grad_placements_t<P>;  // every Partial read as Replicate
   if constexpr (std::is_same_v<P, R>) return y;
   else return runtime::redistribute<R>(y);
 }
