@@ -2,7 +2,7 @@
 // a safetensors file of initial parameters and one of data, and prints the loss of every step
 // (docs/training.md; the flags and the JSON fields are a contract):
 //
-//   spmd-train --model mlp|gpt [--mesh M] [--backend sim|mpi|cuda|nccl] [--dp fsdp|ddp]
+//   spmd-train --model mlp|gpt [--mesh M] [--backend sim|mpi|cuda|nccl] [--dp fsdp|ddp | --parallel auto [--cost FILE]]
 //              --init INIT.safetensors --data DATA.safetensors --steps N
 //              [--optimizer adamw|sgd] [--lr LR] [--dtype f32|bf16] [--clip C]
 //              [--save OUT.safetensors] [--checkpoint CK.safetensors --checkpoint-at K]
@@ -27,6 +27,7 @@
 #include <CLI/CLI.hpp>
 
 #include "spmd/core/mesh.hpp"
+#include "spmd/io/cost_file.hpp"
 #include "spmd/io/safetensors.hpp"
 #ifdef SPMD_TRAIN_MPI
 #include "spmd/backends/mpi/environment.hpp"
@@ -132,6 +133,15 @@ void check(train_options& o) {
   one_of("--backend", o.backend, {"sim", "mpi", "cuda", "nccl"});
   one_of("--dp", o.dp_mode, {"fsdp", "ddp"});
   one_of("--dtype", o.dtype, {"f32", "bf16"});
+  if (!o.parallel.empty()) {
+    one_of("--parallel", o.parallel, {"auto"});
+    if (o.dp_given)
+      throw usage_error("--parallel auto chooses how the data-parallel dim holds the parameters: leave out --dp " + o.dp_mode);
+    if (o.dtype == "bf16")
+      throw usage_error("--parallel auto trains in f32 (bf16 is FSDP's mixed precision: use --dp fsdp --dtype bf16)");
+  } else if (!o.cost.empty()) {
+    throw usage_error("--cost " + o.cost + " is the cost model of --parallel auto's search: give --parallel auto");
+  }
   one_of("--optimizer", o.optimizer, {"adamw", "sgd"});
   if (o.mesh.empty()) {
     if (o.backend != "mpi" && o.backend != "nccl")
@@ -169,6 +179,15 @@ int run(train_options& o, int& argc, char**& argv) {
   inputs in = read_inputs(o, spec);
   if (!o.resume.empty()) check_resume(o);  // readable, and of this model, before anything runs
   auto train_and_report = [&] {
+    if (!o.cost.empty()) {  // the file's mesh is --mesh as written: N (one dim) or DxT
+      const spmd::mesh_shape_vec shape =
+          o.mesh.find('x') == std::string::npos ? spmd::mesh_shape_vec{{o.dp}, 1} : spmd::mesh_shape_vec{{o.dp, o.tp}, 2};
+      try {
+        o.cost_model = spmd::io::load_cost_model(o.cost, shape);
+      } catch (const std::exception& e) {
+        throw usage_error(std::string("--cost ") + e.what());
+      }
+    }
     in.loader = make_loader(o, spec);  // over o.dp ranks: under mpirun without --mesh, known only now
     const train_result r = fn(o, in, spec);
     if (r.prints) print_result(o, r);
@@ -231,6 +250,10 @@ int main(int argc, char** argv) {
                                   "T <= the mlp's 64 hidden features); under mpirun it may be left out: N = the world size");
   app.add_option("--backend", o.backend, "sim (default), mpi, cuda or nccl (mpi, nccl: under mpirun -np D*T)");
   app.add_option("--dp", o.dp_mode, "fsdp (default) or ddp: how the data-parallel dim holds the parameters");
+  app.add_option("--parallel", o.parallel, "auto: the automatic-sharding search chooses FSDP, DDP (each with "
+                 "Megatron's plan on tp) or replicating everything, by its cost model on this mesh (instead of --dp)");
+  app.add_option("--cost", o.cost, "with --parallel auto: the cost model measured on this machine (bench/auto_calibrate "
+                 "writes it for the mesh); default: docs/auto.md's");
   app.add_option("--init", o.init, "safetensors file of the initial parameters (f32)")->required();
   app.add_option("--data", o.data, "safetensors file of the samples (gpt: tokens, targets (..., 16) i64; mlp: x "
                  "(..., 32) f32, labels (...) i64), cycled over epochs")->required();
@@ -249,6 +272,7 @@ int main(int argc, char** argv) {
   app.add_flag("--json", o.json, "print one JSON object");
   try {
     app.parse(argc, argv);
+    o.dp_given = app.count("--dp") > 0;
   } catch (const CLI::ParseError& e) {
     // --help and friends exit 0 with their text on stdout; every usage error exits 2 with the
     // tool's name, as the checks after parsing do (once, on the first of several processes).

@@ -32,6 +32,7 @@ template <class Cfg, class Sizes = gpt_sizes<>>
 struct gpt_model {
   static constexpr index_t vocab = Sizes::vocab, context = Sizes::context, heads = Sizes::heads, batch = Sizes::batch;
   using host_type = nn::gpt<vocab, context, Sizes::width, heads, 2>;
+  using config = Cfg;
   using Tc = typename Cfg::compute;
   static constexpr index_t static_tp = Cfg::mesh::static_shape()[1];  // spmd::dyn: given at run time
   static_assert(static_tp == spmd::dyn || heads % static_tp == 0, "spmd-train gpt: tp must divide the heads");
@@ -43,10 +44,20 @@ struct gpt_model {
   parallel_type model;
 
   static gpt_model load(const inputs& in) {
-    if (!tp_fits(Cfg::tp()))
+    if (Cfg::dp_mode != dp_kind::replicate && !tp_fits(Cfg::tp()))
       throw std::invalid_argument("spmd-train gpt: tensor parallel over " + std::to_string(Cfg::tp()) +
                                   " ranks does not divide the " + std::to_string(heads) + " heads");
     return {Cfg::template parallelize<nn::gpt_megatron, nn::gpt_fsdp_units>(Cfg::template host_from<host_type>(in))};
+  }
+  /// The step on a mesh of these sizes, for the search: the model's forward and its loss.
+  static step_graph graph(const spmd::mesh_shape_vec& mesh) {
+    step_graph s{spmd::autoshard::graph{mesh}, {}, {}};
+    const int tokens = s.g.data({batch, context}, sizeof(std::int64_t));
+    s.model = nn::trace<host_type>(s.g, tokens);
+    const int targets = s.g.data({batch, context}, sizeof(std::int64_t));
+    s.g.loss = nn::trace_cross_entropy<vocab>(s.g, s.model.out, targets);
+    s.data = {tokens, targets};
+    return s;
   }
   /// Every parameter, in the spec's order (nn::parameter_paths: the optimizer's, --save's).
   auto params() { return nn::parameters(model); }

@@ -11,6 +11,7 @@
 #include "options.hpp"
 #include "result.hpp"
 
+#include "auto_choice.hpp"
 #include "gpt.hpp"
 #include "mlp.hpp"
 #include "trainer.hpp"
@@ -30,12 +31,35 @@ using backend_t = SPMD_TRAIN_BACKEND_TYPE;
 template <dp_kind Dp, class Compute>
 using model_t = SPMD_TRAIN_MODEL_T(SPMD_TRAIN_MODEL)<dyn_config<backend_t, Dp, Compute>>;
 
+template <dp_kind Dp>
+using f32_model_t = model_t<Dp, float>;
+
 }  // namespace
 
 train_result SPMD_TRAIN_FN(SPMD_TRAIN_MODEL, SPMD_TRAIN_BACKEND)(const train_options& o, const inputs& in,
                                                                  const model_spec& spec) {
   // Every variant shares the one mesh type: its sizes are this run's.
   spmd::bind_mesh<typename dyn_config<backend_t, dp_kind::fsdp, float>::mesh>(spmd::dims<2>{o.dp, o.tp});
+  if (o.parallel == "auto") {
+    const parallel_choice c = choose_parallel<f32_model_t<dp_kind::fsdp>, f32_model_t<dp_kind::ddp>,
+                                                          f32_model_t<dp_kind::replicate>>(o.cost_model, spmd::mesh_shape_vec{{o.dp, o.tp}, 2});
+    train_result r;
+    if (c.kind_index == static_cast<int>(dp_kind::replicate)) {
+      // every rank reads the whole batch: DATA's loader over one replica
+      inputs whole = in;
+      if (in.loader) {
+        train_options one = o;
+        one.dp = 1;
+        whole.loader = make_loader(one, spec);
+      }
+      r = train<f32_model_t<dp_kind::replicate>>(o, whole, spec);
+    } else {
+      r = c.kind_index == static_cast<int>(dp_kind::ddp) ? train<f32_model_t<dp_kind::ddp>>(o, in, spec)
+                                                         : train<f32_model_t<dp_kind::fsdp>>(o, in, spec);
+    }
+    r.parallel = c;
+    return r;
+  }
   // With dp = 1 there is no data parallelism: DDP and FSDP over one rank are the same program
   // (no dp collective, every parameter whole), and FSDP's runs.
   if (o.dp > 1 && o.dp_mode == "ddp") return train<model_t<dp_kind::ddp, float>>(o, in, spec);

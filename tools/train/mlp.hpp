@@ -21,6 +21,7 @@ template <class Cfg>
 struct mlp_model {
   static constexpr index_t batch = 16, d_in = 32, hidden = 64, classes = 16;
   using host_type = nn::mlp<d_in, hidden, classes, nn::act::relu>;
+  using config = Cfg;
   using Tc = typename Cfg::compute;
   using megatron = nn::tp_plan<nn::rule<"w1", nn::colwise>, nn::rule<"b1", nn::colwise>, nn::rule<"w2", nn::rowwise>>;
 
@@ -29,6 +30,15 @@ struct mlp_model {
 
   static mlp_model load(const inputs& in) {
     return {Cfg::template parallelize<megatron, nn::units<"">>(Cfg::template host_from<host_type>(in))};
+  }
+  /// The step on a mesh of these sizes, for the search: the model's forward and its loss.
+  static step_graph graph(const spmd::mesh_shape_vec& mesh) {
+    step_graph s{spmd::autoshard::graph{mesh}, {}, {}};
+    const int x = s.g.data({batch, d_in}, sizeof(Tc)), labels = s.g.data({batch}, sizeof(std::int64_t));
+    s.model = nn::trace<host_type>(s.g, x);
+    s.g.loss = nn::trace_cross_entropy<classes>(s.g, s.model.out, labels);
+    s.data = {x, labels};
+    return s;
   }
   /// Every parameter, in the spec's order (the optimizer's, --save's).
   auto params() { return nn::parameters(model); }

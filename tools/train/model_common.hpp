@@ -16,9 +16,12 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
+#include "spmd/autoshard/graph.hpp"
 #include "spmd/nn/parallelize.hpp"
+#include "spmd/nn/step_graph.hpp"
 #include "spmd/nn/tree.hpp"
 #include "spmd/runtime/autograd.hpp"
 
@@ -30,7 +33,24 @@ using spmd::index_t;
 namespace rt = spmd::runtime;
 namespace nn = spmd::nn;
 
-enum class dp_kind { fsdp, ddp };
+/// How the model is parallelised: Megatron's plan on tp with FSDP or DDP on dp, or nothing at
+/// all (every parameter and the batch replicated: each rank computes the whole step, no
+/// collective), a candidate of --parallel auto.
+/// A model's training step as the automatic-sharding search sees it (--parallel auto): the
+/// graph (nn/step_graph.hpp), its parameters' tensors (parameters(model)'s order) and its
+/// data's (the batch's fields, each read in the configuration's batch layout).
+struct step_graph {
+  spmd::autoshard::graph g;
+  nn::traced model;
+  std::vector<int> data;
+};
+
+enum class dp_kind { fsdp, ddp, replicate };
+
+/// The kind's name, as --dp and --parallel auto's report write it.
+constexpr const char* name_of(dp_kind k) {
+  return k == dp_kind::fsdp ? "fsdp" : k == dp_kind::ddp ? "ddp" : "replicate";
+}
 
 /// A model's configuration: a 2-d (dp, tp) mesh (sizes static or spmd::dyn), backend B, how dp
 /// holds parameters, the compute type.
@@ -47,8 +67,9 @@ struct config_on {
   using factories = rt::factories<B>;
   using policy = rt::mixed_precision<Compute, float>;
 
-  /// Activations and data: the batch (dim 0) on dp, replicated on tp.
-  using batch_placements = spmd::placements<spmd::shard<0>, spmd::replicate>;
+  /// Activations and data: the batch (dim 0) on dp, replicated on tp (replicate: whole).
+  using batch_placements = std::conditional_t<Dp == dp_kind::replicate, spmd::placements<spmd::replicate, spmd::replicate>,
+                                              spmd::placements<spmd::shard<0>, spmd::replicate>>;
   template <class U, index_t... E>
   using batch_tensor = rt::dtensor<U, spmd::layout<mesh, batch_placements, spmd::extents<E...>>, B>;
 
@@ -67,11 +88,14 @@ struct config_on {
   }
 
   /// H on the mesh: Plan's tensor parallelism on tp, FSDP on dp (units Units, the compute
-  /// type's mixed precision) or DDP.
+  /// type's mixed precision) or DDP; or (replicate) every parameter whole on every rank.
   template <class Plan, class Units, class H>
   static auto parallelize(const H& host) {
     if constexpr (Dp == dp_kind::fsdp) {
       return nn::parallelize<mesh, B, nn::tensor_parallel<"tp", Plan>, nn::fsdp<"dp", Units, policy>>(host);
+    } else if constexpr (Dp == dp_kind::replicate) {
+      static_assert(std::is_same_v<Compute, float>, "spmd-train: bf16 is FSDP's mixed precision");
+      return nn::parallelize<mesh, B>(host);
     } else {
       static_assert(std::is_same_v<Compute, float>, "spmd-train: bf16 is FSDP's mixed precision");
       return nn::parallelize<mesh, B, nn::tensor_parallel<"tp", Plan>, nn::ddp<"dp">>(host);

@@ -11,6 +11,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "spmd/autoshard/cost.hpp"
+
 namespace spmd_train {
 
 /// Bad input: the program exits 2 with this message, having written nothing.
@@ -24,6 +26,10 @@ struct train_options {
   int dp = 1, tp = 1;              // its sizes
   std::string backend = "sim";     // sim, mpi, cuda, nccl
   std::string dp_mode = "fsdp";    // fsdp, ddp
+  bool dp_given = false;           // --dp was given
+  std::string parallel;            // "auto": the search chooses (train/auto_choice.hpp); empty: --dp
+  std::string cost;                // --cost: the search's cost model, measured (bench/auto_calibrate)
+  spmd::autoshard::cost_model cost_model{};  // read from --cost, or docs/auto.md's defaults
   std::string init, data;          // safetensors files
   std::int64_t steps = 0;
   std::string optimizer = "adamw"; // adamw, sgd

@@ -27,6 +27,18 @@ std::string list(const std::vector<double>& v) {
 
 std::string quoted(const std::string& s) { return "\"" + s + "\""; }
 
+/// --parallel auto's choice as JSON: {"choice", "step_s", "unrestricted_step_s", "optimal",
+/// "candidates": {name: {"step_s", "collectives"}}, "search_ms"}.
+std::string choice_json(const parallel_choice& c) {
+  std::string j = "{\"choice\":" + quoted(c.choice) + ",\"step_s\":" + number(c.step_s) +
+                  ",\"unrestricted_step_s\":" + number(c.unrestricted_step_s) +
+                  ",\"optimal\":" + (c.optimal ? "true" : "false") + ",\"candidates\":{";
+  for (std::size_t i = 0; i < c.candidates.size(); ++i)
+    j += (i ? "," : "") + quoted(c.candidates[i].name) + ":{\"step_s\":" + number(c.candidates[i].step_s) +
+         ",\"collectives\":" + std::to_string(c.candidates[i].collectives) + "}";
+  return j + "},\"search_ms\":" + number(c.search_ms) + "}";
+}
+
 }  // namespace
 
 std::string number_text(double v) {
@@ -42,7 +54,7 @@ void print_result(const train_options& o, const train_result& r) {
     j += "\"model\":" + quoted(o.model);
     j += ",\"mesh\":" + quoted(o.mesh);
     j += ",\"backend\":" + quoted(o.backend);
-    j += ",\"dp\":" + quoted(o.dp_mode);
+    j += ",\"dp\":" + quoted(r.parallel ? r.parallel->choice : o.dp_mode);
     j += ",\"dtype\":" + quoted(o.dtype);
     j += ",\"optimizer\":" + quoted(o.optimizer);
     j += ",\"lr\":" + number(o.lr);
@@ -57,6 +69,7 @@ void print_result(const train_options& o, const train_result& r) {
     j += ",\"shuffle\":" + (o.shuffle ? std::to_string(*o.shuffle) : std::string("null"));
     j += ",\"steps_per_epoch\":" + std::to_string(r.steps_per_epoch);
     j += ",\"epoch\":" + std::to_string(r.epoch);
+    j += ",\"parallel\":" + (r.parallel ? choice_json(*r.parallel) : std::string("null"));
     j += "}";
     std::printf("%s\n", j.c_str());
     return;
@@ -66,7 +79,7 @@ void print_result(const train_options& o, const train_result& r) {
   const std::string clip = o.clip ? ", clip " + number_text(*o.clip) : "";
   const std::string from = r.first_step ? " from step " + std::to_string(r.first_step) : "";
   std::printf("\n%s on mesh %s (%s, %s, %s, %s, lr %g%s): %zu steps%s", o.model.c_str(), o.mesh.c_str(),
-              o.backend.c_str(), o.dp_mode.c_str(), o.dtype.c_str(), o.optimizer.c_str(), o.lr, clip.c_str(),
+              o.backend.c_str(), r.parallel ? r.parallel->choice.c_str() : o.dp_mode.c_str(), o.dtype.c_str(), o.optimizer.c_str(), o.lr, clip.c_str(),
               r.losses.size(), from.c_str());
   if (r.losses.empty())  // resumed at --steps: the checkpoint is the end of the run
     std::printf(", nothing left to train (the checkpoint is at --steps %lld)\n", static_cast<long long>(o.steps));
@@ -77,6 +90,13 @@ void print_result(const train_options& o, const train_result& r) {
     std::printf("data: %lld batches an epoch%s, the last step in epoch %lld\n", static_cast<long long>(r.steps_per_epoch),
                 o.shuffle ? (", shuffled (seed " + std::to_string(*o.shuffle) + " + the epoch)").c_str() : "",
                 static_cast<long long>(r.epoch));
+  if (const auto& c = r.parallel) {
+    std::printf("parallel auto: %s, a modelled step of %.4g s (", c->choice.c_str(), c->step_s);
+    for (std::size_t i = 0; i < c->candidates.size(); ++i)
+      std::printf("%s%s %.4g s", i ? ", " : "", c->candidates[i].name.c_str(), c->candidates[i].step_s);
+    std::printf("); the search over every placement: %.4g s%s; chosen in %.1f ms\n", c->unrestricted_step_s,
+                c->optimal ? ", so the choice is optimal under the cost model" : "", c->search_ms);
+  }
   std::printf("bytes per rank (parameters + gradients + optimizer state, the most any rank holds): %lld\n",
               static_cast<long long>(r.bytes_per_rank));
   std::printf("collectives per step:");

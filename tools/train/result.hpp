@@ -3,9 +3,27 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace spmd_train {
+
+/// What --parallel auto chose at start-up (auto_choice.hpp), modelled by the search.
+struct parallel_choice {
+  struct candidate {
+    std::string name;
+    double step_s = 0;     // modelled; NaN: cannot run this graph
+    int collectives = 0;   // modelled, forward and backward
+  };
+  std::string choice;               // fsdp, ddp, replicate
+  int kind_index = 0;               // its dp_kind
+  double step_s = 0;                // its modelled step
+  double unrestricted_step_s = 0;   // the search's best step over every placement
+  bool optimal = false;             // step_s is unrestricted_step_s
+  std::vector<candidate> candidates;
+  double search_ms = 0;             // graph, pins and searches, at start-up
+};
 
 struct train_result {
   std::int64_t first_step = 0;          // 0, or the step a resumed run continued from
@@ -18,6 +36,7 @@ struct train_result {
   bool prints = true;                   // this process reports (the first process of a job)
   std::int64_t steps_per_epoch = 0;     // DATA's batches per epoch (0: no loader)
   std::int64_t epoch = 0;               // the last step's epoch, from 0
+  std::optional<parallel_choice> parallel;  // --parallel auto's choice
 };
 
 }  // namespace spmd_train

@@ -237,6 +237,7 @@ struct label {
   int prev_state = -1, prev_label = -1;
   int strategy = -1;                          // of this layer's operator
   svec<int, ops::max_op_inputs> rest{};       // per input: a parameter's rest layout (index), else -1
+  svec<int, ops::max_op_inputs> folded{};     // per input a deferred operator makes: its strategy, else -1
   constexpr double time() const { return compute + comm; }
 };
 
@@ -297,8 +298,10 @@ constexpr prepared prepare(const graph& g, const cost_model& cm, const pins& p) 
         out.error = search_error::shared_parameter, out.bad_op = out.last_reader[t];
         return out;
       }
-      for (const layout_spec& l : rest_layouts(g.mesh, g.tensors[t].shape.size()))
-        if (pinned_ok(p, static_cast<int>(t), l)) out.rests[t].push_back(l);
+      // a pinned parameter rests as pinned (any split order: FSDP's shard after tp's), the
+      // others in any of rest_layouts
+      if (p.has(static_cast<int>(t))) out.rests[t].push_back(p.layout[t]);
+      else out.rests[t] = rest_layouts(g.mesh, g.tensors[t].shape.size());
     }
   for (std::size_t j = 0; j < g.ops.size(); ++j) {
     const op_node& op = g.ops[j];
@@ -336,15 +339,6 @@ constexpr prepared prepare(const graph& g, const cost_model& cm, const pins& p) 
 }  // namespace search_detail
 
 namespace search_detail {
-
-/// The live activations after operator j (made at or before j, read after it), in tensor order.
-constexpr std::vector<int> live_after(const graph& g, const prepared& pr, int j) {
-  std::vector<int> out;
-  for (std::size_t t = 0; t < g.tensors.size(); ++t)
-    if (g.tensors[t].kind == tensor_kind::activation && g.tensors[t].producer <= j && pr.last_reader[t] > j)
-      out.push_back(static_cast<int>(t));
-  return out;
-}
 
 constexpr int index_of(std::vector<layout_spec>& list, const layout_spec& l) {
   for (std::size_t i = 0; i < list.size(); ++i)
@@ -468,6 +462,76 @@ constexpr tables make_tables(const graph& g, const prepared& pr, const cost_mode
   return tb;
 }
 
+/// Operators whose output one later operator reads, once, and whose activation inputs no
+/// deferred operator makes: without a budget the search chooses such an operator's strategy
+/// with its reader's (for each strategy of the reader, the best of the deferred operator's,
+/// given the layouts its own inputs were made in, kept in the state until the reader), so its
+/// output's layout never enters a state. Exact: the deferred operator's costs depend only on
+/// its inputs' layouts, its strategy and its reader's strategy, all known at the reader, and
+/// nothing else reads its output. What it saves: attention's q, k and v, three activations
+/// live at once, cost one state each instead of their product.
+struct deferral {
+  std::vector<int> reader;     // [j]: the operator op j is chosen with, or -1
+  std::vector<int> last_live;  // [t]: the last operator whose state holds t
+};
+
+constexpr deferral plan_deferral(const graph& g, const prepared& pr, bool enabled) {
+  deferral d{};
+  const std::size_t nt = g.tensors.size(), no = g.ops.size();
+  d.reader.assign(no, -1);
+  d.last_live = pr.last_reader;
+  if (!enabled) return d;
+  std::vector<int> reads(nt, 0);
+  for (const op_node& op : g.ops)
+    for (int i = 0; i < op.in.size(); ++i) ++reads[static_cast<std::size_t>(op.in[i])];
+  for (std::size_t j = 0; j < no; ++j) {
+    const op_node& op = g.ops[j];
+    if (reads[static_cast<std::size_t>(op.out)] != 1) continue;
+    bool inputs_made = true;  // no activation input of a deferred operator
+    for (int i = 0; i < op.in.size(); ++i) {
+      const tensor_node& tn = g.tensors[static_cast<std::size_t>(op.in[i])];
+      if (tn.kind == tensor_kind::activation && d.reader[static_cast<std::size_t>(tn.producer)] >= 0) inputs_made = false;
+    }
+    if (!inputs_made) continue;
+    const int r = pr.last_reader[static_cast<std::size_t>(op.out)];
+    d.reader[j] = r;
+    for (int i = 0; i < op.in.size(); ++i) {
+      const std::size_t t = static_cast<std::size_t>(op.in[i]);
+      if (g.tensors[t].kind == tensor_kind::activation && d.last_live[t] < r) d.last_live[t] = r;
+    }
+  }
+  return d;
+}
+
+/// The tensors in the state after operator j: activations made at or before j by an operator
+/// that is not deferred, held for an operator after j; in tensor order.
+constexpr std::vector<int> state_after(const graph& g, const deferral& d, int j) {
+  std::vector<int> out;
+  for (std::size_t t = 0; t < g.tensors.size(); ++t) {
+    const tensor_node& tn = g.tensors[t];
+    if (tn.kind == tensor_kind::activation && tn.producer <= j && d.last_live[t] > j &&
+        d.reader[static_cast<std::size_t>(tn.producer)] < 0)
+      out.push_back(static_cast<int>(t));
+  }
+  return out;
+}
+
+/// A parameter input's rest layout when only time counts: the fastest moves, the least memory
+/// among equals (deterministic: backtracking recomputes it).
+constexpr const rest_choice& fastest_rest(const std::vector<rest_choice>& list) {
+  std::size_t b = 0;
+  for (std::size_t c = 1; c < list.size(); ++c)
+    if (list[c].comm < list[b].comm || (list[c].comm == list[b].comm && list[c].memory < list[b].memory)) b = c;
+  return list[b];
+}
+
+/// A deferred operator's strategy p at a state: what it costs apart from its output's moves.
+struct deferred_cost {
+  double compute = 0, comm = 0, memory = 0;
+  collective_counts collectives{};
+  bool ok = false;
+};
+
 /// The dynamic program: the fastest pair at the end (least_memory: the smallest).
 constexpr solution run(const graph& g, const cost_model& cm, const pins& p, bool least_memory) {
   solution sol{};
@@ -483,27 +547,100 @@ constexpr solution run(const graph& g, const cost_model& cm, const pins& p, bool
   bool pruned = false;
   // Without a budget a state needs only its fastest pair (least_memory asks for the smallest)
   const bool time_only = !least_memory && !(cm.memory_budget < std::numeric_limits<double>::infinity());
+  const deferral d = plan_deferral(g, pr, time_only);
+  const auto slot_of = [&](int t) {
+    for (std::size_t q = 0; q < live_before.size(); ++q)
+      if (live_before[q] == t) return static_cast<int>(q);
+    return -1;
+  };
   for (std::size_t j = 0; j < no; ++j) {
     const op_node& op = g.ops[j];
-    const std::vector<int> live = live_after(g, pr, static_cast<int>(j));
-    // where each input and each live tensor sits in the state's key
-    svec<int, ops::max_op_inputs> slot{};
+    const std::vector<int> live = state_after(g, d, static_cast<int>(j));
+    if (d.reader[j] >= 0) {  // chosen with its reader: the states pass through (the same tensors)
+      for (std::size_t si = 0; si < layers[j].size(); ++si) {
+        state next{{}, {}};
+        for (const int t : live) next.key.push_back(layers[j][si].key[static_cast<std::size_t>(slot_of(t))]);
+        for (std::size_t li = 0; li < layers[j][si].labels.size(); ++li) {
+          label l = layers[j][si].labels[li];
+          l.prev_state = static_cast<int>(si), l.prev_label = static_cast<int>(li), l.strategy = -1, l.rest = {};
+          l.folded = {};
+          next.labels.push_back(l);
+        }
+        layers[j + 1].push_back(next);
+      }
+      sol.states += static_cast<long>(layers[j + 1].size());
+      live_before = live;
+      continue;
+    }
+    // where each input and each live tensor sits in the state's key; inputs a deferred
+    // operator makes: that operator
+    svec<int, ops::max_op_inputs> slot{}, folded_op{};
     for (int i = 0; i < op.in.size(); ++i) {
-      int at = -1;
-      for (std::size_t q = 0; q < live_before.size(); ++q)
-        if (live_before[q] == op.in[i]) at = static_cast<int>(q);
-      slot.push_back(at);
+      const tensor_node& tn = g.tensors[static_cast<std::size_t>(op.in[i])];
+      const bool deferred = tn.kind == tensor_kind::activation && d.reader[static_cast<std::size_t>(tn.producer)] >= 0;
+      slot.push_back(deferred ? -1 : slot_of(op.in[i]));
+      folded_op.push_back(deferred ? tn.producer : -1);
     }
     std::vector<int> carried;  // per live tensor: its slot before, or -1 (this op's output)
-    for (const int t : live) {
-      int at = -1;
-      for (std::size_t q = 0; q < live_before.size(); ++q)
-        if (live_before[q] == t) at = static_cast<int>(q);
-      carried.push_back(t == op.out ? -1 : at);
-    }
+    for (const int t : live) carried.push_back(t == op.out ? -1 : slot_of(t));
     for (std::size_t si = 0; si < layers[j].size(); ++si) {
       const state& st = layers[j][si];
       if (st.labels.empty()) continue;
+      // each deferred input's best strategy for each of its reader's reads of it (rows[t][c])
+      svec<std::vector<deferred_cost>, ops::max_op_inputs> best_of{};  // [i][c]
+      svec<std::vector<int>, ops::max_op_inputs> best_p{};             // [i][c]
+      for (int i = 0; i < op.in.size(); ++i) {
+        best_of.push_back({});
+        best_p.push_back({});
+        if (folded_op[i] < 0) continue;
+        const std::size_t fj = static_cast<std::size_t>(folded_op[i]);
+        const op_node& fop = g.ops[fj];
+        std::vector<deferred_cost> base(pr.strategies[fj].size());
+        for (std::size_t fx = 0; fx < pr.strategies[fj].size(); ++fx) {
+          const strategy& fs = pr.strategies[fj][fx];
+          deferred_cost c{fs.compute_s, 0, fs.saved_bytes, {}, true};
+          for (int fi = 0; fi < fop.in.size() && c.ok; ++fi) {
+            const int row = tb.row_of[fj][fx][fi];
+            if (row >= 0) {
+              const std::size_t t = static_cast<std::size_t>(fop.in[fi]);
+              const std::size_t h = static_cast<std::size_t>(st.key[static_cast<std::size_t>(slot_of(fop.in[fi]))]);
+              const edge_row& e = tb.rows[t][static_cast<std::size_t>(row)];
+              if (!(e.seconds[h] < std::numeric_limits<double>::infinity())) c.ok = false;
+              c.comm += e.seconds[h];
+              c.collectives += e.collectives[h];
+            } else if (tb.choices_of[fj][fx][fi] >= 0) {
+              const std::vector<rest_choice>& list = tb.choices[static_cast<std::size_t>(tb.choices_of[fj][fx][fi])];
+              if (list.empty()) {
+                c.ok = false;
+                continue;
+              }
+              const rest_choice& r = fastest_rest(list);
+              c.comm += r.comm, c.memory += r.memory, c.collectives += r.collectives;
+            }
+          }
+          base[fx] = c;
+        }
+        const std::size_t t = static_cast<std::size_t>(fop.out);
+        for (std::size_t c = 0; c < tb.rows[t].size(); ++c) {
+          deferred_cost b{};
+          int bp = -1;
+          for (std::size_t fx = 0; fx < base.size(); ++fx) {
+            if (!base[fx].ok) continue;
+            const std::size_t h = static_cast<std::size_t>(tb.out_index[fj][fx]);
+            const double edge = tb.rows[t][c].seconds[h];
+            if (!(edge < std::numeric_limits<double>::infinity())) continue;
+            const double time = base[fx].compute + base[fx].comm + edge;
+            if (bp < 0 || time < b.compute + b.comm || (time == b.compute + b.comm && base[fx].memory < b.memory)) {
+              b = base[fx];
+              b.comm += edge;
+              b.collectives += tb.rows[t][c].collectives[h];
+              bp = static_cast<int>(fx);
+            }
+          }
+          best_of[i].push_back(b);
+          best_p[i].push_back(bp);
+        }
+      }
       for (std::size_t x = 0; x < pr.strategies[j].size(); ++x) {
         const strategy& s = pr.strategies[j][x];
         label base{};
@@ -514,8 +651,18 @@ constexpr solution run(const graph& g, const cost_model& cm, const pins& p, bool
         svec<int, ops::max_op_inputs> param_input{};
         for (int i = 0; i < op.in.size() && fits; ++i) {
           base.rest.push_back(-1);
+          base.folded.push_back(-1);
           const int row = tb.row_of[j][x][i];
-          if (row >= 0) {
+          if (folded_op[i] >= 0) {
+            const std::size_t c = static_cast<std::size_t>(row);
+            if (best_p[i][c] < 0) {
+              fits = false;
+              continue;
+            }
+            const deferred_cost& b = best_of[i][c];
+            base.compute += b.compute, base.comm += b.comm, base.memory += b.memory, base.collectives += b.collectives;
+            base.folded[i] = best_p[i][c];
+          } else if (row >= 0) {
             const std::size_t t = static_cast<std::size_t>(op.in[i]);
             const std::size_t h = static_cast<std::size_t>(st.key[static_cast<std::size_t>(slot[i])]);
             const edge_row& e = tb.rows[t][static_cast<std::size_t>(row)];
@@ -591,22 +738,40 @@ constexpr solution run(const graph& g, const cost_model& cm, const pins& p, bool
   sol.strategy.assign(no, -1);
   sol.reads.resize(no);
   sol.grads.resize(no);
-  int si = best_state, li = best_label;
-  for (std::size_t j = no; j-- > 0;) {
-    const label& l = layers[j + 1][static_cast<std::size_t>(si)].labels[static_cast<std::size_t>(li)];
-    const strategy& s = pr.strategies[j][static_cast<std::size_t>(l.strategy)];
+  // operator j run with strategy x: its output's layout, its inputs' reads and gradients, and
+  // the layouts of its parameters (rest: per input, the choice; -1: the fastest, as deferred)
+  // and data
+  const auto record = [&](std::size_t j, std::size_t x, const svec<int, ops::max_op_inputs>& rest) {
+    const strategy& s = pr.strategies[j][x];
     const op_node& op = g.ops[j];
     sol.strategy[j] = static_cast<int>(s.index);
     sol.reads[j] = s.k.in;
     sol.grads[j] = s.grad_in;
     sol.layouts[static_cast<std::size_t>(op.out)] = s.k.out;
     for (int i = 0; i < op.in.size(); ++i) {
-      const int t = op.in[i];
-      const tensor_node& tn = g.tensors[static_cast<std::size_t>(t)];
-      if (tn.kind == tensor_kind::param)
-        sol.layouts[static_cast<std::size_t>(t)] = pr.rests[static_cast<std::size_t>(t)][static_cast<std::size_t>(l.rest[i])];
-      else if (tn.kind == tensor_kind::data)
-        sol.layouts[static_cast<std::size_t>(t)] = s.k.in[i];
+      const std::size_t t = static_cast<std::size_t>(op.in[i]);
+      const tensor_node& tn = g.tensors[t];
+      if (tn.kind == tensor_kind::param) {
+        const int r = rest[i] >= 0 ? rest[i]
+                                   : fastest_rest(tb.choices[static_cast<std::size_t>(tb.choices_of[j][x][i])]).rest;
+        sol.layouts[t] = pr.rests[t][static_cast<std::size_t>(r)];
+      } else if (tn.kind == tensor_kind::data) {
+        sol.layouts[t] = s.k.in[i];
+      }
+    }
+  };
+  int si = best_state, li = best_label;
+  for (std::size_t j = no; j-- > 0;) {
+    const label& l = layers[j + 1][static_cast<std::size_t>(si)].labels[static_cast<std::size_t>(li)];
+    if (l.strategy >= 0) {
+      record(j, static_cast<std::size_t>(l.strategy), l.rest);
+      for (int i = 0; i < l.folded.size(); ++i)
+        if (l.folded[i] >= 0) {
+          const std::size_t fj = static_cast<std::size_t>(g.tensors[static_cast<std::size_t>(g.ops[j].in[i])].producer);
+          svec<int, ops::max_op_inputs> fastest{};
+          for (int fi = 0; fi < g.ops[fj].in.size(); ++fi) fastest.push_back(-1);
+          record(fj, static_cast<std::size_t>(l.folded[i]), fastest);
+        }
     }
     si = l.prev_state;
     li = l.prev_label;

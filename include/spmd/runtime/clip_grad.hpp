@@ -63,7 +63,10 @@ auto total_grad_norm(const Ps&... params) {
   static_assert(((std::is_same_v<typename Ps::mesh_type, Mesh> && std::is_same_v<typename Ps::element_type, T>) && ...),
                 "spmd::total_grad_norm: every parameter must be on one mesh with one element type.");
   using R = typename detail::all_replicate<Mesh>::type;
-  using P = typename detail::all_partial<Mesh, reduce_op::sum>::type;
+  // Every gradient whole on every rank: the sum is the same everywhere, no collective;
+  // otherwise each rank's part of it, Partial, and one all_reduce.
+  constexpr bool whole = (std::is_same_v<typename Ps::layout_type::placements_type, R> && ...);
+  using P = std::conditional_t<whole, R, typename detail::all_partial<Mesh, reduce_op::sum>::type>;
   using Partial = dtensor<T, layout<Mesh, P, extents<>>, B>;
   std::optional<Partial> acc;
   auto fold = [&](const auto& p) {

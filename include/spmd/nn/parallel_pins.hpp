@@ -1,0 +1,39 @@
+// spmd/nn/parallel_pins.hpp — a parallel model's parameter layouts as the search's pins: how a
+// program costs the parallelisation it compiled (nn::parallelize's result) by the model of
+// autoshard/cost.hpp, on the mesh's sizes as bound (a run-time mesh's too).
+//
+//   const nn::traced t = nn::trace<Host>(g, x);                       // nn/step_graph.hpp
+//   autoshard::pins p = nn::parameter_pins<decltype(parallel_model)>(g, t);
+//   p.pin(x, Batch::spec(), g.tensors.size());                       // the data's layout
+//   const autoshard::solution s = autoshard::search(g, cm, p);
+#pragma once
+
+#include <cstddef>
+#include <stdexcept>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "spmd/autoshard/search.hpp"
+#include "spmd/nn/step_graph.hpp"
+#include "spmd/nn/tree.hpp"
+
+namespace spmd::nn {
+
+/// Pins fixing each parameter of g (t.params, in parameters(model)'s order) to its layout at
+/// rest in Model, a parallel model's type.
+template <class Model>
+autoshard::pins parameter_pins(const autoshard::graph& g, const traced& t) {
+  using refs = decltype(parameters(std::declval<Model&>()));
+  constexpr std::size_t n = std::tuple_size_v<refs>;
+  if (t.params.size() != n)
+    throw std::logic_error("spmd::nn::parameter_pins: the graph has " + std::to_string(t.params.size()) +
+                           " parameters, the model " + std::to_string(n));
+  autoshard::pins p{};
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (p.pin(t.params[I], std::remove_cvref_t<std::tuple_element_t<I, refs>>::layout_type::spec(), g.tensors.size()), ...);
+  }(std::make_index_sequence<n>{});
+  return p;
+}
+
+}  // namespace spmd::nn

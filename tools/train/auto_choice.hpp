@@ -1,0 +1,68 @@
+// tools/train/auto_choice.hpp — `spmd-train --parallel auto`: at start-up, on this run's mesh,
+// the automatic-sharding search (docs/auto.md) costs each parallelisation the tool has
+// compiled and the tool trains with the cheapest:
+//
+//   fsdp        Megatron's plan on tp, FSDP on dp (the batch split on dp)
+//   ddp         Megatron's plan on tp, DDP on dp (on dp > 1)
+//   replicate   every parameter and the batch whole on every rank: no collective
+//
+// Each is the model's step graph (nn/step_graph.hpp) with its parameters' layouts at rest (read
+// from the parallel model's types: nn/parallel_pins.hpp) and its batch's pinned; the search
+// places the activations. The search without pins runs too: when the best candidate is as fast
+// as it, the tool runs a step the cost model calls optimal over every placement. Three
+// candidates, each one instantiation of the model: linear in the candidates, never a product.
+#pragma once
+
+#include <chrono>
+#include <limits>
+#include <vector>
+
+#include "spmd/autoshard/choose.hpp"
+#include "spmd/nn/parallel_pins.hpp"
+
+#include "model_common.hpp"
+#include "result.hpp"
+
+namespace spmd_train {
+
+/// The pins of candidate Model (a model of spmd-train over config_on<..., Dp, float>).
+template <class Model>
+spmd::autoshard::pins candidate_pins(const step_graph& s) {
+  spmd::autoshard::pins p = nn::parameter_pins<typename Model::parallel_type>(s.g, s.model);
+  using batch = typename Model::config::batch_placements;
+  for (const int d : s.data) {
+    const spmd::spec_result r =
+        spmd::make_spec(s.g.mesh, batch::value(), s.g.tensors[static_cast<std::size_t>(d)].shape.size());
+    p.pin(d, r.spec, s.g.tensors.size());
+  }
+  return p;
+}
+
+/// The choice among Fsdp, Ddp (dp > 1) and Replicate, one model over those configurations, on
+/// `mesh` (dp, tp) under cm (the mesh must be bound: the parameters' layouts read its sizes).
+template <class Fsdp, class Ddp, class Replicate>
+parallel_choice choose_parallel(const spmd::autoshard::cost_model& cm, const spmd::mesh_shape_vec& mesh) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const step_graph s = Fsdp::graph(mesh);
+  std::vector<dp_kind> kinds{dp_kind::fsdp};
+  std::vector<spmd::autoshard::pins> pins{candidate_pins<Fsdp>(s)};
+  if (mesh[0] > 1) kinds.push_back(dp_kind::ddp), pins.push_back(candidate_pins<Ddp>(s));
+  kinds.push_back(dp_kind::replicate);
+  pins.push_back(candidate_pins<Replicate>(s));
+  const spmd::autoshard::choice c = spmd::autoshard::choose(s.g, cm, pins);
+  parallel_choice out;
+  out.search_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (c.best < 0) throw std::logic_error("spmd-train --parallel auto: no candidate fits the model's step graph");
+  out.choice = name_of(kinds[static_cast<std::size_t>(c.best)]);
+  out.kind_index = static_cast<int>(kinds[static_cast<std::size_t>(c.best)]);
+  out.step_s = c.candidates[static_cast<std::size_t>(c.best)].step_s();
+  out.unrestricted_step_s = c.unrestricted.step_s();
+  out.optimal = c.optimal();
+  for (std::size_t i = 0; i < kinds.size(); ++i)
+    out.candidates.push_back({name_of(kinds[i]), c.candidates[i].ok() ? c.candidates[i].step_s()
+                                                                      : std::numeric_limits<double>::quiet_NaN(),
+                              c.candidates[i].collectives.total()});
+  return out;
+}
+
+}  // namespace spmd_train
