@@ -71,4 +71,16 @@ constexpr as::graph residual_chain(const spmd::mesh_shape_vec& mesh, int blocks,
   return g;
 }
 
+
+/// One input read by three products whose outputs meet later: sum((x·Qᵀ + x·Kᵀ) * x·Vᵀ), the
+/// shape of attention's q, k and v (three activations live at once without deferral).
+constexpr as::graph fan_out(const spmd::mesh_shape_vec& mesh, index_t batch, index_t d) {
+  as::graph g{mesh};
+  const int x = g.data({batch, d});
+  const int wq = g.param({d, d}), wk = g.param({d, d}), wv = g.param({d, d});
+  const int q = g.apply<ops::matmul_t>({x, wq}), k = g.apply<ops::matmul_t>({x, wk}), v = g.apply<ops::matmul_t>({x, wv});
+  g.loss = g.apply<loss_sum>({g.apply<ops::binary<ops::mul_fn>>({g.apply<add>({q, k}), v})});
+  return g;
+}
+
 }  // namespace autoshard_tests

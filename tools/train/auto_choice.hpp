@@ -30,11 +30,16 @@ template <class Model>
 spmd::autoshard::pins candidate_pins(const step_graph& s) {
   spmd::autoshard::pins p = nn::parameter_pins<typename Model::parallel_type>(s.g, s.model);
   using batch = typename Model::config::batch_placements;
-  for (const int d : s.data) {
-    const spmd::spec_result r =
-        spmd::make_spec(s.g.mesh, batch::value(), s.g.tensors[static_cast<std::size_t>(d)].shape.size());
-    p.pin(d, r.spec, s.g.tensors.size());
-  }
+  const auto in_batch_layout = [&](int t) {
+    return spmd::make_spec(s.g.mesh, batch::value(), s.g.tensors[static_cast<std::size_t>(t)].shape.size()).spec;
+  };
+  for (const int d : s.data) p.pin(d, in_batch_layout(d), s.g.tensors.size());
+  // Replicated, every activation is whole as the runtime computes it; otherwise the search
+  // places them (what the runtime's propagation does may cost more: a lower bound).
+  if constexpr (Model::config::dp_mode == dp_kind::replicate)
+    for (std::size_t t = 0; t < s.g.tensors.size(); ++t)
+      if (s.g.tensors[t].kind == spmd::autoshard::tensor_kind::activation)
+        p.pin(static_cast<int>(t), in_batch_layout(static_cast<int>(t)), s.g.tensors.size());
   return p;
 }
 

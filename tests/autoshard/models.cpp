@@ -1,0 +1,167 @@
+// tests/autoshard/models.cpp — models searched from their modules (nn/step_graph.hpp): the
+// graph has the model's parameters, in parameters(model)'s order and shapes; the search on the
+// gpt's graph is exact with its deferred operators (the same step as the Pareto form, which
+// defers nothing); a parallel model's layouts pinned (nn/parallel_pins.hpp) are costed, never
+// below the unrestricted search; and choose picks the cheapest candidate.
+#include <cmath>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "spmd/autoshard/choose.hpp"
+#include "spmd/backends/sim/sim.hpp"
+#include "spmd/nn/gpt.hpp"
+#include "spmd/nn/parallel_pins.hpp"
+#include "spmd/nn/parallelize.hpp"
+#include "spmd/nn/step_graph.hpp"
+
+namespace {
+
+namespace as = spmd::autoshard;
+namespace nn = spmd::nn;
+using spmd::index_t;
+
+using small_gpt = nn::gpt<64, 16, 32, 4, 2>;
+using small_mlp = nn::mlp<32, 64, 16, nn::act::relu>;
+
+bool same(double a, double b) { return std::abs(a - b) <= 1e-12 * std::max(std::abs(a), std::abs(b)); }
+
+template <class Host>
+std::vector<std::vector<index_t>> host_shapes() {
+  Host h;
+  std::vector<std::vector<index_t>> out;
+  nn::for_each_parameter(h, [&](std::string_view, auto& t) {
+    using E = typename std::remove_cvref_t<decltype(t)>::extents_type;
+    std::vector<index_t> e;
+    for (std::size_t d = 0; d < E::rank(); ++d) e.push_back(E::static_extent(d));
+    out.push_back(e);
+  });
+  return out;
+}
+
+template <class Host>
+std::vector<std::vector<index_t>> traced_shapes(const as::graph& g, const nn::traced& t) {
+  std::vector<std::vector<index_t>> out;
+  for (const int p : t.params) {
+    const spmd::shape_vec& s = g.tensors[static_cast<std::size_t>(p)].shape;
+    out.emplace_back(s.begin(), s.end());
+  }
+  return out;
+}
+
+as::graph gpt_step(const spmd::mesh_shape_vec& mesh, nn::traced* t = nullptr) {
+  as::graph g{mesh};
+  const int tokens = g.data({8, 16}, 8);
+  const nn::traced m = nn::trace<small_gpt>(g, tokens);
+  g.loss = nn::trace_cross_entropy<64>(g, m.out, g.data({8, 16}, 8));
+  if (t) *t = m;
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("autoshard models: the traced graph has the model's parameters, in order, with their shapes", "[autoshard]") {
+  nn::traced t;
+  const as::graph g = gpt_step(spmd::mesh_shape_vec{{2, 4}, 2}, &t);
+  CHECK(t.params.size() == nn::parameter_paths<small_gpt>().size());
+  CHECK(traced_shapes<small_gpt>(g, t) == host_shapes<small_gpt>());
+  for (const int p : t.params) CHECK(g.tensors[static_cast<std::size_t>(p)].kind == as::tensor_kind::param);
+  // logits (8, 16, 64), then the loss a scalar
+  CHECK(g.tensors[static_cast<std::size_t>(t.out)].shape.size() == 3);
+  CHECK(g.tensors[static_cast<std::size_t>(g.loss)].shape.size() == 0);
+
+  as::graph m{spmd::mesh_shape_vec{{2}, 1}};
+  const nn::traced mt = nn::trace<small_mlp>(m, m.data({16, 32}));
+  CHECK(traced_shapes<small_mlp>(m, mt) == host_shapes<small_mlp>());
+  // matmul_t, add, relu, matmul_t, add
+  CHECK(m.ops.size() == 5);
+}
+
+TEST_CASE("autoshard models: the gpt's search with deferred operators is exact", "[autoshard]") {
+  as::cost_model open{}, huge{};
+  huge.memory_budget = 1e30;  // the Pareto form: nothing deferred
+  const as::graph g = gpt_step(spmd::mesh_shape_vec{{2}, 1});
+  const as::solution deferred = as::search(g, open), every = as::search(g, huge);
+  REQUIRE(deferred.ok());
+  REQUIRE(every.ok());
+  CHECK(same(deferred.step_s(), every.step_s()));
+  CHECK(deferred.states < every.states);
+  // cheap links: the search splits the work (below computing it all on every rank)
+  as::cost_model cheap{};
+  cheap.fallback = {1e-9, 1e-15};
+  const as::solution split = as::search(g, cheap), whole = as::search(gpt_step(spmd::mesh_shape_vec{{1}, 1}), cheap);
+  REQUIRE(split.ok());
+  CHECK(split.compute_s < 0.75 * whole.compute_s);
+  // on 2x4 the search runs (deferred q, k, v: thousands of states, not millions)
+  const as::solution wide = as::search(gpt_step(spmd::mesh_shape_vec{{2, 4}, 2}), cheap);
+  REQUIRE(wide.ok());
+  CHECK(wide.states < 100000);
+  CHECK(wide.compute_s < split.compute_s);
+}
+
+TEST_CASE("autoshard models: a parallel model's layouts pinned, costed; choose takes the cheapest", "[autoshard]") {
+  using Mesh = spmd::mesh<2, 2>::named<"dp", "tp">;
+  using B = spmd::sim::backend;
+  using megatron = nn::tp_plan<nn::rule<"w1", nn::colwise>, nn::rule<"b1", nn::colwise>, nn::rule<"w2", nn::rowwise>>;
+  const small_mlp host;
+  using Fsdp = decltype(nn::parallelize<Mesh, B, nn::tensor_parallel<"tp", megatron>, nn::fsdp<"dp">>(host));
+  using Ddp = decltype(nn::parallelize<Mesh, B, nn::tensor_parallel<"tp", megatron>, nn::ddp<"dp">>(host));
+  using Whole = decltype(nn::parallelize<Mesh, B>(host));
+
+  as::graph g{spmd::mesh_shape_vec{{2, 2}, 2}};
+  const int x = g.data({16, 32}), labels = g.data({16}, 8);
+  const nn::traced t = nn::trace<small_mlp>(g, x);
+  g.loss = nn::trace_cross_entropy<16>(g, t.out, labels);
+  // the batch: split on dp (FSDP, DDP) or whole (everything replicated)
+  const auto batch = [&](bool split, int rank) {
+    spmd::placement_vec p{};
+    p.push_back(split ? spmd::make_shard(0) : spmd::make_replicate());
+    p.push_back(spmd::make_replicate());
+    return spmd::make_spec(g.mesh, p, rank).spec;
+  };
+
+  as::pins fsdp = nn::parameter_pins<Fsdp>(g, t);
+  // w1 under FSDP x TP: Shard(0) on tp, then on dp (the split after tp's)
+  REQUIRE(fsdp.has(t.params[0]));
+  const spmd::layout_spec& w1 = fsdp.layout[static_cast<std::size_t>(t.params[0])];
+  CHECK(w1.placements[0].is_shard(0));
+  CHECK(w1.placements[1].is_shard(0));
+  CHECK(!w1.default_order(0));
+  as::pins ddp = nn::parameter_pins<Ddp>(g, t), whole = nn::parameter_pins<Whole>(g, t);
+  for (as::pins* p : {&fsdp, &ddp, &whole}) {
+    p->pin(x, batch(p != &whole, 2), g.tensors.size());
+    p->pin(labels, batch(p != &whole, 1), g.tensors.size());
+  }
+  // replicated, the step's activations are whole too (nothing to split them)
+  for (std::size_t a = 0; a < g.tensors.size(); ++a)
+    if (g.tensors[a].kind == as::tensor_kind::activation)
+      whole.pin(static_cast<int>(a), batch(false, g.tensors[a].shape.size()), g.tensors.size());
+  CHECK(ddp.layout[static_cast<std::size_t>(t.params[0])].placements[0].is_replicate());
+  CHECK(ddp.layout[static_cast<std::size_t>(t.params[2])].placements[1].is_shard(1));  // w2 rowwise
+
+  for (const double alpha : {1e-9, 2e-5, 1.0}) {
+    as::cost_model c{};
+    c.fallback.alpha_s = alpha;
+    const as::choice ch = as::choose(g, c, {fsdp, ddp, whole});
+    REQUIRE(ch.best >= 0);
+    for (const as::solution& s : ch.candidates) {
+      REQUIRE(s.ok());
+      CHECK(s.step_s() >= ch.unrestricted.step_s() * (1 - 1e-12));
+      CHECK(s.step_s() >= ch.candidates[static_cast<std::size_t>(ch.best)].step_s());
+      // the pinned parameters rest as the model holds them
+      for (std::size_t i = 0; i < t.params.size(); ++i)
+        CHECK(spmd::same_blocks(s.layouts[static_cast<std::size_t>(t.params[i])],
+                                fsdp.has(t.params[i]) ? s.layouts[static_cast<std::size_t>(t.params[i])] : s.layouts[0]));
+    }
+    CHECK(same(ch.candidates[0].layouts[static_cast<std::size_t>(t.params[0])].placements[1].dim, 0));
+    // replicating everything needs no collective; when collectives cost a second it wins, and
+    // it is what the unrestricted search finds
+    CHECK(ch.candidates[2].collectives.total() == 0);
+    if (alpha == 1.0) {
+      CHECK(ch.best == 2);
+      CHECK(ch.optimal());
+    }
+  }
+}
