@@ -22,10 +22,15 @@ One build trains on every mesh (its sizes are run-time values). Groups:
            that cannot be written (a missing directory, a directory, a device, a FIFO) is
            refused before anything trains; a checkpoint of the other model is named as one; a
            full file system fails the save with the reason and leaves no temporary file.
+  auto     --parallel auto: mlp and gpt on 2x4, 3 and 1 under the default cost model (it
+           replicates these small models: no collective) and under a --cost file of free links
+           (FSDP or DDP chosen): every loss within 1e-5 relative of the one-device run, the choice
+           reported (the JSON's "dp" and "parallel", its fields in order) and run; bad uses exit 2.
   mpi      mpirun -np D*T --backend mpi against --backend sim (2x4, 4x2, 2x3, 3x2, 5x1, 16, and
            -np 6 without --mesh: a 1-d mesh of the world size; shuffled epochs on 2x2):
            bit-identical losses and --save files; a wrong process count exits 2; a refusal on every process (a checkpoint of
-           another optimizer) is one line and exit 2, with no abort banner.
+           another optimizer) is one line and exit 2, with no abort banner; --parallel auto, the
+           same bits as the simulation.
 SPMD_TRAIN_TEST_MESHES=3,2x4 (comma-separated) runs the curves on those meshes only (the
 sanitizer build, where each run costs ten times more), saying which it leaves out.
 Python's numpy and safetensors are needed (make_inputs.py); without them the test skips (77).
@@ -405,6 +410,70 @@ def errors(d):
         check(p.stdout.rstrip().endswith("left:"), f"full file system: files left behind: {p.stdout[-200:]!r}")
 
 
+def cost_file(d, name, mesh, alpha, beta):
+    """A --cost file (bench/auto_calibrate's form) with the same link on every mesh dim."""
+    path = os.path.join(d, name)
+    with open(path, "w") as f:
+        json.dump({"mesh": mesh, "links": [{"alpha_s": alpha, "beta_s_per_byte": beta} for _ in mesh],
+                   "flops_per_s": 5e10, "memory_bytes_per_s": 2e10}, f)
+    return path
+
+
+def auto(d):
+    fields = ["choice", "step_s", "unrestricted_step_s", "optimal", "candidates", "search_ms"]
+    for model in ("mlp", "gpt"):
+        f = Files(d, model)
+        one = train_json(*f.args(model, "1"))
+        if one is None:
+            continue
+        for mesh, cost in (("2x4", None), ("3", None), ("1", None), ("2x4", (1e-12, 1e-15)), ("4", (1e-12, 1e-15))):
+            more = ["--parallel", "auto"]
+            if cost:
+                shape = [int(x) for x in mesh.split("x")]
+                more += ["--cost", cost_file(d, f"free-{mesh}.json", shape, *cost)]
+            what = f"{model} {mesh} --parallel auto" + (" (free links)" if cost else "")
+            r = train_json(*f.args(model, mesh, *more))
+            if r is None:
+                continue
+            c = r["parallel"]
+            check(c is not None and list(c) == fields, f"{what}: the JSON's parallel is {c}")
+            if not c:
+                continue
+            worst = max(rel(a, b) for a, b in zip(r["losses"], one["losses"]))
+            check(worst <= 1e-5, f"{what}: losses differ from one device's by {worst:.3g} (relative)")
+            check(r["dp"] == c["choice"] and c["choice"] in c["candidates"], f"{what}: dp {r['dp']}, choice {c['choice']}")
+            best = min(v["step_s"] for v in c["candidates"].values() if v["step_s"] is not None)
+            check(c["step_s"] == best and c["unrestricted_step_s"] <= best * (1 + 1e-9),
+                  f"{what}: chose {c['step_s']} of {c['candidates']}, unrestricted {c['unrestricted_step_s']}")
+            ran = sum(r["collectives_per_step"].values())
+            if c["choice"] == "replicate":
+                check(ran == 0 and c["candidates"]["replicate"]["collectives"] == 0, f"{what}: replicate ran {ran} collectives")
+            if cost and mesh != "1":
+                # collectives for (almost) nothing: splitting the work wins
+                check(c["choice"] in ("fsdp", "ddp") and ran > 0, f"{what}: chose {c['choice']} with free links")
+            if not cost and mesh != "1":
+                check(c["choice"] == "replicate" and c["optimal"], f"{what}: chose {c['choice']} (optimal: {c['optimal']})")
+        # the table names the choice
+        p, cmd = run(*f.args(model, "2x4", "--parallel", "auto"))
+        check(p.returncode == 0 and "parallel auto: replicate" in p.stdout and "(sim, replicate," in p.stdout,
+              f"{cmd}: exit {p.returncode}\n{p.stdout[-600:]}")
+    f = Files(d, "mlp")
+    other = cost_file(d, "other.json", [2, 2], 1e-6, 1e-10)
+    bad = os.path.join(d, "bad.json")
+    with open(bad, "w") as x:
+        x.write("{not json")
+    for args, said in ((["--parallel", "manual"], "--parallel manual: choose one of auto"),
+                       (["--parallel", "auto", "--dp", "ddp"], "leave out --dp ddp"),
+                       (["--parallel", "auto", "--dtype", "bf16"], "--parallel auto trains in f32"),
+                       (["--cost", other], "--parallel auto"),
+                       (["--parallel", "auto", "--cost", os.path.join(d, "none.json")], "none.json"),
+                       (["--parallel", "auto", "--cost", bad], "not JSON"),
+                       (["--parallel", "auto", "--cost", other], "other.json")):
+        p, cmd = run(*f.args("mlp", "2x4", *args))
+        check(p.returncode == 2 and said in p.stderr and p.stderr.startswith("spmd-train: --"),
+              f"{cmd}: exit {p.returncode}\n{p.stderr}")
+
+
 def mpi(d):
     # (model, mesh, dp mode, processes); mesh None: --mesh left out, the world size's 1-d mesh.
     cases = (("gpt", "2x4", "fsdp", 8), ("mlp", "4x2", "ddp", 8), ("gpt", None, "fsdp", 6), ("mlp", "2x3", "fsdp", 6),
@@ -434,6 +503,16 @@ def mpi(d):
     if sim and par:
         check(sim["losses"] == par["losses"] and sim["grad_norms"] == par["grad_norms"] and par["epoch"] == 3,
               f"--shuffle 9 over 4 epochs: MPI differs from the simulation (epoch {par['epoch']})")
+    # --parallel auto: the same choice and the same bits on every process as in the simulation
+    for model, mesh, n, cost in (("mlp", "2x2", 4, None), ("gpt", "2", 2, None), ("gpt", "2x2", 4, [2, 2])):
+        f = files[model]
+        more = ["--parallel", "auto"] + (["--cost", cost_file(d, "free.json", cost, 1e-12, 1e-15)] if cost else [])
+        sim = train_json(*f.args(model, mesh, *more))
+        par = train_json(*f.args(model, mesh, *more, "--backend", "mpi"), mpi=n)
+        if sim and par:
+            check(sim["losses"] == par["losses"] and sim["dp"] == par["dp"] and
+                  sim["collectives_per_step"] == par["collectives_per_step"],
+                  f"{model} {mesh} --parallel auto: MPI ({par['dp']}) differs from the simulation ({sim['dp']})")
     f = files["mlp"]
     p, cmd = run(*f.args("mlp", "2x4", "--backend", "mpi"), mpi=4)
     check(p.returncode == 2 and "needs 8 processes" in p.stderr, f"{cmd}: exit {p.returncode}\n{p.stderr}")
@@ -450,7 +529,7 @@ def mpi(d):
 
 def main():
     with tempfile.TemporaryDirectory() as d:
-        {"curves": curves, "resume": resume, "options": options, "errors": errors, "mpi": mpi}[GROUP](d)
+        {"curves": curves, "resume": resume, "options": options, "errors": errors, "auto": auto, "mpi": mpi}[GROUP](d)
     if FAILS:
         print(f"{len(FAILS)} check(s) failed")
         return 1
