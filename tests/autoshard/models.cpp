@@ -1,7 +1,7 @@
 // tests/autoshard/models.cpp — models searched from their modules (nn/step_graph.hpp): the
 // graph has the model's parameters, in parameters(model)'s order and shapes; the search on the
 // gpt's graph is exact with its deferred operators (the same step as the Pareto form, which
-// defers nothing); a parallel model's layouts pinned (nn/parallel_pins.hpp) are costed, never
+// defers nothing); a parallel model's layouts pinned (and FSDP's reads, gathered) (nn/parallel_pins.hpp) are costed, never
 // below the unrestricted search; and choose picks the cheapest candidate.
 #include <cmath>
 #include <string>
@@ -52,10 +52,12 @@ std::vector<std::vector<index_t>> traced_shapes(const as::graph& g, const nn::tr
 }
 
 as::graph gpt_step(const spmd::mesh_shape_vec& mesh, nn::traced* t = nullptr) {
+  // [docs:gpt-graph]
   as::graph g{mesh};
   const int tokens = g.data({8, 16}, 8);
   const nn::traced m = nn::trace<small_gpt>(g, tokens);
   g.loss = nn::trace_cross_entropy<64>(g, m.out, g.data({8, 16}, 8));
+  // [/docs:gpt-graph]
   if (t) *t = m;
   return g;
 }
@@ -134,6 +136,16 @@ TEST_CASE("autoshard models: a parallel model's layouts pinned, costed; choose t
     p->pin(x, batch(p != &whole, 2), g.tensors.size());
     p->pin(labels, batch(p != &whole, 1), g.tensors.size());
   }
+  // FSDP reads every parameter gathered on dp; DDP holds it so
+  for (const int w : t.params)
+    for (as::pins* p : {&fsdp, &ddp}) {
+      spmd::placement_vec read = p->layout[static_cast<std::size_t>(w)].placements;
+      read[0] = spmd::make_replicate();
+      for (int m = 0; m < read.size(); ++m)
+        if (read[m].is_shard()) read[m].order = spmd::default_order;
+      p->pin_read(w, spmd::make_spec(g.mesh, read, g.tensors[static_cast<std::size_t>(w)].shape.size()).spec,
+                  g.tensors.size());
+    }
   // replicated, the step's activations are whole too (nothing to split them)
   for (std::size_t a = 0; a < g.tensors.size(); ++a)
     if (g.tensors[a].kind == as::tensor_kind::activation)
@@ -155,6 +167,12 @@ TEST_CASE("autoshard models: a parallel model's layouts pinned, costed; choose t
         CHECK(spmd::same_blocks(s.layouts[static_cast<std::size_t>(t.params[i])],
                                 fsdp.has(t.params[i]) ? s.layouts[static_cast<std::size_t>(t.params[i])] : s.layouts[0]));
     }
+    // read gathered, FSDP pays its all_gathers whatever the activations: never below DDP
+    CHECK(ch.candidates[0].comm_s >= ch.candidates[1].comm_s * (1 - 1e-12));
+    // among candidates as fast as the best, none with fewer collectives
+    const as::solution& b = ch.candidates[static_cast<std::size_t>(ch.best)];
+    for (const as::solution& s : ch.candidates)
+      if (same(s.step_s(), b.step_s())) CHECK(b.collectives.total() <= s.collectives.total());
     CHECK(same(ch.candidates[0].layouts[static_cast<std::size_t>(t.params[0])].placements[1].dim, 0));
     // replicating everything needs no collective; when collectives cost a second it wins, and
     // it is what the unrestricted search finds

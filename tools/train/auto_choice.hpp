@@ -7,8 +7,9 @@
 //   replicate   every parameter and the batch whole on every rank: no collective
 //
 // Each is the model's step graph (nn/step_graph.hpp) with its parameters' layouts at rest (read
-// from the parallel model's types: nn/parallel_pins.hpp) and its batch's pinned; the search
-// places the activations. The search without pins runs too: when the best candidate is as fast
+// from the parallel model's types: nn/parallel_pins.hpp), the layouts its operators read them
+// in (whole on dp, as FSDP gathers them) and its batch's pinned; the search places the
+// activations. The search without pins runs too: when the best candidate is as fast
 // as it, the tool runs a step the cost model calls optimal over every placement. Three
 // candidates, each one instantiation of the model: linear in the candidates, never a product.
 #pragma once
@@ -34,6 +35,16 @@ spmd::autoshard::pins candidate_pins(const step_graph& s) {
     return spmd::make_spec(s.g.mesh, batch::value(), s.g.tensors[static_cast<std::size_t>(t)].shape.size()).spec;
   };
   for (const int d : s.data) p.pin(d, in_batch_layout(d), s.g.tensors.size());
+  // Every parameter is read as the runtime reads it: whole on dp (FSDP gathers it there before
+  // each use), as Megatron's plan splits it on tp.
+  for (const int t : s.model.params) {
+    const spmd::layout_spec& rest = p.layout[static_cast<std::size_t>(t)];
+    spmd::placement_vec read = rest.placements;
+    read[0] = spmd::make_replicate();
+    for (int m = 0; m < read.size(); ++m)  // tp's split alone now: in its default order
+      if (read[m].is_shard()) read[m].order = spmd::default_order;
+    p.pin_read(t, spmd::make_spec(s.g.mesh, read, rest.tensor_rank).spec, s.g.tensors.size());
+  }
   // Replicated, every activation is whole as the runtime computes it; otherwise the search
   // places them (what the runtime's propagation does may cost more: a lower bound).
   if constexpr (Model::config::dp_mode == dp_kind::replicate)

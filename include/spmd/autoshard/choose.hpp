@@ -6,6 +6,11 @@
 //
 //   const autoshard::choice c = autoshard::choose(g, cm, {fsdp_pins, ddp_pins, replicated_pins});
 //   c.best                 // the index of the candidate to run (the least modelled step)
+//
+// Ties: FSDP and DDP cost the same under the alpha-beta model (a ring all_gather and
+// reduce_scatter are an all_reduce, step for step), so among candidates of equal modelled time
+// the one with fewer collectives wins (each has fixed costs the model does not see: a
+// synchronisation, a buffer, a launch), then the one that holds less.
 //   c.candidates[i]        // its solution (not ok: that candidate cannot run this graph)
 //   c.unrestricted         // the search's own best step
 //   c.optimal()            // the best candidate is as fast as the unrestricted search's step
@@ -30,13 +35,23 @@ struct choice {
   }
 };
 
+/// Whether a is a better candidate than b: faster, or as fast (up to rounding of the sums)
+/// with fewer collectives, or with as many and less memory.
+constexpr bool better_candidate(const solution& a, const solution& b) {
+  const double ta = a.step_s(), tb = b.step_s(), tol = 1e-12 * (ta > tb ? ta : tb);
+  if (ta < tb - tol) return true;
+  if (ta > tb + tol) return false;
+  if (a.collectives.total() != b.collectives.total()) return a.collectives.total() < b.collectives.total();
+  return a.memory_bytes < b.memory_bytes;
+}
+
 constexpr choice choose(const graph& g, const cost_model& cm, const std::vector<pins>& candidates) {
   choice c{};
   c.unrestricted = search(g, cm);
   for (const pins& p : candidates) {
     c.candidates.push_back(search(g, cm, p));
     const solution& s = c.candidates.back();
-    if (s.ok() && (c.best < 0 || s.step_s() < c.candidates[static_cast<std::size_t>(c.best)].step_s()))
+    if (s.ok() && (c.best < 0 || better_candidate(s, c.candidates[static_cast<std::size_t>(c.best)])))
       c.best = static_cast<int>(c.candidates.size()) - 1;
   }
   return c;

@@ -50,6 +50,20 @@ struct pins {
     pinned[static_cast<std::size_t>(t)] = 1;
   }
   constexpr bool has(int t) const { return static_cast<std::size_t>(t) < pinned.size() && pinned[static_cast<std::size_t>(t)] != 0; }
+
+  /// A parameter's layout as its readers read it (FSDP's gathered one: a program that gathers
+  /// a parameter whole on dp before every use never reads it sharded there).
+  std::vector<layout_spec> read_layout{};
+  std::vector<std::uint8_t> read_pinned{};
+  constexpr void pin_read(int t, const layout_spec& l, std::size_t tensors) {
+    if (read_layout.size() < tensors) read_layout.resize(tensors), read_pinned.resize(tensors, 0);
+    read_layout[static_cast<std::size_t>(t)] = l;
+    read_pinned[static_cast<std::size_t>(t)] = 1;
+  }
+  constexpr bool read_ok(int t, const layout_spec& l) const {
+    return static_cast<std::size_t>(t) >= read_pinned.size() || read_pinned[static_cast<std::size_t>(t)] == 0 ||
+           same_blocks(read_layout[static_cast<std::size_t>(t)], l);
+  }
 };
 
 enum class search_error : std::uint8_t {
@@ -324,6 +338,7 @@ constexpr prepared prepare(const graph& g, const cost_model& cm, const pins& p) 
         const tensor_node& tn = g.tensors[static_cast<std::size_t>(t)];
         if (tn.kind != tensor_kind::activation && !partial_fits(s, i, nullptr)) fits = false;
         if (tn.kind == tensor_kind::data && !pinned_ok(p, t, k.in[i])) fits = false;
+        if (tn.kind == tensor_kind::param && !p.read_ok(t, k.in[i])) fits = false;
       }
       if (fits) list.push_back(s);
     }
