@@ -10,6 +10,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "spmd/autoshard/auto_parallel.hpp"
 #include "spmd/autoshard/choose.hpp"
 #include "spmd/backends/sim/sim.hpp"
 #include "spmd/nn/gpt.hpp"
@@ -63,6 +64,31 @@ as::graph gpt_step(const spmd::mesh_shape_vec& mesh, nn::traced* t = nullptr) {
 }
 
 }  // namespace
+
+// A model's step traced in the compiler and searched there: the choice as types
+// (autoshard/auto_parallel.hpp). With collectives at a second each, spmd-train's mlp is
+// computed whole on every rank: no collective.
+struct traced_mlp_step {
+  static constexpr as::graph make() {
+    as::graph g{spmd::mesh_shape_vec{{4}, 1}};
+    const int x = g.data({16, 32}), labels = g.data({16}, 8);  // tensors 0 and 1; w1 is 2
+    const nn::traced t = nn::trace<small_mlp>(g, x);
+    g.loss = nn::trace_cross_entropy<16>(g, t.out, labels);
+    return g;
+  }
+};
+struct dear_links {
+  static constexpr as::cost_model value() {
+    as::cost_model c{};
+    c.fallback.alpha_s = 1.0;
+    return c;
+  }
+};
+using traced_choice = as::auto_parallel<traced_mlp_step, as::no_pins, dear_links>;
+static_assert(traced_choice::ok && traced_choice::collectives == 0);
+static_assert(std::is_same_v<traced_choice::placements_of<2>, spmd::placements<spmd::replicate>>);
+static_assert(std::is_same_v<traced_choice::layout<2, spmd::mesh<4>>,
+                             spmd::layout<spmd::mesh<4>, spmd::placements<spmd::replicate>, spmd::extents<64, 32>>>);
 
 TEST_CASE("autoshard models: the traced graph has the model's parameters, in order, with their shapes", "[autoshard]") {
   nn::traced t;
