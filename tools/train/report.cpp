@@ -69,7 +69,7 @@ void print_result(const train_options& o, const train_result& r) {
     j += ",\"shuffle\":" + (o.shuffle ? std::to_string(*o.shuffle) : std::string("null"));
     j += ",\"steps_per_epoch\":" + std::to_string(r.steps_per_epoch);
     j += ",\"epoch\":" + std::to_string(r.epoch);
-    j += ",\"parallel\":" + (r.parallel ? choice_json(*r.parallel) : std::string("null"));
+    if (r.parallel) j += ",\"parallel\":" + choice_json(*r.parallel);  // only with --parallel auto: the fields above are a contract
     j += "}";
     std::printf("%s\n", j.c_str());
     return;
