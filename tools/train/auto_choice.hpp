@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <limits>
+#include <stdexcept>
 #include <vector>
 
 #include "spmd/autoshard/choose.hpp"
