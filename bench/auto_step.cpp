@@ -35,6 +35,7 @@
 #include "spmd/io/cost_file.hpp"
 #include "spmd/runtime/optim.hpp"
 #include "synthetic.hpp"
+#include "timing.hpp"
 
 namespace {
 
@@ -63,11 +64,6 @@ struct runner {
   Model model_;
   decltype(make_opt(std::declval<Model&>())) opt_;
 };
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 inputs mlp_inputs(std::int64_t steps) {
   const model_spec spec = mlp_spec();
@@ -99,7 +95,7 @@ void measure(const char* name, const char* backend, const inputs& in, const spmd
     const double a = f.step(s), b = d.step(s), e = r.step(s);
     if (s >= warmup) fm.push_back(a), dm.push_back(b), rm.push_back(e);
   }
-  const double ms[3] = {median(fm), median(dm), median(rm)};
+  const double ms[3] = {bench::median(fm), bench::median(dm), bench::median(rm)};
   const int chosen = c.kind_index;  // dp_kind's order: fsdp, ddp, replicate
   const int manual = ms[0] <= ms[1] ? 0 : 1;
   double modelled_manual = 0;

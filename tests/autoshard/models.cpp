@@ -163,15 +163,10 @@ TEST_CASE("autoshard models: a parallel model's layouts pinned, costed; choose t
     p->pin(labels, batch(p != &whole, 1), g.tensors.size());
   }
   // FSDP reads every parameter gathered on dp; DDP holds it so
-  for (const int w : t.params)
-    for (as::pins* p : {&fsdp, &ddp}) {
-      spmd::placement_vec read = p->layout[static_cast<std::size_t>(w)].placements;
-      read[0] = spmd::make_replicate();
-      for (int m = 0; m < read.size(); ++m)
-        if (read[m].is_shard()) read[m].order = spmd::default_order;
-      p->pin_read(w, spmd::make_spec(g.mesh, read, g.tensors[static_cast<std::size_t>(w)].shape.size()).spec,
-                  g.tensors.size());
-    }
+  for (as::pins* p : {&fsdp, &ddp}) nn::pin_reads_whole_on(*p, g, t, 0);
+  const spmd::layout_spec& w1_read = fsdp.read_layout[static_cast<std::size_t>(t.params[0])];
+  CHECK(w1_read.placements[0].is_replicate());
+  CHECK(w1_read.placements[1].is_shard(0));
   // replicated, the step's activations are whole too (nothing to split them)
   for (std::size_t a = 0; a < g.tensors.size(); ++a)
     if (g.tensors[a].kind == as::tensor_kind::activation)

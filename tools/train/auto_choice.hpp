@@ -38,14 +38,7 @@ spmd::autoshard::pins candidate_pins(const step_graph& s) {
   for (const int d : s.data) p.pin(d, in_batch_layout(d), s.g.tensors.size());
   // Every parameter is read as the runtime reads it: whole on dp (FSDP gathers it there before
   // each use), as Megatron's plan splits it on tp.
-  for (const int t : s.model.params) {
-    const spmd::layout_spec& rest = p.layout[static_cast<std::size_t>(t)];
-    spmd::placement_vec read = rest.placements;
-    read[0] = spmd::make_replicate();
-    for (int m = 0; m < read.size(); ++m)  // tp's split alone now: in its default order
-      if (read[m].is_shard()) read[m].order = spmd::default_order;
-    p.pin_read(t, spmd::make_spec(s.g.mesh, read, rest.tensor_rank).spec, s.g.tensors.size());
-  }
+  nn::pin_reads_whole_on(p, s.g, s.model, 0);
   // Replicated, every activation is whole as the runtime computes it; otherwise the search
   // places them (what the runtime's propagation does may cost more: a lower bound).
   if constexpr (Model::config::dp_mode == dp_kind::replicate)
