@@ -231,3 +231,56 @@ TEST_CASE("autoshard: a cost model written to a file reads back the same, for it
   CHECK_THROWS_WITH(spmd::io::load_cost_model(path, four), Catch::Contains("not the mesh searched"));
   std::remove(path.c_str());
 }
+
+// The search numbers layouts by their blocks (layout_ids.hpp): two layouts get one id exactly
+// when same_blocks says they hold the same blocks, on every placement of tensors of rank 0–3
+// over meshes with one-rank dims, shard orders given and not.
+TEST_CASE("autoshard: layouts share an id exactly when they hold the same blocks", "[autoshard]") {
+  using spmd::placement;
+  for (const spmd::mesh_shape_vec& mesh : {spmd::mesh_shape_vec{{2}, 1}, spmd::mesh_shape_vec{{2, 1, 3}, 3},
+                                            spmd::mesh_shape_vec{{1, 2}, 2}, spmd::mesh_shape_vec{{2, 2}, 2}})
+    for (int rank = 0; rank <= 3; ++rank) {
+      // per mesh dim: R, P(sum), P(max), S(d) for each d; shard orders default or reversed
+      std::vector<placement> choices{spmd::make_replicate(), spmd::make_partial(spmd::reduce_op::sum),
+                                     spmd::make_partial(spmd::reduce_op::max)};
+      for (int d = 0; d < rank; ++d) choices.push_back(spmd::make_shard(d));
+      std::vector<spmd::layout_spec> all;
+      int total = 1;
+      for (int m = 0; m < mesh.size(); ++m) total *= static_cast<int>(choices.size());
+      for (int code = 0; code < total; ++code)
+        for (int reversed = 0; reversed < 2; ++reversed) {
+          spmd::placement_vec p{};
+          for (int m = 0, c = code; m < mesh.size(); ++m, c /= static_cast<int>(choices.size()))
+            p.push_back(choices[static_cast<std::size_t>(c % static_cast<int>(choices.size()))]);
+          if (reversed) {  // each tensor dim split right to left
+            for (int d = 0; d < rank; ++d) {
+              int count = 0;
+              for (int m = 0; m < p.size(); ++m) count += p[m].is_shard(d);
+              for (int m = 0, pos = count - 1; m < p.size(); ++m)
+                if (p[m].is_shard(d)) p[m].order = pos--;
+            }
+          }
+          const spmd::spec_result r = spmd::make_spec(mesh, p, rank);
+          if (r.ok()) all.push_back(r.spec);
+        }
+      as::search_detail::layout_ids ids;
+      std::vector<int> id;
+      for (const spmd::layout_spec& s : all) id.push_back(ids.id(s));
+      long pairs = 0, same_pairs = 0;
+      for (std::size_t a = 0; a < all.size(); ++a)
+        for (std::size_t b = 0; b < all.size(); ++b) {
+          ++pairs;
+          const bool same_blocks = spmd::same_blocks(all[a], all[b]);
+          same_pairs += same_blocks;
+          REQUIRE(same_blocks == (id[a] == id[b]));
+          REQUIRE(same_blocks == (as::search_detail::key_of(all[a]) == as::search_detail::key_of(all[b])));
+        }
+      CHECK(same_pairs > static_cast<long>(all.size()));  // some layouts differ and hold the same blocks
+      for (std::size_t a = 0; a < all.size(); ++a) {  // Partial as Replicate, by id
+        spmd::placement_vec p = all[a].placements;
+        for (int m = 0; m < p.size(); ++m)
+          if (p[m].is_partial()) p[m] = spmd::make_replicate();
+        CHECK(ids.as_replicate(id[a]) == ids.id(spmd::make_spec(mesh, p, rank).spec));
+      }
+    }
+}

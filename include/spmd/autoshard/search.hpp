@@ -33,6 +33,7 @@
 
 #include "spmd/autoshard/cost.hpp"
 #include "spmd/autoshard/graph.hpp"
+#include "spmd/autoshard/layout_ids.hpp"
 #include "spmd/core/layout_spec.hpp"
 #include "spmd/ops/propagate.hpp"
 
@@ -72,6 +73,7 @@ enum class search_error : std::uint8_t {
   shared_parameter,     // a parameter read by two operators (tied weights: not yet)
   no_strategy,          // an operator has no strategy that fits (or the pins allow none)
   over_budget,          // no assignment fits the memory budget (min_memory says what does)
+  too_many_states,      // the live activations' layouts do not fit a state's 64-bit code
 };
 
 constexpr const char* describe(search_error e) {
@@ -81,6 +83,7 @@ constexpr const char* describe(search_error e) {
     case search_error::shared_parameter: return "a parameter is read by two operators (tied weights are not searched yet)";
     case search_error::no_strategy: return "an operator has no strategy that fits its shapes and the pinned layouts";
     case search_error::over_budget: return "no assignment fits the memory budget";
+    case search_error::too_many_states: return "the activations live at once have more layouts together than a state can number (2^62)";
   }
   return "?";
 }
@@ -109,21 +112,14 @@ struct strategy {
   index_t index = 0;
   double compute_s = 0;
   svec<layout_spec, ops::max_op_inputs> grad_in{};  // each input's gradient as the backward makes it
-  layout_spec grad_out{};                          // the output's gradient it needs
   double saved_bytes = 0;                          // its inputs, kept for the backward (per rank)
+  // the same layouts as ids (layout_ids.hpp)
+  svec<int, ops::max_op_inputs> in_id{}, grad_id{};
+  int out_id = -1;
 };
 
 constexpr layout_spec with_placements(const layout_spec& like, const placement_vec& p) {
   return make_spec(like.mesh, p, like.tensor_rank).spec;
-}
-
-/// `s` with every Partial replaced by Replicate: the gradient of a tensor that was a sum of
-/// pieces is the same on every piece.
-constexpr layout_spec partial_as_replicate(const layout_spec& s) {
-  placement_vec p = s.placements;
-  for (int m = 0; m < p.size(); ++m)
-    if (p[m].is_partial()) p[m] = make_replicate();
-  return with_placements(s, p);
 }
 
 constexpr strategy make_strategy(const graph& g, const op_node& op, const ops::candidate& k, index_t index,
@@ -153,16 +149,15 @@ constexpr strategy make_strategy(const graph& g, const op_node& op, const ops::c
     s.grad_in.push_back(with_placements(k.in[i], p));
     s.saved_bytes += g.tensors[static_cast<std::size_t>(op.in[i])].bytes() * block_fraction(k.in[i]);
   }
-  s.grad_out = partial_as_replicate(k.out);
   return s;
 }
 
-/// Whether input i may be fed to strategy s from a tensor held in `held` (a Partial the
-/// strategy reads must be the one held: the search never makes a Partial to feed an operator).
-constexpr bool partial_fits(const strategy& s, int i, const layout_spec* held) {
-  for (int m = 0; m < s.k.in[i].placements.size(); ++m) {
-    const placement& want = s.k.in[i].placements[m];
-    if (want.is_partial() && s.k.in[i].mesh[m] > 1 && (held == nullptr || !(held->placements[m] == want))) return false;
+/// Whether a reader that wants `want` may be fed from a tensor held in `held` (a Partial the
+/// reader wants must be the one held: the search never makes a Partial to feed an operator).
+constexpr bool partial_fits(const layout_spec& want, const layout_spec* held) {
+  for (int m = 0; m < want.placements.size(); ++m) {
+    const placement& w = want.placements[m];
+    if (w.is_partial() && want.mesh[m] > 1 && (held == nullptr || !(held->placements[m] == w))) return false;
   }
   return true;
 }
@@ -191,59 +186,6 @@ constexpr std::vector<layout_spec> rest_layouts(const mesh_shape_vec& mesh, int 
   return out;
 }
 
-/// The plans' costs, remembered in an open-addressed table: the search asks for the same
-/// moves many times, and identical blocks of a model ask for exactly the same ones, so a model
-/// of many equal blocks plans each move once.
-struct transfer_cache {
-  struct slot {
-    bool used = false;
-    layout_spec from{}, to{};
-    double bytes = 0;
-    transfer t{};
-  };
-  std::vector<slot> slots = std::vector<slot>(256);
-  std::size_t count = 0;
-  long planned = 0;  // moves planned (the misses)
-
-  static constexpr std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
-    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-    return h;
-  }
-  static constexpr std::uint64_t hash(const layout_spec& a, const layout_spec& b, double bytes) {
-    std::uint64_t h = static_cast<std::uint64_t>(a.tensor_rank) * 31 + static_cast<std::uint64_t>(bytes);
-    for (const layout_spec* x : {&a, &b})
-      for (int m = 0; m < x->placements.size(); ++m) {
-        const placement& p = x->placements[m];
-        h = mix(h, static_cast<std::uint64_t>(p.kind) * 131 + static_cast<std::uint64_t>(p.dim + 1) * 17 +
-                       static_cast<std::uint64_t>(p.op) * 7 + static_cast<std::uint64_t>(p.order + 2) +
-                       static_cast<std::uint64_t>(x->mesh[m]) * 1009);
-      }
-    return h;
-  }
-  constexpr std::size_t find(const layout_spec& from, const layout_spec& to, double bytes) const {
-    std::size_t i = static_cast<std::size_t>(hash(from, to, bytes)) & (slots.size() - 1);
-    while (slots[i].used && !(slots[i].bytes == bytes && slots[i].from == from && slots[i].to == to))
-      i = (i + 1) & (slots.size() - 1);
-    return i;
-  }
-  constexpr transfer get(const layout_spec& from, const layout_spec& to, double bytes, const cost_model& cm) {
-    if (same_blocks(from, to)) return {};
-    std::size_t i = find(from, to, bytes);
-    if (slots[i].used) return slots[i].t;
-    if (2 * (count + 1) > slots.size()) {  // grow: keep the table at most half full
-      std::vector<slot> old = std::move(slots);
-      slots = std::vector<slot>(old.size() * 2);
-      for (const slot& x : old)
-        if (x.used) slots[find(x.from, x.to, x.bytes)] = x;
-      i = find(from, to, bytes);
-    }
-    ++planned;
-    slots[i] = {true, from, to, bytes, transfer_cost(from, to, bytes, cm)};
-    ++count;
-    return slots[i].t;
-  }
-};
-
 /// A (time, memory) pair and how it was reached.
 struct label {
   double compute = 0, comm = 0, memory = 0;
@@ -255,8 +197,10 @@ struct label {
   constexpr double time() const { return compute + comm; }
 };
 
+/// A state of the dynamic program: the layout of each live activation (an index into its
+/// held layouts), as the digits of one number, and its pairs.
 struct state {
-  std::vector<int> key;  // per live activation (in tensor order): its layout (index in the layer's list)
+  std::uint64_t code = 0;
   std::vector<label> labels;
 };
 
@@ -278,11 +222,13 @@ constexpr void insert_pareto(std::vector<label>& set, const label& l, bool time_
   set = kept;
 }
 
-/// What the search needs of a graph, precomputed: strategies per operator, readers per tensor.
+/// What the search needs of a graph, precomputed: strategies per operator, readers per tensor,
+/// every layout as an id.
 struct prepared {
   std::vector<std::vector<strategy>> strategies;  // per operator
   std::vector<int> last_reader;                   // per tensor
-  std::vector<std::vector<layout_spec>> rests;    // per tensor (parameters)
+  std::vector<std::vector<int>> rests;            // per tensor (parameters): layout ids
+  layout_ids ids;
   search_error error = search_error::none;
   int bad_op = -1;
 };
@@ -306,6 +252,7 @@ constexpr prepared prepare(const graph& g, const cost_model& cm, const pins& p) 
       out.last_reader[static_cast<std::size_t>(t)] = static_cast<int>(j);
       ++readers[static_cast<std::size_t>(t)];
     }
+  std::vector<std::vector<int>> rests_of_rank;  // rest_layouts' ids by tensor rank, made once
   for (std::size_t t = 0; t < nt; ++t)
     if (g.tensors[t].kind == tensor_kind::param) {
       if (readers[t] > 1) {
@@ -314,8 +261,15 @@ constexpr prepared prepare(const graph& g, const cost_model& cm, const pins& p) 
       }
       // a pinned parameter rests as pinned (any split order: FSDP's shard after tp's), the
       // others in any of rest_layouts
-      if (p.has(static_cast<int>(t))) out.rests[t].push_back(p.layout[t]);
-      else out.rests[t] = rest_layouts(g.mesh, g.tensors[t].shape.size());
+      const std::size_t rank = static_cast<std::size_t>(g.tensors[t].shape.size());
+      if (p.has(static_cast<int>(t))) {
+        out.rests[t].push_back(out.ids.id(p.layout[t]));
+        continue;
+      }
+      if (rests_of_rank.size() <= rank) rests_of_rank.resize(rank + 1);
+      if (rests_of_rank[rank].empty())
+        for (const layout_spec& l : rest_layouts(g.mesh, static_cast<int>(rank))) rests_of_rank[rank].push_back(out.ids.id(l));
+      out.rests[t] = rests_of_rank[rank];
     }
   for (std::size_t j = 0; j < g.ops.size(); ++j) {
     const op_node& op = g.ops[j];
@@ -331,16 +285,22 @@ constexpr prepared prepare(const graph& g, const cost_model& cm, const pins& p) 
       for (int m = 0; m < g.mesh.size(); ++m) unit_choice = unit_choice || (g.mesh[m] == 1 && k.choice[m] != -1);
       if (unit_choice) continue;
       // (make_candidate checks new_partial last: a candidate that fails only it is otherwise valid)
-      const strategy s = make_strategy(g, op, k, x, cm);
       bool fits = pinned_ok(p, op.out, k.out);
-      for (int i = 0; i < op.in.size(); ++i) {
+      for (int i = 0; i < op.in.size() && fits; ++i) {
         const int t = op.in[i];
         const tensor_node& tn = g.tensors[static_cast<std::size_t>(t)];
-        if (tn.kind != tensor_kind::activation && !partial_fits(s, i, nullptr)) fits = false;
+        if (tn.kind != tensor_kind::activation && !partial_fits(k.in[i], nullptr)) fits = false;
         if (tn.kind == tensor_kind::data && !pinned_ok(p, t, k.in[i])) fits = false;
         if (tn.kind == tensor_kind::param && !p.read_ok(t, k.in[i])) fits = false;
       }
-      if (fits) list.push_back(s);
+      if (!fits) continue;
+      strategy s = make_strategy(g, op, k, x, cm);
+      for (int i = 0; i < op.in.size(); ++i) {
+        s.in_id.push_back(out.ids.id(s.k.in[i]));
+        s.grad_id.push_back(out.ids.id(s.grad_in[i]));
+      }
+      s.out_id = out.ids.id(s.k.out);
+      list.push_back(s);
     }
     if (list.empty()) {
       out.error = search_error::no_strategy, out.bad_op = static_cast<int>(j);
@@ -351,14 +311,10 @@ constexpr prepared prepare(const graph& g, const cost_model& cm, const pins& p) 
   return out;
 }
 
-}  // namespace search_detail
-
-namespace search_detail {
-
-constexpr int index_of(std::vector<layout_spec>& list, const layout_spec& l) {
+constexpr int index_of(std::vector<int>& list, int id) {
   for (std::size_t i = 0; i < list.size(); ++i)
-    if (same_blocks(list[i], l)) return static_cast<int>(i);
-  list.push_back(l);
+    if (list[i] == id) return static_cast<int>(i);
+  list.push_back(id);
   return static_cast<int>(list.size()) - 1;
 }
 
@@ -381,15 +337,40 @@ struct edge_row {
 /// its producer's strategies make), the cost of every (held layout, reader's layout) move,
 /// and each parameter input's Pareto set of rest layouts.
 struct tables {
-  std::vector<std::vector<layout_spec>> held;                        // [t][h]
-  std::vector<std::vector<int>> out_index;                           // [j][x]: the h of op j's output
-  std::vector<std::vector<svec<int, ops::max_op_inputs>>> row_of;     // [j][x][i]: into rows[t], or -1
-  std::vector<std::vector<edge_row>> rows;                           // [t][c]
+  std::vector<std::vector<int>> held;                                  // [t][h]: layout ids
+  std::vector<std::vector<int>> out_index;                             // [j][x]: the h of op j's output
+  std::vector<std::vector<svec<int, ops::max_op_inputs>>> row_of;      // [j][x][i]: into rows[t], or -1
+  std::vector<std::vector<edge_row>> rows;                             // [t][c]
   std::vector<std::vector<svec<int, ops::max_op_inputs>>> choices_of;  // [j][x][i]: into choices, or -1
   std::vector<std::vector<rest_choice>> choices;
 };
 
-constexpr tables make_tables(const graph& g, const prepared& pr, const cost_model& cm, transfer_cache& cache) {
+/// A parameter read as `want` whose gradient comes as `grad`: its rest layouts that no other
+/// beats in both the moves' time and the memory held.
+constexpr std::vector<rest_choice> rest_front(prepared& pr, std::size_t t, int want, int grad, double bytes,
+                                              const cost_model& cm, move_costs& cache) {
+  std::vector<rest_choice> all;
+  for (std::size_t r = 0; r < pr.rests[t].size(); ++r) {
+    const int rest = pr.rests[t][r];
+    const transfer there = cache.get(pr.ids, rest, want, bytes, cm);
+    const transfer back = cache.get(pr.ids, grad, rest, bytes, cm);
+    if (!there.ok || !back.ok) continue;
+    all.push_back({there.seconds + back.seconds, (2 + cm.optimizer_states) * bytes * block_fraction(pr.ids[rest]),
+                   there.collectives + back.collectives, static_cast<int>(r)});
+  }
+  std::vector<rest_choice> front;
+  for (std::size_t a = 0; a < all.size(); ++a) {
+    bool beaten = false;
+    for (std::size_t b = 0; b < all.size() && !beaten; ++b)
+      beaten = (all[b].comm < all[a].comm && all[b].memory <= all[a].memory) ||
+               (all[b].comm <= all[a].comm && all[b].memory < all[a].memory) ||
+               (all[b].comm == all[a].comm && all[b].memory == all[a].memory && b < a);
+    if (!beaten) front.push_back(all[a]);
+  }
+  return front;
+}
+
+constexpr tables make_tables(const graph& g, prepared& pr, const cost_model& cm, move_costs& cache) {
   tables tb{};
   const std::size_t nt = g.tensors.size(), no = g.ops.size();
   tb.held.resize(nt);
@@ -399,11 +380,11 @@ constexpr tables make_tables(const graph& g, const prepared& pr, const cost_mode
   tb.choices_of.resize(no);
   for (std::size_t j = 0; j < no; ++j)
     for (const strategy& s : pr.strategies[j])
-      tb.out_index[j].push_back(index_of(tb.held[static_cast<std::size_t>(g.ops[j].out)], s.k.out));
-  // the readers' distinct (layout, gradient layout, Partial fit) per activation
-  std::vector<std::vector<layout_spec>> want(nt), grad(nt);
-  std::vector<std::vector<std::size_t>> strat_of(nt);  // a strategy that reads it so (for partial_fits)
-  std::vector<std::vector<svec<int, 2>>> who(nt);
+      tb.out_index[j].push_back(index_of(tb.held[static_cast<std::size_t>(g.ops[j].out)], s.out_id));
+  // the readers' distinct (layout, gradient layout) per activation; per parameter, the
+  // distinct (layout, gradient layout) its readers read it in, with their rest choices
+  std::vector<std::vector<int>> want(nt), grad(nt);
+  std::vector<std::vector<svec<int, 3>>> param_reads(nt);  // (want, grad, into choices)
   for (std::size_t j = 0; j < no; ++j) {
     const op_node& op = g.ops[j];
     for (std::size_t x = 0; x < pr.strategies[j].size(); ++x) {
@@ -415,35 +396,20 @@ constexpr tables make_tables(const graph& g, const prepared& pr, const cost_mode
         int row = -1, choice = -1;
         if (tn.kind == tensor_kind::activation) {
           for (std::size_t c = 0; c < want[t].size() && row < 0; ++c)
-            if (want[t][c] == s.k.in[i] && grad[t][c] == s.grad_in[i]) row = static_cast<int>(c);
+            if (want[t][c] == s.in_id[i] && grad[t][c] == s.grad_id[i]) row = static_cast<int>(c);
           if (row < 0) {
-            want[t].push_back(s.k.in[i]);
-            grad[t].push_back(s.grad_in[i]);
-            who[t].push_back(svec<int, 2>{{static_cast<int>(j), static_cast<int>(x)}, 2});
+            want[t].push_back(s.in_id[i]);
+            grad[t].push_back(s.grad_id[i]);
             row = static_cast<int>(want[t].size()) - 1;
           }
         } else if (tn.kind == tensor_kind::param) {
-          // the rest layouts' moves there and back; only those no other beats in both
-          const double bytes = tn.bytes();
-          std::vector<rest_choice> all;
-          for (std::size_t r = 0; r < pr.rests[t].size(); ++r) {
-            const transfer there = cache.get(pr.rests[t][r], s.k.in[i], bytes, cm);
-            const transfer back = cache.get(s.grad_in[i], pr.rests[t][r], bytes, cm);
-            if (!there.ok || !back.ok) continue;
-            all.push_back({there.seconds + back.seconds, (2 + cm.optimizer_states) * bytes * block_fraction(pr.rests[t][r]),
-                           there.collectives + back.collectives, static_cast<int>(r)});
+          for (const svec<int, 3>& r : param_reads[t])
+            if (r[0] == s.in_id[i] && r[1] == s.grad_id[i]) choice = r[2];
+          if (choice < 0) {
+            tb.choices.push_back(rest_front(pr, t, s.in_id[i], s.grad_id[i], tn.bytes(), cm, cache));
+            choice = static_cast<int>(tb.choices.size()) - 1;
+            param_reads[t].push_back(svec<int, 3>{{s.in_id[i], s.grad_id[i], choice}, 3});
           }
-          std::vector<rest_choice> front;
-          for (std::size_t a = 0; a < all.size(); ++a) {
-            bool beaten = false;
-            for (std::size_t b = 0; b < all.size() && !beaten; ++b)
-              beaten = (all[b].comm < all[a].comm && all[b].memory <= all[a].memory) ||
-                       (all[b].comm <= all[a].comm && all[b].memory < all[a].memory) ||
-                       (all[b].comm == all[a].comm && all[b].memory == all[a].memory && b < a);
-            if (!beaten) front.push_back(all[a]);
-          }
-          tb.choices.push_back(front);
-          choice = static_cast<int>(tb.choices.size()) - 1;
         }
         rows.push_back(row);
         choices.push_back(choice);
@@ -455,19 +421,15 @@ constexpr tables make_tables(const graph& g, const prepared& pr, const cost_mode
   for (std::size_t t = 0; t < nt; ++t) {
     const double bytes = g.tensors[t].bytes();
     for (std::size_t c = 0; c < want[t].size(); ++c) {
-      const strategy& s = pr.strategies[static_cast<std::size_t>(who[t][c][0])][static_cast<std::size_t>(who[t][c][1])];
-      int input = 0;
-      for (int i = 0; i < s.k.in.size(); ++i)
-        if (s.k.in[i] == want[t][c] && s.grad_in[i] == grad[t][c]) input = i;
       edge_row row{};
-      for (const layout_spec& h : tb.held[t]) {
-        if (!partial_fits(s, input, &h)) {
+      for (const int h : tb.held[t]) {
+        if (!partial_fits(pr.ids[want[t][c]], &pr.ids[h])) {
           row.seconds.push_back(std::numeric_limits<double>::infinity());
           row.collectives.push_back({});
           continue;
         }
-        const transfer there = cache.get(h, want[t][c], bytes, cm);
-        const transfer back = cache.get(grad[t][c], partial_as_replicate(h), bytes, cm);
+        const transfer there = cache.get(pr.ids, h, want[t][c], bytes, cm);
+        const transfer back = cache.get(pr.ids, grad[t][c], pr.ids.as_replicate(h), bytes, cm);
         row.seconds.push_back(there.ok && back.ok ? there.seconds + back.seconds : std::numeric_limits<double>::infinity());
         row.collectives.push_back(there.collectives + back.collectives);
       }
@@ -547,115 +509,216 @@ struct deferred_cost {
   bool ok = false;
 };
 
+
+/// The live activations of a layer of the dynamic program, as the digits of a state's code:
+/// digit q is live[q]'s layout (an index into its held layouts), of place value stride[q].
+struct digits {
+  std::vector<int> live;              // tensors, in tensor order
+  std::vector<std::uint64_t> stride;  // per live tensor
+  std::vector<std::uint64_t> radix;   // per live tensor: its held layouts
+  bool fits = true;                   // the codes fit 64 bits
+
+  constexpr int slot_of(int t) const {
+    for (std::size_t q = 0; q < live.size(); ++q)
+      if (live[q] == t) return static_cast<int>(q);
+    return -1;
+  }
+  constexpr int at(std::uint64_t code, int q) const {
+    return static_cast<int>(code / stride[static_cast<std::size_t>(q)] % radix[static_cast<std::size_t>(q)]);
+  }
+};
+
+constexpr digits digits_of(std::vector<int> live, const tables& tb) {
+  digits d{};
+  d.live = std::move(live);
+  std::uint64_t place = 1;
+  for (const int t : d.live) {
+    const std::uint64_t r = tb.held[static_cast<std::size_t>(t)].size() > 0 ? tb.held[static_cast<std::size_t>(t)].size() : 1;
+    d.stride.push_back(place);
+    d.radix.push_back(r);
+    if (place > (std::uint64_t{1} << 62) / r) d.fits = false;
+    else place *= r;
+  }
+  return d;
+}
+
+/// A layer's states, found by code.
+struct layer {
+  std::vector<state> states;
+  slot_table index;
+
+  static constexpr std::uint64_t hash(std::uint64_t code) { return code * 0x9E3779B97F4A7C15ull; }
+  /// The index of the state of `code`, made (with no pairs) the first time.
+  constexpr std::size_t at(std::uint64_t code) {
+    const auto same = [&](int e) { return states[static_cast<std::size_t>(e)].code == code; };
+    std::size_t i = index.find(hash(code), same);
+    if (index.slots[i] >= 0) return static_cast<std::size_t>(index.slots[i]);
+    index.reserve_one([&](int e) { return hash(states[static_cast<std::size_t>(e)].code); });
+    i = index.find(hash(code), same);
+    states.push_back({code, {}});
+    index.slots[i] = static_cast<int>(states.size()) - 1;
+    ++index.count;
+    return states.size() - 1;
+  }
+};
+
+/// A deferred operator's best strategy for each way its reader reads its output (rows[t][c]),
+/// given the layouts its own activation inputs were made in.
+struct deferred_best {
+  std::vector<deferred_cost> cost;  // [c]
+  std::vector<int> strategy;        // [c]: -1 where none fits
+};
+
+constexpr deferred_best best_deferred(const graph& g, const prepared& pr, const tables& tb, std::size_t fj,
+                                      const digits& dg, std::uint64_t code) {
+  const op_node& fop = g.ops[fj];
+  std::vector<deferred_cost> base(pr.strategies[fj].size());
+  for (std::size_t fx = 0; fx < pr.strategies[fj].size(); ++fx) {
+    const strategy& fs = pr.strategies[fj][fx];
+    deferred_cost c{fs.compute_s, 0, fs.saved_bytes, {}, true};
+    for (int fi = 0; fi < fop.in.size() && c.ok; ++fi) {
+      const int row = tb.row_of[fj][fx][fi];
+      if (row >= 0) {
+        const std::size_t t = static_cast<std::size_t>(fop.in[fi]);
+        const std::size_t h = static_cast<std::size_t>(dg.at(code, dg.slot_of(fop.in[fi])));
+        const edge_row& e = tb.rows[t][static_cast<std::size_t>(row)];
+        if (!(e.seconds[h] < std::numeric_limits<double>::infinity())) c.ok = false;
+        c.comm += e.seconds[h];
+        c.collectives += e.collectives[h];
+      } else if (tb.choices_of[fj][fx][fi] >= 0) {
+        const std::vector<rest_choice>& list = tb.choices[static_cast<std::size_t>(tb.choices_of[fj][fx][fi])];
+        if (list.empty()) {
+          c.ok = false;
+          continue;
+        }
+        const rest_choice& r = fastest_rest(list);
+        c.comm += r.comm, c.memory += r.memory, c.collectives += r.collectives;
+      }
+    }
+    base[fx] = c;
+  }
+  deferred_best out{};
+  const std::size_t t = static_cast<std::size_t>(fop.out);
+  for (std::size_t c = 0; c < tb.rows[t].size(); ++c) {
+    deferred_cost b{};
+    int bp = -1;
+    for (std::size_t fx = 0; fx < base.size(); ++fx) {
+      if (!base[fx].ok) continue;
+      const std::size_t h = static_cast<std::size_t>(tb.out_index[fj][fx]);
+      const double edge = tb.rows[t][c].seconds[h];
+      if (!(edge < std::numeric_limits<double>::infinity())) continue;
+      const double time = base[fx].compute + base[fx].comm + edge;
+      if (bp < 0 || time < b.compute + b.comm || (time == b.compute + b.comm && base[fx].memory < b.memory)) {
+        b = base[fx];
+        b.comm += edge;
+        b.collectives += tb.rows[t][c].collectives[h];
+        bp = static_cast<int>(fx);
+      }
+    }
+    out.cost.push_back(b);
+    out.strategy.push_back(bp);
+  }
+  return out;
+}
+
+/// best_deferred for each state of a layer, remembered by the layouts the deferred
+/// operator's inputs were made in (few: every state with the same ones shares it).
+struct deferred_memo {
+  std::vector<int> place;   // per activation input of the deferred operator: its slot in the state
+  std::vector<int> at;      // by the inputs' layouts (mixed radix): into found, or -1
+  std::vector<deferred_best> found;
+
+  static constexpr deferred_memo of(const graph& g, std::size_t fj, const digits& dg) {
+    deferred_memo m{};
+    std::uint64_t n = 1;
+    for (int fi = 0; fi < g.ops[fj].in.size(); ++fi)
+      if (g.tensors[static_cast<std::size_t>(g.ops[fj].in[fi])].kind == tensor_kind::activation) {
+        const int q = dg.slot_of(g.ops[fj].in[fi]);
+        m.place.push_back(q);
+        n *= dg.radix[static_cast<std::size_t>(q)];
+        if (n > (1u << 16)) return m.place.clear(), m;  // too many to keep: computed each time
+      }
+    m.at.assign(static_cast<std::size_t>(n), -1);
+    return m;
+  }
+  constexpr const deferred_best& get(const graph& g, const prepared& pr, const tables& tb, std::size_t fj,
+                                     const digits& dg, std::uint64_t code) {
+    if (at.empty()) {
+      found.assign(1, best_deferred(g, pr, tb, fj, dg, code));
+      return found[0];
+    }
+    std::size_t k = 0, mult = 1;
+    for (const int q : place) {
+      k += mult * static_cast<std::size_t>(dg.at(code, q));
+      mult *= static_cast<std::size_t>(dg.radix[static_cast<std::size_t>(q)]);
+    }
+    if (at[k] < 0) {
+      found.push_back(best_deferred(g, pr, tb, fj, dg, code));
+      at[k] = static_cast<int>(found.size()) - 1;
+    }
+    return found[static_cast<std::size_t>(at[k])];
+  }
+};
+
 /// The dynamic program: the fastest pair at the end (least_memory: the smallest).
 constexpr solution run(const graph& g, const cost_model& cm, const pins& p, bool least_memory) {
   solution sol{};
-  const prepared pr = prepare(g, cm, p);
+  prepared pr = prepare(g, cm, p);
   if (pr.error != search_error::none) return sol.error = pr.error, sol.bad_op = pr.bad_op, sol;
-  transfer_cache cache;
+  move_costs cache;
   const tables tb = make_tables(g, pr, cm, cache);
-  sol.plans = cache.planned;
+  sol.plans = cache.planned();
   const std::size_t nt = g.tensors.size(), no = g.ops.size();
-  std::vector<std::vector<state>> layers(no + 1);
-  layers[0].push_back({{}, {label{}}});
-  std::vector<int> live_before{};
+  std::vector<layer> layers(no + 1);
+  layers[0].states.push_back({0, {label{}}});
+  digits before = digits_of({}, tb);
   bool pruned = false;
   // Without a budget a state needs only its fastest pair (least_memory asks for the smallest)
   const bool time_only = !least_memory && !(cm.memory_budget < std::numeric_limits<double>::infinity());
   const deferral d = plan_deferral(g, pr, time_only);
-  const auto slot_of = [&](int t) {
-    for (std::size_t q = 0; q < live_before.size(); ++q)
-      if (live_before[q] == t) return static_cast<int>(q);
-    return -1;
-  };
   for (std::size_t j = 0; j < no; ++j) {
     const op_node& op = g.ops[j];
-    const std::vector<int> live = state_after(g, d, static_cast<int>(j));
+    const digits after = digits_of(state_after(g, d, static_cast<int>(j)), tb);
+    if (!after.fits) return sol.error = search_error::too_many_states, sol.bad_op = static_cast<int>(j), sol;
+    std::vector<state>& from = layers[j].states;
+    layer& next = layers[j + 1];
     if (d.reader[j] >= 0) {  // chosen with its reader: the states pass through (the same tensors)
-      for (std::size_t si = 0; si < layers[j].size(); ++si) {
-        state next{{}, {}};
-        for (const int t : live) next.key.push_back(layers[j][si].key[static_cast<std::size_t>(slot_of(t))]);
-        for (std::size_t li = 0; li < layers[j][si].labels.size(); ++li) {
-          label l = layers[j][si].labels[li];
+      for (std::size_t si = 0; si < from.size(); ++si) {
+        std::uint64_t code = 0;
+        for (std::size_t q = 0; q < after.live.size(); ++q)
+          code += after.stride[q] * static_cast<std::uint64_t>(before.at(from[si].code, before.slot_of(after.live[q])));
+        const std::size_t ns = next.at(code);
+        for (std::size_t li = 0; li < from[si].labels.size(); ++li) {
+          label l = from[si].labels[li];
           l.prev_state = static_cast<int>(si), l.prev_label = static_cast<int>(li), l.strategy = -1, l.rest = {};
           l.folded = {};
-          next.labels.push_back(l);
+          insert_pareto(next.states[ns].labels, l, time_only);
         }
-        layers[j + 1].push_back(next);
       }
-      sol.states += static_cast<long>(layers[j + 1].size());
-      live_before = live;
+      sol.states += static_cast<long>(next.states.size());
+      before = after;
       continue;
     }
-    // where each input and each live tensor sits in the state's key; inputs a deferred
+    // where each input and each live tensor sits in the state's code; inputs a deferred
     // operator makes: that operator
     svec<int, ops::max_op_inputs> slot{}, folded_op{};
+    deferred_memo memo[ops::max_op_inputs]{};
     for (int i = 0; i < op.in.size(); ++i) {
       const tensor_node& tn = g.tensors[static_cast<std::size_t>(op.in[i])];
       const bool deferred = tn.kind == tensor_kind::activation && d.reader[static_cast<std::size_t>(tn.producer)] >= 0;
-      slot.push_back(deferred ? -1 : slot_of(op.in[i]));
+      slot.push_back(deferred ? -1 : before.slot_of(op.in[i]));
       folded_op.push_back(deferred ? tn.producer : -1);
+      if (deferred) memo[i] = deferred_memo::of(g, static_cast<std::size_t>(tn.producer), before);
     }
     std::vector<int> carried;  // per live tensor: its slot before, or -1 (this op's output)
-    for (const int t : live) carried.push_back(t == op.out ? -1 : slot_of(t));
-    for (std::size_t si = 0; si < layers[j].size(); ++si) {
-      const state& st = layers[j][si];
+    for (const int t : after.live) carried.push_back(t == op.out ? -1 : before.slot_of(t));
+    for (std::size_t si = 0; si < from.size(); ++si) {
+      const state& st = from[si];
       if (st.labels.empty()) continue;
-      // each deferred input's best strategy for each of its reader's reads of it (rows[t][c])
-      svec<std::vector<deferred_cost>, ops::max_op_inputs> best_of{};  // [i][c]
-      svec<std::vector<int>, ops::max_op_inputs> best_p{};             // [i][c]
-      for (int i = 0; i < op.in.size(); ++i) {
-        best_of.push_back({});
-        best_p.push_back({});
-        if (folded_op[i] < 0) continue;
-        const std::size_t fj = static_cast<std::size_t>(folded_op[i]);
-        const op_node& fop = g.ops[fj];
-        std::vector<deferred_cost> base(pr.strategies[fj].size());
-        for (std::size_t fx = 0; fx < pr.strategies[fj].size(); ++fx) {
-          const strategy& fs = pr.strategies[fj][fx];
-          deferred_cost c{fs.compute_s, 0, fs.saved_bytes, {}, true};
-          for (int fi = 0; fi < fop.in.size() && c.ok; ++fi) {
-            const int row = tb.row_of[fj][fx][fi];
-            if (row >= 0) {
-              const std::size_t t = static_cast<std::size_t>(fop.in[fi]);
-              const std::size_t h = static_cast<std::size_t>(st.key[static_cast<std::size_t>(slot_of(fop.in[fi]))]);
-              const edge_row& e = tb.rows[t][static_cast<std::size_t>(row)];
-              if (!(e.seconds[h] < std::numeric_limits<double>::infinity())) c.ok = false;
-              c.comm += e.seconds[h];
-              c.collectives += e.collectives[h];
-            } else if (tb.choices_of[fj][fx][fi] >= 0) {
-              const std::vector<rest_choice>& list = tb.choices[static_cast<std::size_t>(tb.choices_of[fj][fx][fi])];
-              if (list.empty()) {
-                c.ok = false;
-                continue;
-              }
-              const rest_choice& r = fastest_rest(list);
-              c.comm += r.comm, c.memory += r.memory, c.collectives += r.collectives;
-            }
-          }
-          base[fx] = c;
-        }
-        const std::size_t t = static_cast<std::size_t>(fop.out);
-        for (std::size_t c = 0; c < tb.rows[t].size(); ++c) {
-          deferred_cost b{};
-          int bp = -1;
-          for (std::size_t fx = 0; fx < base.size(); ++fx) {
-            if (!base[fx].ok) continue;
-            const std::size_t h = static_cast<std::size_t>(tb.out_index[fj][fx]);
-            const double edge = tb.rows[t][c].seconds[h];
-            if (!(edge < std::numeric_limits<double>::infinity())) continue;
-            const double time = base[fx].compute + base[fx].comm + edge;
-            if (bp < 0 || time < b.compute + b.comm || (time == b.compute + b.comm && base[fx].memory < b.memory)) {
-              b = base[fx];
-              b.comm += edge;
-              b.collectives += tb.rows[t][c].collectives[h];
-              bp = static_cast<int>(fx);
-            }
-          }
-          best_of[i].push_back(b);
-          best_p[i].push_back(bp);
-        }
-      }
+      svec<const deferred_best*, ops::max_op_inputs> best{};  // per input a deferred operator makes
+      for (int i = 0; i < op.in.size(); ++i)
+        best.push_back(folded_op[i] < 0 ? nullptr
+                                        : &memo[i].get(g, pr, tb, static_cast<std::size_t>(folded_op[i]), before, st.code));
       for (std::size_t x = 0; x < pr.strategies[j].size(); ++x) {
         const strategy& s = pr.strategies[j][x];
         label base{};
@@ -670,16 +733,16 @@ constexpr solution run(const graph& g, const cost_model& cm, const pins& p, bool
           const int row = tb.row_of[j][x][i];
           if (folded_op[i] >= 0) {
             const std::size_t c = static_cast<std::size_t>(row);
-            if (best_p[i][c] < 0) {
+            if (best[i]->strategy[c] < 0) {
               fits = false;
               continue;
             }
-            const deferred_cost& b = best_of[i][c];
+            const deferred_cost& b = best[i]->cost[c];
             base.compute += b.compute, base.comm += b.comm, base.memory += b.memory, base.collectives += b.collectives;
-            base.folded[i] = best_p[i][c];
+            base.folded[i] = best[i]->strategy[c];
           } else if (row >= 0) {
             const std::size_t t = static_cast<std::size_t>(op.in[i]);
-            const std::size_t h = static_cast<std::size_t>(st.key[static_cast<std::size_t>(slot[i])]);
+            const std::size_t h = static_cast<std::size_t>(before.at(st.code, slot[i]));
             const edge_row& e = tb.rows[t][static_cast<std::size_t>(row)];
             if (!(e.seconds[h] < std::numeric_limits<double>::infinity())) fits = false;
             base.comm += e.seconds[h];
@@ -690,27 +753,21 @@ constexpr solution run(const graph& g, const cost_model& cm, const pins& p, bool
           }
         }
         if (!fits) continue;
-        std::vector<int> key;
-        for (std::size_t q = 0; q < live.size(); ++q)
-          key.push_back(carried[q] < 0 ? tb.out_index[j][x] : st.key[static_cast<std::size_t>(carried[q])]);
-        int ns = -1;
-        for (std::size_t q = 0; q < layers[j + 1].size() && ns < 0; ++q)
-          if (layers[j + 1][q].key == key) ns = static_cast<int>(q);
-        if (ns < 0) {
-          layers[j + 1].push_back({key, {}});
-          ns = static_cast<int>(layers[j + 1].size()) - 1;
-        }
+        std::uint64_t code = 0;
+        for (std::size_t q = 0; q < after.live.size(); ++q)
+          code += after.stride[q] * static_cast<std::uint64_t>(carried[q] < 0 ? tb.out_index[j][x] : before.at(st.code, carried[q]));
+        const std::size_t ns = next.at(code);
         std::size_t combos = 1;
         for (int q = 0; q < param_input.size(); ++q)
           combos *= tb.choices[static_cast<std::size_t>(tb.choices_of[j][x][param_input[q]])].size();
         for (std::size_t li = 0; li < st.labels.size(); ++li)
           for (std::size_t c = 0; c < combos; ++c) {
             label l = base;
-            const label& from = st.labels[li];
-            l.compute += from.compute;
-            l.comm += from.comm;
-            l.memory += from.memory;
-            l.collectives += from.collectives;
+            const label& prev = st.labels[li];
+            l.compute += prev.compute;
+            l.comm += prev.comm;
+            l.memory += prev.memory;
+            l.collectives += prev.collectives;
             l.prev_state = static_cast<int>(si);
             l.prev_label = static_cast<int>(li);
             std::size_t rest = c;
@@ -723,28 +780,29 @@ constexpr solution run(const graph& g, const cost_model& cm, const pins& p, bool
               l.collectives += r.collectives;
               l.rest[param_input[q]] = r.rest;
             }
-            if (l.memory <= cm.memory_budget) insert_pareto(layers[j + 1][static_cast<std::size_t>(ns)].labels, l, time_only);
+            if (l.memory <= cm.memory_budget) insert_pareto(next.states[ns].labels, l, time_only);
             else pruned = true;
           }
       }
     }
-    sol.states += static_cast<long>(layers[j + 1].size());
-    live_before = live;
+    sol.states += static_cast<long>(next.states.size());
+    before = after;
   }
+  const std::vector<state>& last = layers[no].states;
   int best_state = -1, best_label = -1;
-  for (std::size_t q = 0; q < layers[no].size(); ++q)
-    for (std::size_t li = 0; li < layers[no][q].labels.size(); ++li) {
-      const label& l = layers[no][q].labels[li];
+  for (std::size_t q = 0; q < last.size(); ++q)
+    for (std::size_t li = 0; li < last[q].labels.size(); ++li) {
+      const label& l = last[q].labels[li];
       if (best_state < 0) {
         best_state = static_cast<int>(q), best_label = static_cast<int>(li);
         continue;
       }
-      const label& b = layers[no][static_cast<std::size_t>(best_state)].labels[static_cast<std::size_t>(best_label)];
+      const label& b = last[static_cast<std::size_t>(best_state)].labels[static_cast<std::size_t>(best_label)];
       if (least_memory ? l.memory < b.memory : l.time() < b.time())
         best_state = static_cast<int>(q), best_label = static_cast<int>(li);
     }
   if (best_state < 0) return sol.error = pruned ? search_error::over_budget : search_error::no_strategy, sol;
-  const label& end = layers[no][static_cast<std::size_t>(best_state)].labels[static_cast<std::size_t>(best_label)];
+  const label& end = last[static_cast<std::size_t>(best_state)].labels[static_cast<std::size_t>(best_label)];
   sol.compute_s = end.compute;
   sol.comm_s = end.comm;
   sol.memory_bytes = end.memory;
@@ -769,7 +827,7 @@ constexpr solution run(const graph& g, const cost_model& cm, const pins& p, bool
       if (tn.kind == tensor_kind::param) {
         const int r = rest[i] >= 0 ? rest[i]
                                    : fastest_rest(tb.choices[static_cast<std::size_t>(tb.choices_of[j][x][i])]).rest;
-        sol.layouts[t] = pr.rests[t][static_cast<std::size_t>(r)];
+        sol.layouts[t] = pr.ids[pr.rests[t][static_cast<std::size_t>(r)]];
       } else if (tn.kind == tensor_kind::data) {
         sol.layouts[t] = s.k.in[i];
       }
@@ -777,7 +835,7 @@ constexpr solution run(const graph& g, const cost_model& cm, const pins& p, bool
   };
   int si = best_state, li = best_label;
   for (std::size_t j = no; j-- > 0;) {
-    const label& l = layers[j + 1][static_cast<std::size_t>(si)].labels[static_cast<std::size_t>(li)];
+    const label& l = layers[j + 1].states[static_cast<std::size_t>(si)].labels[static_cast<std::size_t>(li)];
     if (l.strategy >= 0) {
       record(j, static_cast<std::size_t>(l.strategy), l.rest);
       for (int i = 0; i < l.folded.size(); ++i)
@@ -813,9 +871,9 @@ namespace search_detail {
 struct enumeration {
   const graph& g;
   const cost_model& cm;
-  const prepared& pr;
-  transfer_cache cache{};
-  std::vector<layout_spec> held{};
+  prepared& pr;
+  move_costs cache{};
+  std::vector<int> held{};  // per activation: the id of the layout its operator made
   double best = std::numeric_limits<double>::infinity();
   long assignments = 0;
 
@@ -834,16 +892,16 @@ struct enumeration {
         const int x = op.in[i];
         const tensor_node& tn = g.tensors[static_cast<std::size_t>(x)];
         if (tn.kind == tensor_kind::activation) {
-          const layout_spec& h = held[static_cast<std::size_t>(x)];
-          if (!partial_fits(s, i, &h)) fits = false;
-          else t += cache.get(h, s.k.in[i], tn.bytes(), cm).seconds +
-                    cache.get(s.grad_in[i], partial_as_replicate(h), tn.bytes(), cm).seconds;
+          const int h = held[static_cast<std::size_t>(x)];
+          if (!partial_fits(s.k.in[i], &pr.ids[h])) fits = false;
+          else t += cache.get(pr.ids, h, s.in_id[i], tn.bytes(), cm).seconds +
+                    cache.get(pr.ids, s.grad_id[i], pr.ids.as_replicate(h), tn.bytes(), cm).seconds;
         } else if (tn.kind == tensor_kind::param) {
           params.push_back(i);
         }
       }
       if (!fits) continue;
-      held[static_cast<std::size_t>(op.out)] = s.k.out;
+      held[static_cast<std::size_t>(op.out)] = s.out_id;
       with_params(j, s, params, 0, t, mem);
     }
   }
@@ -853,10 +911,10 @@ struct enumeration {
     if (q == params.size()) return from(j + 1, time, memory);
     const int i = params[q], x = g.ops[j].in[i];
     const double bytes = g.tensors[static_cast<std::size_t>(x)].bytes();
-    for (const layout_spec& r : pr.rests[static_cast<std::size_t>(x)])
+    for (const int r : pr.rests[static_cast<std::size_t>(x)])
       with_params(j, s, params, q + 1,
-                  time + cache.get(r, s.k.in[i], bytes, cm).seconds + cache.get(s.grad_in[i], r, bytes, cm).seconds,
-                  memory + (2 + cm.optimizer_states) * bytes * block_fraction(r));
+                  time + cache.get(pr.ids, r, s.in_id[i], bytes, cm).seconds + cache.get(pr.ids, s.grad_id[i], r, bytes, cm).seconds,
+                  memory + (2 + cm.optimizer_states) * bytes * block_fraction(pr.ids[r]));
   }
 };
 
@@ -869,7 +927,7 @@ struct enumerated {
   long assignments = 0;
 };
 constexpr enumerated brute_force(const graph& g, const cost_model& cm = {}, const pins& p = {}) {
-  const search_detail::prepared pr = search_detail::prepare(g, cm, p);
+  search_detail::prepared pr = search_detail::prepare(g, cm, p);
   search_detail::enumeration e{g, cm, pr};
   e.held.resize(g.tensors.size());
   if (pr.error == search_error::none) e.from(0, 0, 0);
