@@ -54,22 +54,24 @@ constexpr double block_fraction(const layout_spec& s) {
 ///   reduce_scatter   (n−1)·α + (n−1)/n·f·B·β        all_to_all alike
 ///   all_reduce      2(n−1)·α + 2(n−1)/n·f·B·β
 ///   local            f'·B / memory_bytes_per_s      f': the fraction written
-constexpr double step_seconds(const plan_step& s, double bytes, const cost_model& cm) {
+/// The step is given as the planner's search finds it (plan_detail::packed_step).
+constexpr double step_seconds(const plan_detail::packed_step& s, const mesh_shape_vec& mesh, double bytes,
+                              const cost_model& cm) {
   double n = 1, alpha = 0, beta = 0;
-  for (int m = 0; m < s.from.mesh.size(); ++m)
+  for (int m = 0; m < mesh.size(); ++m)
     if ((s.mesh_dims >> m) & 1u) {
-      n *= static_cast<double>(s.from.mesh[m]);
+      n *= static_cast<double>(mesh[m]);
       const link l = cm.on(m);
       alpha = alpha > l.alpha_s ? alpha : l.alpha_s;
       beta = beta > l.beta_s_per_byte ? beta : l.beta_s_per_byte;
     }
-  const double f = block_fraction(s.from) * bytes;
+  const double f = plan_detail::block_fraction(s.from, mesh) * bytes;
   switch (s.kind) {
     case step_kind::all_gather: return (n - 1) * alpha + (n - 1) * f * beta;
     case step_kind::reduce_scatter:
     case step_kind::all_to_all: return (n - 1) * alpha + (n - 1) / n * f * beta;
     case step_kind::all_reduce: return 2 * (n - 1) * alpha + 2 * (n - 1) / n * f * beta;
-    default: return block_fraction(s.to) * bytes / cm.memory_bytes_per_s;
+    default: return plan_detail::block_fraction(s.to, mesh) * bytes / cm.memory_bytes_per_s;
   }
 }
 
@@ -101,11 +103,13 @@ struct transfer {
 constexpr transfer transfer_cost(const layout_spec& from, const layout_spec& to, double bytes, const cost_model& cm) {
   transfer t{};
   if (same_blocks(from, to)) return t;
-  const plan_result p = make_plan(from, to, bytes);
-  if (!p.ok()) return t.ok = false, t;
-  for (int i = 0; i < p.value.steps.size(); ++i) {
-    t.seconds += step_seconds(p.value.steps[i], bytes, cm);
-    if (is_collective(p.value.steps[i].kind)) ++t.collectives.n[static_cast<int>(p.value.steps[i].kind)];
+  if (plan_detail::plannable(from, to) != plan_error::none) return t.ok = false, t;
+  // make_plan's own search (the same steps), without building the plan's layouts
+  const plan_detail::packed_plan p = plan_detail::search_plan(from, to, bytes, spmd::cost_model{}, unlimited_plan_work);
+  if (p.error != plan_error::none) return t.ok = false, t;
+  for (int i = 0; i < p.steps.size(); ++i) {
+    t.seconds += step_seconds(p.steps[i], from.mesh, bytes, cm);
+    if (is_collective(p.steps[i].kind)) ++t.collectives.n[static_cast<int>(p.steps[i].kind)];
   }
   return t;
 }

@@ -29,9 +29,9 @@ constexpr layout_key key_of(const layout_spec& s) {
   return {plan_detail::without_unit_dims(plan_detail::pack(s), s), s.tensor_rank};
 }
 
-constexpr std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
-  return h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2));
-}
+// The hashes stay small numbers on purpose: in the compiler every distinct integer a constant
+// evaluation makes is a node it keeps until the evaluation ends, and a multiplicative hash makes
+// a new one per call.
 
 /// Open addressing over a table of at most half-full slots: `find(h, same)` returns the slot
 /// of the entry `same` accepts, or the empty one where it belongs.
@@ -41,7 +41,7 @@ struct slot_table {
 
   template <class Same>
   constexpr std::size_t find(std::uint64_t h, Same&& same) const {
-    std::size_t i = static_cast<std::size_t>(h ^ (h >> 29)) & (slots.size() - 1);
+    std::size_t i = static_cast<std::size_t>(h ^ (h >> 15) ^ (h >> 30)) & (slots.size() - 1);
     while (slots[i] >= 0 && !same(slots[i])) i = (i + 1) & (slots.size() - 1);
     return i;
   }
@@ -64,7 +64,7 @@ class layout_ids {
   slot_table index_;
 
   static constexpr std::uint64_t hash(const layout_key& k) {
-    return mix(k.packed * 0x9E3779B97F4A7C15ull, static_cast<std::uint64_t>(k.rank));
+    return (k.packed ^ (k.packed >> 24) ^ (k.packed >> 48)) * 40503u + static_cast<std::uint64_t>(k.rank);
   }
 
  public:
@@ -103,19 +103,62 @@ class layout_ids {
 };
 
 /// The moves' costs by (from, to, bytes), each planned once: the search asks for the same
-/// moves many times, and identical blocks of a model ask for exactly the same ones.
+/// moves many times, and identical blocks of a model ask for exactly the same ones. A move
+/// the table has not seen is looked up again with its tensor dims renamed canonically (the
+/// planner plans that pair: plan_detail::canonical_renaming), so S(0)→S(1) and S(1)→S(0)
+/// of one tensor, which differ only in the dims' names, are planned once.
 class move_costs {
   struct entry {
     int from, to;
     double bytes;
     transfer t;
   };
+  struct canonical_entry {
+    std::uint64_t from, to;  // packed, dims renamed
+    int rank;
+    double bytes;
+    transfer t;
+  };
   std::vector<entry> entries_;
   slot_table index_;
+  std::vector<canonical_entry> canonical_;
+  slot_table canonical_index_;
 
   static constexpr std::uint64_t hash(int from, int to, double bytes) {
-    return mix(mix(static_cast<std::uint64_t>(from) * 0x9E3779B97F4A7C15ull, static_cast<std::uint64_t>(to)),
-               static_cast<std::uint64_t>(bytes));
+    return static_cast<std::uint64_t>(from) * 92821u + static_cast<std::uint64_t>(to) * 48611u +
+           static_cast<std::uint64_t>(bytes) % 65521u * 7919u;
+  }
+  static constexpr std::uint64_t hash(std::uint64_t from, std::uint64_t to, int rank, double bytes) {
+    const auto fold = [](std::uint64_t x) { return (x ^ (x >> 24) ^ (x >> 48)) & 0xFFFFFFu; };
+    return fold(from) * 92821u + fold(to) * 48611u + static_cast<std::uint64_t>(rank) * 131u +
+           static_cast<std::uint64_t>(bytes) % 65521u * 7919u;
+  }
+
+  constexpr transfer plan(const layout_ids& ids, int from, int to, double bytes, const cost_model& cm) {
+    const layout_spec& f = ids[from];
+    const layout_spec& t = ids[to];
+    if (!(f.mesh == t.mesh) || f.tensor_rank != t.tensor_rank) return transfer_cost(f, t, bytes, cm);
+    const int dims = f.mesh.size();
+    const layout_key kf = key_of(f), kt = key_of(t);
+    const plan_detail::dim_renaming names = plan_detail::canonical_renaming(kf.packed, kt.packed, dims, kf.rank);
+    const std::uint64_t cf = plan_detail::rename_dims(kf.packed, dims, names.to);
+    const std::uint64_t ct = plan_detail::rename_dims(kt.packed, dims, names.to);
+    const auto same = [&](int e) {
+      const canonical_entry& x = canonical_[static_cast<std::size_t>(e)];
+      return x.from == cf && x.to == ct && x.rank == kf.rank && x.bytes == bytes;
+    };
+    const std::uint64_t h = hash(cf, ct, kf.rank, bytes);
+    std::size_t i = canonical_index_.find(h, same);
+    if (canonical_index_.slots[i] >= 0) return canonical_[static_cast<std::size_t>(canonical_index_.slots[i])].t;
+    canonical_index_.reserve_one([&](int e) {
+      const canonical_entry& x = canonical_[static_cast<std::size_t>(e)];
+      return hash(x.from, x.to, x.rank, x.bytes);
+    });
+    i = canonical_index_.find(h, same);
+    canonical_.push_back({cf, ct, kf.rank, bytes, transfer_cost(f, t, bytes, cm)});
+    canonical_index_.slots[i] = static_cast<int>(canonical_.size()) - 1;
+    ++canonical_index_.count;
+    return canonical_.back().t;
   }
 
  public:
@@ -132,13 +175,13 @@ class move_costs {
       return hash(x.from, x.to, x.bytes);
     });
     i = index_.find(hash(from, to, bytes), same);
-    entries_.push_back({from, to, bytes, transfer_cost(ids[from], ids[to], bytes, cm)});
+    entries_.push_back({from, to, bytes, plan(ids, from, to, bytes, cm)});
     index_.slots[i] = static_cast<int>(entries_.size()) - 1;
     ++index_.count;
     return entries_.back().t;
   }
-  /// Moves planned (one plan each).
-  constexpr long planned() const { return static_cast<long>(entries_.size()); }
+  /// Moves planned (one plan each: the distinct pairs after renaming).
+  constexpr long planned() const { return static_cast<long>(canonical_.size()); }
 };
 
 }  // namespace spmd::autoshard::search_detail

@@ -547,7 +547,7 @@ struct layer {
   std::vector<state> states;
   slot_table index;
 
-  static constexpr std::uint64_t hash(std::uint64_t code) { return code * 0x9E3779B97F4A7C15ull; }
+  static constexpr std::uint64_t hash(std::uint64_t code) { return code * 40503u; }
   /// The index of the state of `code`, made (with no pairs) the first time.
   constexpr std::size_t at(std::uint64_t code) {
     const auto same = [&](int e) { return states[static_cast<std::size_t>(e)].code == code; };
@@ -710,78 +710,115 @@ constexpr solution run(const graph& g, const cost_model& cm, const pins& p, bool
       folded_op.push_back(deferred ? tn.producer : -1);
       if (deferred) memo[i] = deferred_memo::of(g, static_cast<std::size_t>(tn.producer), before);
     }
-    std::vector<int> carried;  // per live tensor: its slot before, or -1 (this op's output)
-    for (const int t : after.live) carried.push_back(t == op.out ? -1 : before.slot_of(t));
+    std::uint64_t out_stride = 0;  // the place value of this op's output in the next code
+    std::vector<std::uint64_t> carried_stride;  // per slot before: its place value after, or 0
+    carried_stride.assign(before.live.size(), 0);
+    for (std::size_t q = 0; q < after.live.size(); ++q) {
+      if (after.live[q] == op.out) out_stride = after.stride[q];
+      else carried_stride[static_cast<std::size_t>(before.slot_of(after.live[q]))] = after.stride[q];
+    }
+    // each strategy's fixed part: the rows its activation inputs read, the rest layouts its
+    // parameters take (time only: the fastest; else every combination of their Pareto sets)
+    struct recipe {
+      svec<const edge_row*, ops::max_op_inputs> row{};  // per input: made by a state's tensor, else null
+      svec<int, ops::max_op_inputs> param{};            // parameter inputs
+      svec<const std::vector<rest_choice>*, ops::max_op_inputs> rests{};  // per parameter input
+      std::size_t combos = 1;
+      bool fits = true;
+    };
+    std::vector<recipe> recipes(pr.strategies[j].size());
+    for (std::size_t x = 0; x < recipes.size(); ++x) {
+      recipe& r = recipes[x];
+      for (int i = 0; i < op.in.size(); ++i) {
+        const int row = tb.row_of[j][x][i];
+        r.row.push_back(row >= 0 && folded_op[i] < 0 ? &tb.rows[static_cast<std::size_t>(op.in[i])][static_cast<std::size_t>(row)] : nullptr);
+        const int choice = tb.choices_of[j][x][i];
+        if (choice < 0) continue;
+        const std::vector<rest_choice>& list = tb.choices[static_cast<std::size_t>(choice)];
+        if (list.empty()) r.fits = false;
+        r.param.push_back(i);
+        r.rests.push_back(&list);
+        if (!time_only) r.combos *= list.size();
+      }
+    }
     for (std::size_t si = 0; si < from.size(); ++si) {
       const state& st = from[si];
       if (st.labels.empty()) continue;
       svec<const deferred_best*, ops::max_op_inputs> best{};  // per input a deferred operator makes
-      for (int i = 0; i < op.in.size(); ++i)
+      svec<std::size_t, ops::max_op_inputs> h{};              // per input a state's tensor holds: its layout
+      for (int i = 0; i < op.in.size(); ++i) {
         best.push_back(folded_op[i] < 0 ? nullptr
                                         : &memo[i].get(g, pr, tb, static_cast<std::size_t>(folded_op[i]), before, st.code));
+        h.push_back(slot[i] >= 0 ? static_cast<std::size_t>(before.at(st.code, slot[i])) : 0);
+      }
+      std::uint64_t kept = 0;  // the next code's digits of the tensors carried on
+      for (std::size_t q = 0; q < before.live.size(); ++q)
+        if (carried_stride[q] != 0) kept += carried_stride[q] * static_cast<std::uint64_t>(before.at(st.code, static_cast<int>(q)));
       for (std::size_t x = 0; x < pr.strategies[j].size(); ++x) {
         const strategy& s = pr.strategies[j][x];
-        label base{};
-        base.compute = s.compute_s;
-        base.memory = s.saved_bytes;
-        base.strategy = static_cast<int>(x);
+        const recipe& r = recipes[x];
+        if (!r.fits) continue;
+        // the step's time and memory up to this operator, summed as the pairs are
+        double compute = s.compute_s, comm = 0, memory = s.saved_bytes;
         bool fits = true;
-        svec<int, ops::max_op_inputs> param_input{};
         for (int i = 0; i < op.in.size() && fits; ++i) {
-          base.rest.push_back(-1);
-          base.folded.push_back(-1);
-          const int row = tb.row_of[j][x][i];
-          if (folded_op[i] >= 0) {
-            const std::size_t c = static_cast<std::size_t>(row);
-            if (best[i]->strategy[c] < 0) {
-              fits = false;
-              continue;
-            }
+          if (best[i] != nullptr) {
+            const std::size_t c = static_cast<std::size_t>(tb.row_of[j][x][i]);
+            if (best[i]->strategy[c] < 0) fits = false;
             const deferred_cost& b = best[i]->cost[c];
-            base.compute += b.compute, base.comm += b.comm, base.memory += b.memory, base.collectives += b.collectives;
-            base.folded[i] = best[i]->strategy[c];
-          } else if (row >= 0) {
-            const std::size_t t = static_cast<std::size_t>(op.in[i]);
-            const std::size_t h = static_cast<std::size_t>(before.at(st.code, slot[i]));
-            const edge_row& e = tb.rows[t][static_cast<std::size_t>(row)];
-            if (!(e.seconds[h] < std::numeric_limits<double>::infinity())) fits = false;
-            base.comm += e.seconds[h];
-            base.collectives += e.collectives[h];
-          } else if (tb.choices_of[j][x][i] >= 0) {
-            param_input.push_back(i);
-            if (tb.choices[static_cast<std::size_t>(tb.choices_of[j][x][i])].empty()) fits = false;
+            compute += b.compute, comm += b.comm, memory += b.memory;
+          } else if (r.row[i] != nullptr) {
+            const double e = r.row[i]->seconds[h[i]];
+            if (!(e < std::numeric_limits<double>::infinity())) fits = false;
+            comm += e;
           }
         }
         if (!fits) continue;
-        std::uint64_t code = 0;
-        for (std::size_t q = 0; q < after.live.size(); ++q)
-          code += after.stride[q] * static_cast<std::uint64_t>(carried[q] < 0 ? tb.out_index[j][x] : before.at(st.code, carried[q]));
-        const std::size_t ns = next.at(code);
-        std::size_t combos = 1;
-        for (int q = 0; q < param_input.size(); ++q)
-          combos *= tb.choices[static_cast<std::size_t>(tb.choices_of[j][x][param_input[q]])].size();
+        std::vector<label>& pairs = next.states[next.at(kept + out_stride * static_cast<std::uint64_t>(tb.out_index[j][x]))].labels;
         for (std::size_t li = 0; li < st.labels.size(); ++li)
-          for (std::size_t c = 0; c < combos; ++c) {
-            label l = base;
+          for (std::size_t combo = 0; combo < r.combos; ++combo) {
             const label& prev = st.labels[li];
-            l.compute += prev.compute;
-            l.comm += prev.comm;
-            l.memory += prev.memory;
-            l.collectives += prev.collectives;
+            double l_compute = compute + prev.compute, l_comm = comm + prev.comm, l_memory = memory + prev.memory;
+            svec<int, ops::max_op_inputs> rest{};
+            collective_counts rest_collectives{};
+            std::size_t left = combo;
+            for (int q = 0; q < r.param.size(); ++q) {
+              const std::vector<rest_choice>& list = *r.rests[q];
+              const rest_choice& rc = time_only ? fastest_rest(list) : list[left % list.size()];
+              left /= list.size();
+              l_comm += rc.comm;
+              l_memory += rc.memory;
+              rest_collectives += rc.collectives;
+              rest.push_back(rc.rest);
+            }
+            if (!(l_memory <= cm.memory_budget)) {
+              pruned = true;
+              continue;
+            }
+            const double l_time = l_compute + l_comm;
+            if (time_only && !pairs.empty() &&
+                !(l_time < pairs[0].time() || (l_time == pairs[0].time() && l_memory < pairs[0].memory)))
+              continue;  // not better than the state's pair: never made
+            label l{};
+            l.compute = l_compute, l.comm = l_comm, l.memory = l_memory;
             l.prev_state = static_cast<int>(si);
             l.prev_label = static_cast<int>(li);
-            std::size_t rest = c;
-            for (int q = 0; q < param_input.size(); ++q) {
-              const std::vector<rest_choice>& list = tb.choices[static_cast<std::size_t>(tb.choices_of[j][x][param_input[q]])];
-              const rest_choice& r = list[rest % list.size()];
-              rest /= list.size();
-              l.comm += r.comm;
-              l.memory += r.memory;
-              l.collectives += r.collectives;
-              l.rest[param_input[q]] = r.rest;
+            l.strategy = static_cast<int>(x);
+            l.collectives = prev.collectives;
+            for (int i = 0; i < op.in.size(); ++i) {
+              l.rest.push_back(-1);
+              l.folded.push_back(-1);
+              if (best[i] != nullptr) {
+                const std::size_t c = static_cast<std::size_t>(tb.row_of[j][x][i]);
+                l.collectives += best[i]->cost[c].collectives;
+                l.folded[i] = best[i]->strategy[c];
+              } else if (r.row[i] != nullptr) {
+                l.collectives += r.row[i]->collectives[h[i]];
+              }
             }
-            if (l.memory <= cm.memory_budget) insert_pareto(next.states[ns].labels, l, time_only);
-            else pruned = true;
+            for (int q = 0; q < r.param.size(); ++q) l.rest[r.param[q]] = rest[q];
+            l.collectives += rest_collectives;
+            insert_pareto(pairs, l, time_only);
           }
       }
     }

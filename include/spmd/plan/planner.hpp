@@ -331,22 +331,37 @@ class state_index {
 
 }  // namespace plan_detail
 
-/// The cheapest plan from `src` to `dst` (both from make_spec) for a tensor of
-/// `global_bytes` bytes, under `cm`. Ties go to fewer collectives, then fewer steps. With a
-/// `max_work` >= 0, the search gives up (over_budget) after examining that many moves: the
-/// compile-time callers stop before the compiler's own evaluation limit does.
-constexpr plan_result make_plan(const layout_spec& src, const layout_spec& dst, double global_bytes,
-                                const cost_model& cm = {}, long max_work = unlimited_plan_work) {
-  using namespace plan_detail;
-  plan_result out{};
-  if (!(src.mesh == dst.mesh)) return out.error = plan_error::different_mesh, out;
-  if (src.tensor_rank != dst.tensor_rank) return out.error = plan_error::different_rank, out;
-  if (src.placements.size() != src.mesh.size() || dst.placements.size() != dst.mesh.size())
-    return out.error = plan_error::invalid_layout, out;
+namespace plan_detail {
 
+/// A plan step as the search finds it: packed states, no layouts (a plan of 24 steps of two
+/// layouts each is thousands of values to build in the compiler; callers that only cost a
+/// plan read this).
+struct packed_step {
+  step_kind kind = step_kind::chunk;
+  dim_mask mesh_dims = 0;
+  reduce_op op = reduce_op::sum;
+  state from = 0, to = 0;
+};
+
+struct packed_plan {
+  svec<packed_step, max_plan_steps> steps{};
+  double cost_us = 0;
+  plan_error error = plan_error::none;
+  int states = 0;
+  long work = 0;
+};
+
+/// make_plan's search, its steps packed. `src` and `dst` are checked by the caller.
+constexpr packed_plan search_plan(const layout_spec& src, const layout_spec& dst, double global_bytes,
+                                  const cost_model& cm, long max_work) {
+  packed_plan out{};
   const mesh_shape_vec& mesh = src.mesh;
   const int dims = mesh.size();
-  const state start = without_unit_dims(pack(src), src), goal = without_unit_dims(pack(dst), dst);
+  // the search runs on the pair with its tensor dims renamed canonically (state.hpp), so the
+  // plan, ties included, does not depend on the dims' names; its steps are renamed back
+  const state raw_start = without_unit_dims(pack(src), src), raw_goal = without_unit_dims(pack(dst), dst);
+  const dim_renaming names = canonical_renaming(raw_start, raw_goal, dims, src.tensor_rank);
+  const state start = rename_dims(raw_start, dims, names.to), goal = rename_dims(raw_goal, dims, names.to);
   const vocabulary v = vocabulary_of(start, goal, dims, src.tensor_rank);
 
   double group_sizes[1u << max_mesh_dims]{};  // ranks in the group of each dim mask
@@ -415,16 +430,47 @@ constexpr plan_result make_plan(const layout_spec& src, const layout_spec& dst, 
   // The goal is always reachable: gather or reduce everything to R, then chunk/partition.
   const node& last = nodes[static_cast<std::size_t>(reached)];
   if (last.steps > max_plan_steps) return out.error = plan_error::too_many_steps, out;
-  out.value.cost_us = last.cost;
-  out.value.steps.n = last.steps;
+  out.cost_us = last.cost;
+  out.steps.n = last.steps;
   for (int i = reached, k = last.steps - 1; k >= 0; --k) {
     const node& to = nodes[static_cast<std::size_t>(i)];
     const node& from = nodes[static_cast<std::size_t>(to.parent)];
-    out.value.steps[k] = {to.kind, to.mesh_dims, to.op, unpack(from.key, src), unpack(to.key, src)};
+    out.steps[k] = {to.kind, to.mesh_dims, to.op, rename_dims(from.key, dims, names.from), rename_dims(to.key, dims, names.from)};
     i = to.parent;
   }
+  return out;
+}
+
+/// Whether make_plan can plan between the two (the errors it reports before searching).
+constexpr plan_error plannable(const layout_spec& src, const layout_spec& dst) {
+  if (!(src.mesh == dst.mesh)) return plan_error::different_mesh;
+  if (src.tensor_rank != dst.tensor_rank) return plan_error::different_rank;
+  if (src.placements.size() != src.mesh.size() || dst.placements.size() != dst.mesh.size())
+    return plan_error::invalid_layout;
+  return plan_error::none;
+}
+
+}  // namespace plan_detail
+
+/// The cheapest plan from `src` to `dst` (both from make_spec) for a tensor of
+/// `global_bytes` bytes, under `cm`. Ties go to fewer collectives, then fewer steps. With a
+/// `max_work` >= 0, the search gives up (over_budget) after examining that many moves: the
+/// compile-time callers stop before the compiler's own evaluation limit does.
+constexpr plan_result make_plan(const layout_spec& src, const layout_spec& dst, double global_bytes,
+                                const cost_model& cm = {}, long max_work = unlimited_plan_work) {
+  plan_result out{};
+  if (const plan_error e = plan_detail::plannable(src, dst); e != plan_error::none) return out.error = e, out;
+  const plan_detail::packed_plan p = plan_detail::search_plan(src, dst, global_bytes, cm, max_work);
+  out.states = p.states;
+  out.work = p.work;
+  if (p.error != plan_error::none) return out.error = p.error, out;
+  out.value.cost_us = p.cost_us;
+  out.value.steps.n = p.steps.size();
   // Every state keeps R on mesh dims of size 1, the ends included, so each step changes
   // only its own mesh dims; the caller's layouts hold the same blocks on every rank.
+  for (int k = 0; k < p.steps.size(); ++k)
+    out.value.steps[k] = {p.steps[k].kind, p.steps[k].mesh_dims, p.steps[k].op, plan_detail::unpack(p.steps[k].from, src),
+                          plan_detail::unpack(p.steps[k].to, src)};
   return out;
 }
 

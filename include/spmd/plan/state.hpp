@@ -106,4 +106,39 @@ constexpr state without_unit_dims(state s, const layout_spec& spec) {
   return s;
 }
 
+/// The tensor dims of a pair of states renamed in the order their shards first appear (the
+/// first state's mesh dims, then the second's), the dims neither shards after them in their
+/// own order: `to[d]` is d's new name. Pairs that differ only in how their dims are named
+/// get one name, and the planner one search (a redistribute's plan does not depend on
+/// which dim is called 0).
+struct dim_renaming {
+  int to[max_tensor_dims]{};
+  int from[max_tensor_dims]{};  // the inverse
+};
+
+constexpr dim_renaming canonical_renaming(state a, state b, int dims, int tensor_rank) {
+  dim_renaming r{};
+  bool named[max_tensor_dims]{};
+  int next = 0;
+  const state ends[2] = {a, b};
+  for (const state s : ends)
+    for (int m = 0; m < dims; ++m) {
+      const unsigned c = code(s, m);
+      if (is_shard(c) && !named[what_of(c)]) named[what_of(c)] = true, r.to[what_of(c)] = next++;
+    }
+  for (int d = 0; d < tensor_rank; ++d)
+    if (!named[d]) r.to[d] = next++;
+  for (int d = 0; d < tensor_rank; ++d) r.from[r.to[d]] = d;
+  return r;
+}
+
+/// `s` with each shard's tensor dim d renamed names[d].
+constexpr state rename_dims(state s, int dims, const int* names) {
+  for (int m = 0; m < dims; ++m) {
+    const unsigned c = code(s, m);
+    if (is_shard(c)) s = with_code(s, m, shard_code(names[what_of(c)], order_of(c)));
+  }
+  return s;
+}
+
 }  // namespace spmd::plan_detail
