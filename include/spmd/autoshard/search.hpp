@@ -597,23 +597,34 @@ constexpr deferred_best best_deferred(const graph& g, const prepared& pr, const 
     }
     base[fx] = c;
   }
+  // the reader's each read c: the strategy with the least time (then memory), its output
+  // moved to c; summed and compared exactly as a pair is (compute + (comm + edge))
+  std::vector<double> base_time(base.size(), 0);
+  for (std::size_t fx = 0; fx < base.size(); ++fx) base_time[fx] = base[fx].compute + base[fx].comm;
+  const std::vector<int>& out_index = tb.out_index[fj];
   deferred_best out{};
   const std::size_t t = static_cast<std::size_t>(fop.out);
   for (std::size_t c = 0; c < tb.rows[t].size(); ++c) {
-    deferred_cost b{};
+    const std::vector<double>& edge_of = tb.rows[t][c].seconds;
+    double best_time = 0, best_memory = 0;
     int bp = -1;
     for (std::size_t fx = 0; fx < base.size(); ++fx) {
       if (!base[fx].ok) continue;
-      const std::size_t h = static_cast<std::size_t>(tb.out_index[fj][fx]);
-      const double edge = tb.rows[t][c].seconds[h];
+      const double edge = edge_of[static_cast<std::size_t>(out_index[fx])];
       if (!(edge < std::numeric_limits<double>::infinity())) continue;
-      const double time = base[fx].compute + base[fx].comm + edge;
-      if (bp < 0 || time < b.compute + b.comm || (time == b.compute + b.comm && base[fx].memory < b.memory)) {
-        b = base[fx];
-        b.comm += edge;
-        b.collectives += tb.rows[t][c].collectives[h];
+      const double time = base_time[fx] + edge;
+      if (bp < 0 || time < best_time || (time == best_time && base[fx].memory < best_memory)) {
         bp = static_cast<int>(fx);
+        best_time = base[fx].compute + (base[fx].comm + edge);
+        best_memory = base[fx].memory;
       }
+    }
+    deferred_cost b{};
+    if (bp >= 0) {
+      const std::size_t h = static_cast<std::size_t>(out_index[static_cast<std::size_t>(bp)]);
+      b = base[static_cast<std::size_t>(bp)];
+      b.comm += edge_of[h];
+      b.collectives += tb.rows[t][c].collectives[h];
     }
     out.cost.push_back(b);
     out.strategy.push_back(bp);
@@ -660,6 +671,206 @@ struct deferred_memo {
   }
 };
 
+/// Operator j run with strategy x: its output's layout, its inputs' reads and gradients, and
+/// the layouts of its parameters (rest: per input, the choice; -1: the fastest) and data.
+constexpr void record(solution& sol, const graph& g, const prepared& pr, const tables& tb, std::size_t j, std::size_t x,
+                      const svec<int, ops::max_op_inputs>& rest) {
+  const strategy& s = pr.strategies[j][x];
+  const op_node& op = g.ops[j];
+  sol.strategy[j] = static_cast<int>(s.index);
+  sol.reads[j] = s.k.in;
+  sol.grads[j] = s.grad_in;
+  sol.layouts[static_cast<std::size_t>(op.out)] = s.k.out;
+  for (int i = 0; i < op.in.size(); ++i) {
+    const std::size_t t = static_cast<std::size_t>(op.in[i]);
+    const tensor_node& tn = g.tensors[t];
+    if (tn.kind == tensor_kind::param) {
+      const int r = i < rest.size() && rest[i] >= 0
+                        ? rest[i]
+                        : fastest_rest(tb.choices[static_cast<std::size_t>(tb.choices_of[j][x][i])]).rest;
+      sol.layouts[t] = pr.ids[pr.rests[t][static_cast<std::size_t>(r)]];
+    } else if (tn.kind == tensor_kind::data) {
+      sol.layouts[t] = s.k.in[i];
+    }
+  }
+}
+
+/// Layers of the time-only program indexed by their codes directly, while the codes of a
+/// layer number at most this many (else the hashed layers of the general program).
+inline constexpr std::uint64_t max_dense_layer = std::uint64_t{1} << 18;
+
+/// The fastest step without a memory budget: the dynamic program with one pair a state, a
+/// layer an array indexed by the states' codes (no hashing, no pairs built but the winners'),
+/// the collectives and rest layouts recounted along the chosen path at the end. The same
+/// step as the general program (tests/autoshard: against it and the enumeration).
+struct cell {
+  double compute = 0, comm = 0, memory = 0;
+  std::uint64_t prev = 0;  // the state's code in the layer before
+  int strategy = -2;       // of this layer's operator; -1 passed through (deferred); -2 no state
+  constexpr double time() const { return compute + comm; }
+};
+
+constexpr bool fastest(solution& sol, const graph& g, const prepared& pr, const tables& tb) {
+  const std::size_t nt = g.tensors.size(), no = g.ops.size();
+  const deferral d = plan_deferral(g, pr, true);
+  std::vector<digits> dg;  // per layer: its live tensors' digits
+  dg.push_back(digits_of({}, tb));
+  std::uint64_t widest = 1;
+  for (std::size_t j = 0; j < no; ++j) {
+    dg.push_back(digits_of(state_after(g, d, static_cast<int>(j)), tb));
+    std::uint64_t n = 1;
+    for (const std::uint64_t r : dg.back().radix) n *= r;
+    if (!dg.back().fits || n > max_dense_layer) return false;  // the general program numbers them
+    widest = n > widest ? n : widest;
+  }
+  const auto size_of = [&](std::size_t k) {
+    std::uint64_t n = 1;
+    for (const std::uint64_t r : dg[k].radix) n *= r;
+    return static_cast<std::size_t>(n);
+  };
+  std::vector<std::vector<cell>> layers(no + 1);
+  layers[0].assign(1, cell{0, 0, 0, 0, -1});
+  // per op and input a deferred operator makes: the memo of its best strategies
+  std::vector<std::vector<deferred_memo>> memos(no);
+  for (std::size_t j = 0; j < no; ++j) {
+    const op_node& op = g.ops[j];
+    const digits& before = dg[j];
+    const digits& after = dg[j + 1];
+    const std::vector<cell>& from = layers[j];
+    std::vector<cell>& next = layers[j + 1];
+    next.assign(size_of(j + 1), cell{});
+    if (d.reader[j] >= 0) {  // chosen with its reader: the states pass through
+      for (std::size_t code = 0; code < from.size(); ++code) {
+        if (from[code].strategy == -2) continue;
+        std::uint64_t to = 0;
+        for (std::size_t q = 0; q < after.live.size(); ++q)
+          to += after.stride[q] * static_cast<std::uint64_t>(before.at(code, before.slot_of(after.live[q])));
+        cell c = from[code];
+        c.prev = code, c.strategy = -1;
+        if (next[to].strategy == -2 || c.time() < next[to].time() || (c.time() == next[to].time() && c.memory < next[to].memory))
+          next[to] = c;
+      }
+      continue;
+    }
+    svec<int, ops::max_op_inputs> slot{}, folded_op{};
+    memos[j].resize(static_cast<std::size_t>(op.in.size()));
+    for (int i = 0; i < op.in.size(); ++i) {
+      const tensor_node& tn = g.tensors[static_cast<std::size_t>(op.in[i])];
+      const bool deferred = tn.kind == tensor_kind::activation && d.reader[static_cast<std::size_t>(tn.producer)] >= 0;
+      slot.push_back(deferred ? -1 : before.slot_of(op.in[i]));
+      folded_op.push_back(deferred ? tn.producer : -1);
+      if (deferred) memos[j][static_cast<std::size_t>(i)] = deferred_memo::of(g, static_cast<std::size_t>(tn.producer), before);
+    }
+    std::uint64_t out_stride = 0;
+    std::vector<std::uint64_t> carried_stride(before.live.size(), 0);
+    for (std::size_t q = 0; q < after.live.size(); ++q) {
+      if (after.live[q] == op.out) out_stride = after.stride[q];
+      else carried_stride[static_cast<std::size_t>(before.slot_of(after.live[q]))] = after.stride[q];
+    }
+    // per strategy: what does not depend on the state (its compute and saved inputs, its
+    // parameters' fastest rest layouts), or -1 where a parameter has none
+    std::vector<double> fixed_comm(pr.strategies[j].size(), 0), fixed_memory(pr.strategies[j].size(), 0);
+    std::vector<std::uint8_t> usable(pr.strategies[j].size(), 1);
+    std::vector<svec<const edge_row*, ops::max_op_inputs>> rows(pr.strategies[j].size());
+    for (std::size_t x = 0; x < pr.strategies[j].size(); ++x)
+      for (int i = 0; i < op.in.size(); ++i) {
+        const int row = tb.row_of[j][x][i];
+        rows[x].push_back(row >= 0 && folded_op[i] < 0 ? &tb.rows[static_cast<std::size_t>(op.in[i])][static_cast<std::size_t>(row)] : nullptr);
+        const int choice = tb.choices_of[j][x][i];
+        if (choice < 0) continue;
+        const std::vector<rest_choice>& list = tb.choices[static_cast<std::size_t>(choice)];
+        if (list.empty()) usable[x] = 0;
+      }
+    for (std::size_t code = 0; code < from.size(); ++code) {
+      const cell& st = from[code];
+      if (st.strategy == -2) continue;
+      svec<const deferred_best*, ops::max_op_inputs> best{};
+      svec<std::size_t, ops::max_op_inputs> h{};
+      for (int i = 0; i < op.in.size(); ++i) {
+        best.push_back(folded_op[i] < 0 ? nullptr
+                                        : &memos[j][static_cast<std::size_t>(i)].get(g, pr, tb, static_cast<std::size_t>(folded_op[i]), before, code));
+        h.push_back(slot[i] >= 0 ? static_cast<std::size_t>(before.at(code, slot[i])) : 0);
+      }
+      std::uint64_t kept = 0;
+      for (std::size_t q = 0; q < before.live.size(); ++q)
+        if (carried_stride[q] != 0) kept += carried_stride[q] * static_cast<std::uint64_t>(before.at(code, static_cast<int>(q)));
+      for (std::size_t x = 0; x < pr.strategies[j].size(); ++x) {
+        if (!usable[x]) continue;
+        const strategy& s = pr.strategies[j][x];
+        double compute = s.compute_s, comm = 0, memory = s.saved_bytes;
+        bool fits = true;
+        for (int i = 0; i < op.in.size() && fits; ++i) {
+          if (best[i] != nullptr) {
+            const std::size_t c = static_cast<std::size_t>(tb.row_of[j][x][i]);
+            if (best[i]->strategy[c] < 0) fits = false;
+            const deferred_cost& b = best[i]->cost[c];
+            compute += b.compute, comm += b.comm, memory += b.memory;
+          } else if (rows[x][i] != nullptr) {
+            const double e = rows[x][i]->seconds[h[i]];
+            if (!(e < std::numeric_limits<double>::infinity())) fits = false;
+            comm += e;
+          }
+        }
+        if (!fits) continue;
+        double l_compute = compute + st.compute, l_comm = comm + st.comm, l_memory = memory + st.memory;
+        for (int i = 0; i < op.in.size(); ++i)  // the parameters' fastest rest layouts, summed as the general program does
+          if (tb.choices_of[j][x][i] >= 0) {
+            const rest_choice& r = fastest_rest(tb.choices[static_cast<std::size_t>(tb.choices_of[j][x][i])]);
+            l_comm += r.comm;
+            l_memory += r.memory;
+          }
+        cell& to = next[static_cast<std::size_t>(kept + out_stride * static_cast<std::uint64_t>(tb.out_index[j][x]))];
+        const double l_time = l_compute + l_comm;
+        if (to.strategy == -2 || l_time < to.time() || (l_time == to.time() && l_memory < to.memory))
+          to = cell{l_compute, l_comm, l_memory, code, static_cast<int>(x)};
+      }
+    }
+  }
+  for (std::size_t k = 1; k <= no; ++k)
+    for (const cell& c : layers[k]) sol.states += c.strategy != -2;
+  const std::vector<cell>& last = layers[no];
+  std::size_t end = last.size();
+  for (std::size_t code = 0; code < last.size(); ++code)
+    if (last[code].strategy != -2 && (end == last.size() || last[code].time() < last[end].time())) end = code;
+  if (end == last.size()) return sol.error = search_error::no_strategy, true;
+  sol.compute_s = last[end].compute;
+  sol.comm_s = last[end].comm;
+  sol.memory_bytes = last[end].memory;
+  sol.layouts.resize(nt);
+  sol.strategy.assign(no, -1);
+  sol.reads.resize(no);
+  sol.grads.resize(no);
+  // back along the chosen states: each operator's strategy, its deferred inputs' (the best
+  // at that state), and the collectives of every move on the way
+  std::uint64_t code = end;
+  for (std::size_t j = no; j-- > 0;) {
+    const cell& c = layers[j + 1][static_cast<std::size_t>(code)];
+    if (c.strategy >= 0) {
+      const std::size_t x = static_cast<std::size_t>(c.strategy);
+      const op_node& op = g.ops[j];
+      const digits& before = dg[j];
+      record(sol, g, pr, tb, j, x, {});
+      for (int i = 0; i < op.in.size(); ++i) {
+        const tensor_node& tn = g.tensors[static_cast<std::size_t>(op.in[i])];
+        const int row = tb.row_of[j][x][i];
+        if (tn.kind == tensor_kind::activation && d.reader[static_cast<std::size_t>(tn.producer)] >= 0) {
+          const std::size_t fj = static_cast<std::size_t>(tn.producer);
+          const deferred_best& b = memos[j][static_cast<std::size_t>(i)].get(g, pr, tb, fj, before, c.prev);
+          sol.collectives += b.cost[static_cast<std::size_t>(row)].collectives;
+          record(sol, g, pr, tb, fj, static_cast<std::size_t>(b.strategy[static_cast<std::size_t>(row)]), {});
+        } else if (row >= 0) {
+          const std::size_t h = static_cast<std::size_t>(before.at(c.prev, before.slot_of(op.in[i])));
+          sol.collectives += tb.rows[static_cast<std::size_t>(op.in[i])][static_cast<std::size_t>(row)].collectives[h];
+        } else if (tb.choices_of[j][x][i] >= 0) {
+          sol.collectives += fastest_rest(tb.choices[static_cast<std::size_t>(tb.choices_of[j][x][i])]).collectives;
+        }
+      }
+    }
+    code = c.prev;
+  }
+  return true;
+}
+
 /// The dynamic program: the fastest pair at the end (least_memory: the smallest).
 constexpr solution run(const graph& g, const cost_model& cm, const pins& p, bool least_memory) {
   solution sol{};
@@ -668,13 +879,14 @@ constexpr solution run(const graph& g, const cost_model& cm, const pins& p, bool
   move_costs cache;
   const tables tb = make_tables(g, pr, cm, cache);
   sol.plans = cache.planned();
+  // Without a budget a state needs only its fastest pair (least_memory asks for the smallest)
+  const bool time_only = !least_memory && !(cm.memory_budget < std::numeric_limits<double>::infinity());
+  if (time_only && fastest(sol, g, pr, tb)) return sol;
   const std::size_t nt = g.tensors.size(), no = g.ops.size();
   std::vector<layer> layers(no + 1);
   layers[0].states.push_back({0, {label{}}});
   digits before = digits_of({}, tb);
   bool pruned = false;
-  // Without a budget a state needs only its fastest pair (least_memory asks for the smallest)
-  const bool time_only = !least_memory && !(cm.memory_budget < std::numeric_limits<double>::infinity());
   const deferral d = plan_deferral(g, pr, time_only);
   for (std::size_t j = 0; j < no; ++j) {
     const op_node& op = g.ops[j];
@@ -848,39 +1060,17 @@ constexpr solution run(const graph& g, const cost_model& cm, const pins& p, bool
   sol.strategy.assign(no, -1);
   sol.reads.resize(no);
   sol.grads.resize(no);
-  // operator j run with strategy x: its output's layout, its inputs' reads and gradients, and
-  // the layouts of its parameters (rest: per input, the choice; -1: the fastest, as deferred)
-  // and data
-  const auto record = [&](std::size_t j, std::size_t x, const svec<int, ops::max_op_inputs>& rest) {
-    const strategy& s = pr.strategies[j][x];
-    const op_node& op = g.ops[j];
-    sol.strategy[j] = static_cast<int>(s.index);
-    sol.reads[j] = s.k.in;
-    sol.grads[j] = s.grad_in;
-    sol.layouts[static_cast<std::size_t>(op.out)] = s.k.out;
-    for (int i = 0; i < op.in.size(); ++i) {
-      const std::size_t t = static_cast<std::size_t>(op.in[i]);
-      const tensor_node& tn = g.tensors[t];
-      if (tn.kind == tensor_kind::param) {
-        const int r = rest[i] >= 0 ? rest[i]
-                                   : fastest_rest(tb.choices[static_cast<std::size_t>(tb.choices_of[j][x][i])]).rest;
-        sol.layouts[t] = pr.ids[pr.rests[t][static_cast<std::size_t>(r)]];
-      } else if (tn.kind == tensor_kind::data) {
-        sol.layouts[t] = s.k.in[i];
-      }
-    }
-  };
   int si = best_state, li = best_label;
   for (std::size_t j = no; j-- > 0;) {
     const label& l = layers[j + 1].states[static_cast<std::size_t>(si)].labels[static_cast<std::size_t>(li)];
     if (l.strategy >= 0) {
-      record(j, static_cast<std::size_t>(l.strategy), l.rest);
+      record(sol, g, pr, tb, j, static_cast<std::size_t>(l.strategy), l.rest);
       for (int i = 0; i < l.folded.size(); ++i)
         if (l.folded[i] >= 0) {
           const std::size_t fj = static_cast<std::size_t>(g.tensors[static_cast<std::size_t>(g.ops[j].in[i])].producer);
           svec<int, ops::max_op_inputs> fastest{};
           for (int fi = 0; fi < g.ops[fj].in.size(); ++fi) fastest.push_back(-1);
-          record(fj, static_cast<std::size_t>(l.folded[i]), fastest);
+          record(sol, g, pr, tb, fj, static_cast<std::size_t>(l.folded[i]), fastest);
         }
     }
     si = l.prev_state;
