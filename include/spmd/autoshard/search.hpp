@@ -418,9 +418,25 @@ constexpr tables make_tables(const graph& g, prepared& pr, const cost_model& cm,
       tb.choices_of[j].push_back(choices);
     }
   }
+  // a row is the same for every tensor with the same held layouts and bytes (a model's
+  // identical blocks): made once, copied after
+  std::vector<std::size_t> like(nt, nt);  // an earlier tensor with the same held layouts and bytes
+  for (std::size_t t = 0; t < nt; ++t)
+    for (std::size_t u = 0; u < t && like[t] == nt; ++u)
+      if (g.tensors[u].bytes() == g.tensors[t].bytes() && tb.held[u] == tb.held[t] && !tb.held[t].empty()) like[t] = u;
   for (std::size_t t = 0; t < nt; ++t) {
     const double bytes = g.tensors[t].bytes();
     for (std::size_t c = 0; c < want[t].size(); ++c) {
+      if (like[t] < nt) {
+        const std::size_t u = like[t];
+        std::size_t found = want[u].size();
+        for (std::size_t k = 0; k < want[u].size() && found == want[u].size(); ++k)
+          if (want[u][k] == want[t][c] && grad[u][k] == grad[t][c]) found = k;
+        if (found < want[u].size()) {
+          tb.rows[t].push_back(tb.rows[u][found]);
+          continue;
+        }
+      }
       edge_row row{};
       for (const int h : tb.held[t]) {
         if (!partial_fits(pr.ids[want[t][c]], &pr.ids[h])) {
@@ -719,20 +735,65 @@ struct segment {
   std::size_t exits = 0;
 };
 
+/// Whether two tensors' rows (their readers' moves from each held layout) are equal.
+constexpr bool same_rows(const tables& tb, int ts, int tu) {
+  const std::vector<edge_row>& rs = tb.rows[static_cast<std::size_t>(ts)];
+  const std::vector<edge_row>& ru = tb.rows[static_cast<std::size_t>(tu)];
+  if (rs.size() != ru.size() || tb.held[static_cast<std::size_t>(ts)] != tb.held[static_cast<std::size_t>(tu)]) return false;
+  for (std::size_t c = 0; c < rs.size(); ++c)
+    if (rs[c].seconds != ru[c].seconds || !(rs[c].collectives == ru[c].collectives)) return false;
+  return true;
+}
+
+/// Whether two operators look the same to the dynamic program: equal strategies (compute,
+/// saved bytes, layouts), reads, outputs and parameters' rest choices.
+constexpr bool same_op(const graph& g, const prepared& pr, const tables& tb, std::size_t js, std::size_t ju) {
+  const op_node& os = g.ops[js];
+  const op_node& ou = g.ops[ju];
+  if (os.in.size() != ou.in.size()) return false;
+  const std::vector<strategy>& ss = pr.strategies[js];
+  const std::vector<strategy>& su = pr.strategies[ju];
+  if (ss.size() != su.size() || tb.out_index[js] != tb.out_index[ju] || !(tb.row_of[js] == tb.row_of[ju])) return false;
+  for (std::size_t x = 0; x < ss.size(); ++x) {
+    if (ss[x].compute_s != su[x].compute_s || ss[x].saved_bytes != su[x].saved_bytes || ss[x].out_id != su[x].out_id ||
+        !(ss[x].in_id == su[x].in_id) || !(ss[x].grad_id == su[x].grad_id))
+      return false;
+    for (int i = 0; i < os.in.size(); ++i) {
+      const int cs = tb.choices_of[js][x][i], cu = tb.choices_of[ju][x][i];
+      if ((cs < 0) != (cu < 0)) return false;
+      if (cs < 0) continue;
+      const std::vector<rest_choice>& ls = tb.choices[static_cast<std::size_t>(cs)];
+      const std::vector<rest_choice>& lu = tb.choices[static_cast<std::size_t>(cu)];
+      if (ls.size() != lu.size()) return false;
+      for (std::size_t r = 0; r < ls.size(); ++r)
+        if (ls[r].comm != lu[r].comm || ls[r].memory != lu[r].memory || ls[r].rest != lu[r].rest ||
+            !(ls[r].collectives == lu[r].collectives))
+          return false;
+    }
+  }
+  return true;
+}
+
+/// Whether two deferred operators' best strategies are the same for every layout of their
+/// inputs and every read of their output: the same operator, reading and read alike.
+constexpr bool same_deferred(const graph& g, const prepared& pr, const tables& tb, std::size_t js, std::size_t ju) {
+  const op_node& os = g.ops[js];
+  const op_node& ou = g.ops[ju];
+  if (!same_op(g, pr, tb, js, ju) || !same_rows(tb, os.out, ou.out)) return false;
+  for (int i = 0; i < os.in.size(); ++i) {
+    const tensor_kind ks = g.tensors[static_cast<std::size_t>(os.in[i])].kind;
+    if (ks != g.tensors[static_cast<std::size_t>(ou.in[i])].kind) return false;
+    if (ks == tensor_kind::activation && !same_rows(tb, os.in[i], ou.in[i])) return false;
+  }
+  return true;
+}
+
 /// Whether two runs of operators are the same program for the dynamic program: equal
 /// strategies, tables, rows, rest choices, live tensors and deferrals, operator by operator.
 constexpr bool same_run(const graph& g, const prepared& pr, const tables& tb, const deferral& d,
                         const std::vector<digits>& dg, const segment& s, const segment& u) {
   if (s.b - s.a != u.b - u.a) return false;
   const int xs = dg[s.a].live[0], xu = dg[u.a].live[0];
-  const auto rows_equal = [&](int ts, int tu) {
-    const std::vector<edge_row>& rs = tb.rows[static_cast<std::size_t>(ts)];
-    const std::vector<edge_row>& ru = tb.rows[static_cast<std::size_t>(tu)];
-    if (rs.size() != ru.size() || tb.held[static_cast<std::size_t>(ts)] != tb.held[static_cast<std::size_t>(tu)]) return false;
-    for (std::size_t c = 0; c < rs.size(); ++c)
-      if (rs[c].seconds != ru[c].seconds || !(rs[c].collectives == ru[c].collectives)) return false;
-    return true;
-  };
   // activations correspond when both are the entries or both are made at the same offset
   const auto corresponds = [&](int ts, int tu) {
     const tensor_node& ns = g.tensors[static_cast<std::size_t>(ts)];
@@ -744,12 +805,12 @@ constexpr bool same_run(const graph& g, const prepared& pr, const tables& tb, co
     return ns.producer >= static_cast<int>(s.a) && nu.producer >= static_cast<int>(u.a) &&
            static_cast<std::size_t>(ns.producer) - s.a == static_cast<std::size_t>(nu.producer) - u.a;
   };
-  if (!rows_equal(xs, xu)) return false;
+  if (!same_rows(tb, xs, xu)) return false;
   for (std::size_t k = 0; k < s.b - s.a; ++k) {
     const std::size_t js = s.a + k, ju = u.a + k;
     const op_node& os = g.ops[js];
     const op_node& ou = g.ops[ju];
-    if (os.in.size() != ou.in.size()) return false;
+    if (!same_op(g, pr, tb, js, ju)) return false;
     for (int i = 0; i < os.in.size(); ++i)
       if (!corresponds(os.in[i], ou.in[i])) return false;
     const int rs = d.reader[js], ru = d.reader[ju];
@@ -759,27 +820,7 @@ constexpr bool same_run(const graph& g, const prepared& pr, const tables& tb, co
     if (ds.live.size() != du.live.size()) return false;
     for (std::size_t q = 0; q < ds.live.size(); ++q)
       if (!corresponds(ds.live[q], du.live[q])) return false;
-    const std::vector<strategy>& ss = pr.strategies[js];
-    const std::vector<strategy>& su = pr.strategies[ju];
-    if (ss.size() != su.size() || tb.out_index[js] != tb.out_index[ju] || !(tb.row_of[js] == tb.row_of[ju])) return false;
-    for (std::size_t x = 0; x < ss.size(); ++x) {
-      if (ss[x].compute_s != su[x].compute_s || ss[x].saved_bytes != su[x].saved_bytes || ss[x].out_id != su[x].out_id ||
-          !(ss[x].in_id == su[x].in_id) || !(ss[x].grad_id == su[x].grad_id))
-        return false;
-      for (int i = 0; i < os.in.size(); ++i) {
-        const int cs = tb.choices_of[js][x][i], cu = tb.choices_of[ju][x][i];
-        if ((cs < 0) != (cu < 0)) return false;
-        if (cs < 0) continue;
-        const std::vector<rest_choice>& ls = tb.choices[static_cast<std::size_t>(cs)];
-        const std::vector<rest_choice>& lu = tb.choices[static_cast<std::size_t>(cu)];
-        if (ls.size() != lu.size()) return false;
-        for (std::size_t r = 0; r < ls.size(); ++r)
-          if (ls[r].comm != lu[r].comm || ls[r].memory != lu[r].memory || ls[r].rest != lu[r].rest ||
-              !(ls[r].collectives == lu[r].collectives))
-            return false;
-      }
-    }
-    if (k + 1 < s.b - s.a && !rows_equal(os.out, ou.out)) return false;  // read inside the run
+    if (k + 1 < s.b - s.a && !same_rows(tb, os.out, ou.out)) return false;  // read inside the run
   }
   return true;
 }
@@ -859,7 +900,18 @@ constexpr bool fastest(solution& sol, const graph& g, const prepared& pr, const 
       const bool deferred = tn.kind == tensor_kind::activation && d.reader[static_cast<std::size_t>(tn.producer)] >= 0;
       slot.push_back(deferred ? -1 : before.slot_of(op.in[i]));
       folded_op.push_back(deferred ? tn.producer : -1);
-      if (deferred) memos[j][static_cast<std::size_t>(i)] = deferred_memo::of(g, static_cast<std::size_t>(tn.producer), before);
+      if (!deferred) continue;
+      deferred_memo& memo = memos[j][static_cast<std::size_t>(i)];
+      memo = deferred_memo::of(g, static_cast<std::size_t>(tn.producer), before);
+      // a deferred operator like one met before (the same in an earlier block): its answers
+      for (std::size_t k = 0; k < j; ++k)
+        for (std::size_t q = 0; q < memos[k].size(); ++q) {
+          const deferred_memo& seen = memos[k][q];
+          const std::size_t fk = static_cast<std::size_t>(g.tensors[static_cast<std::size_t>(g.ops[k].in[static_cast<int>(q)])].producer);
+          if (memo.found.empty() && !seen.found.empty() && seen.at.size() == memo.at.size() && !memo.at.empty() &&
+              same_deferred(g, pr, tb, fk, static_cast<std::size_t>(tn.producer)))
+            memo.at = seen.at, memo.found = seen.found;
+        }
     }
     std::uint64_t out_stride = 0;
     std::vector<std::uint64_t> carried_stride(before.live.size(), 0);
