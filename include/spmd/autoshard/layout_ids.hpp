@@ -18,7 +18,7 @@
 
 namespace spmd::autoshard::search_detail {
 
-/// What identifies a layout's blocks: equal keys ⇔ same_blocks (tests/autoshard/ids.cpp).
+/// What identifies a layout's blocks: equal keys ⇔ same_blocks (tests/autoshard/search.cpp).
 struct layout_key {
   std::uint64_t packed = 0;
   int rank = 0;
