@@ -1370,7 +1370,7 @@ struct enumerated {
 constexpr enumerated brute_force(const graph& g, const cost_model& cm = {}, const pins& p = {}) {
   search_detail::prepared pr = search_detail::prepare(g, cm, p);
   search_detail::enumeration e{g, cm, pr};
-  e.held.resize(g.tensors.size());
+  e.held.assign(g.tensors.size(), -1);
   if (pr.error == search_error::none) e.from(0, 0, 0);
   return {e.best, e.assignments};
 }
