@@ -61,6 +61,9 @@ struct pins {
     read_layout[static_cast<std::size_t>(t)] = l;
     read_pinned[static_cast<std::size_t>(t)] = 1;
   }
+  constexpr bool has_read(int t) const {
+    return static_cast<std::size_t>(t) < read_pinned.size() && read_pinned[static_cast<std::size_t>(t)] != 0;
+  }
   constexpr bool read_ok(int t, const layout_spec& l) const {
     return static_cast<std::size_t>(t) >= read_pinned.size() || read_pinned[static_cast<std::size_t>(t)] == 0 ||
            same_blocks(read_layout[static_cast<std::size_t>(t)], l);
@@ -235,6 +238,42 @@ struct prepared {
 
 constexpr bool pinned_ok(const pins& p, int t, const layout_spec& l) { return !p.has(t) || same_blocks(p.layout[static_cast<std::size_t>(t)], l); }
 
+/// Whether two rules are the same (every factor, dim and Partial rule).
+constexpr bool same_rule(const ops::op_rule& a, const ops::op_rule& b) {
+  if (a.ok != b.ok || !(a.in == b.in) || !(a.out == b.out) || a.factors.size() != b.factors.size() ||
+      a.partials.size() != b.partials.size())
+    return false;
+  for (int f = 0; f < a.factors.size(); ++f) {
+    const ops::factor_info& x = a.factors[f];
+    const ops::factor_info& y = b.factors[f];
+    if (x.name != y.name || x.reducible != y.reducible || x.reduce != y.reduce || x.fixed != y.fixed ||
+        x.even_only != y.even_only || x.granule != y.granule)
+      return false;
+  }
+  for (int r = 0; r < a.partials.size(); ++r)
+    if (!(a.partials[r].in == b.partials[r].in) || !(a.partials[r].out == b.partials[r].out)) return false;
+  return true;
+}
+
+/// Whether operators j and k get the same strategies: the same rule over tensors of the same
+/// kinds, shapes and sizes, the same work, and nothing of either pinned (a model's identical
+/// blocks, q, k and v): the strategies are made once.
+constexpr bool same_strategies(const graph& g, const pins& p, std::size_t j, std::size_t k) {
+  const op_node& a = g.ops[j];
+  const op_node& b = g.ops[k];
+  if (a.in.size() != b.in.size() || a.flops != b.flops) return false;
+  const auto same_tensor = [&](int x, int y) {
+    const tensor_node& tx = g.tensors[static_cast<std::size_t>(x)];
+    const tensor_node& ty = g.tensors[static_cast<std::size_t>(y)];
+    return tx.kind == ty.kind && tx.shape == ty.shape && tx.element_bytes == ty.element_bytes && !p.has(x) && !p.has(y) &&
+           !p.has_read(x) && !p.has_read(y);
+  };
+  if (!same_tensor(a.out, b.out)) return false;
+  for (int i = 0; i < a.in.size(); ++i)
+    if (!same_tensor(a.in[i], b.in[i])) return false;
+  return same_rule(a.rule, b.rule);
+}
+
 constexpr prepared prepare(const graph& g, const cost_model& cm, const pins& p) {
   prepared out{};
   const std::size_t nt = g.tensors.size();
@@ -273,6 +312,13 @@ constexpr prepared prepare(const graph& g, const cost_model& cm, const pins& p) 
     }
   for (std::size_t j = 0; j < g.ops.size(); ++j) {
     const op_node& op = g.ops[j];
+    std::size_t twin = j;
+    for (std::size_t k = 0; k < j && twin == j; ++k)
+      if (same_strategies(g, p, j, k)) twin = k;
+    if (twin < j) {
+      out.strategies.push_back(out.strategies[twin]);
+      continue;
+    }
     const ops::op_context c = g.context_of(op);
     std::vector<strategy> list;
     const index_t n = ops::candidate_count(op.rule, c);
