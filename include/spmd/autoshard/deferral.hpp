@@ -1,0 +1,253 @@
+// spmd/autoshard/deferral.hpp — operators chosen with their only reader, and the states'
+// numbering: which activations a layer's state holds, as the digits of one code, and each
+// deferred operator's best strategy per read, remembered by its inputs' layouts
+// (docs/auto.md, "Deferred operators").
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "spmd/autoshard/graph.hpp"
+#include "spmd/autoshard/solution.hpp"
+#include "spmd/autoshard/tables.hpp"
+
+namespace spmd::autoshard::search_detail {
+
+/// Operators whose output one later operator reads, once, and whose activation inputs no
+/// deferred operator makes: without a budget the search chooses such an operator's strategy
+/// with its reader's (for each strategy of the reader, the best of the deferred operator's,
+/// given the layouts its own inputs were made in, kept in the state until the reader), so its
+/// output's layout never enters a state. Exact: the deferred operator's costs depend only on
+/// its inputs' layouts, its strategy and its reader's strategy, all known at the reader, and
+/// nothing else reads its output. What it saves: attention's q, k and v, three activations
+/// live at once, cost one state each instead of their product.
+struct deferral {
+  std::vector<int> reader;     // [j]: the operator op j is chosen with, or -1
+  std::vector<int> last_live;  // [t]: the last operator whose state holds t
+};
+
+constexpr deferral plan_deferral(const graph& g, const prepared& pr, bool enabled) {
+  deferral d{};
+  const std::size_t nt = g.tensors.size(), no = g.ops.size();
+  d.reader.assign(no, -1);
+  d.last_live = pr.last_reader;
+  if (!enabled) return d;
+  std::vector<int> reads(nt, 0);
+  for (const op_node& op : g.ops)
+    for (int i = 0; i < op.in.size(); ++i) ++reads[static_cast<std::size_t>(op.in[i])];
+  for (std::size_t j = 0; j < no; ++j) {
+    const op_node& op = g.ops[j];
+    if (reads[static_cast<std::size_t>(op.out)] != 1) continue;
+    bool inputs_made = true;  // no activation input of a deferred operator
+    for (int i = 0; i < op.in.size(); ++i) {
+      const tensor_node& tn = g.tensors[static_cast<std::size_t>(op.in[i])];
+      if (tn.kind == tensor_kind::activation && d.reader[static_cast<std::size_t>(tn.producer)] >= 0) inputs_made = false;
+    }
+    if (!inputs_made) continue;
+    const int r = pr.last_reader[static_cast<std::size_t>(op.out)];
+    d.reader[j] = r;
+    for (int i = 0; i < op.in.size(); ++i) {
+      const std::size_t t = static_cast<std::size_t>(op.in[i]);
+      if (g.tensors[t].kind == tensor_kind::activation && d.last_live[t] < r) d.last_live[t] = r;
+    }
+  }
+  return d;
+}
+
+/// The tensors in the state after operator j: activations made at or before j by an operator
+/// that is not deferred, held for an operator after j; in tensor order.
+constexpr std::vector<int> state_after(const graph& g, const deferral& d, int j) {
+  std::vector<int> out;
+  for (std::size_t t = 0; t < g.tensors.size(); ++t) {
+    const tensor_node& tn = g.tensors[t];
+    if (tn.kind == tensor_kind::activation && tn.producer <= j && d.last_live[t] > j &&
+        d.reader[static_cast<std::size_t>(tn.producer)] < 0)
+      out.push_back(static_cast<int>(t));
+  }
+  return out;
+}
+
+/// A parameter input's rest layout when only time counts: the fastest moves, the least memory
+/// among equals (deterministic: backtracking recomputes it).
+constexpr const rest_choice& fastest_rest(const std::vector<rest_choice>& list) {
+  std::size_t b = 0;
+  for (std::size_t c = 1; c < list.size(); ++c)
+    if (list[c].comm < list[b].comm || (list[c].comm == list[b].comm && list[c].memory < list[b].memory)) b = c;
+  return list[b];
+}
+
+/// A deferred operator's strategy p at a state: what it costs apart from its output's moves.
+struct deferred_cost {
+  double compute = 0, comm = 0, memory = 0;
+  collective_counts collectives{};
+  bool ok = false;
+};
+
+
+/// The live activations of a layer of the dynamic program, as the digits of a state's code:
+/// digit q is live[q]'s layout (an index into its held layouts), of place value stride[q].
+struct digits {
+  std::vector<int> live;              // tensors, in tensor order
+  std::vector<std::uint64_t> stride;  // per live tensor
+  std::vector<std::uint64_t> radix;   // per live tensor: its held layouts
+  bool fits = true;                   // the codes fit 64 bits
+
+  constexpr int slot_of(int t) const {
+    for (std::size_t q = 0; q < live.size(); ++q)
+      if (live[q] == t) return static_cast<int>(q);
+    return -1;
+  }
+  constexpr int at(std::uint64_t code, int q) const {
+    return static_cast<int>(code / stride[static_cast<std::size_t>(q)] % radix[static_cast<std::size_t>(q)]);
+  }
+};
+
+constexpr digits digits_of(std::vector<int> live, const tables& tb) {
+  digits d{};
+  d.live = std::move(live);
+  std::uint64_t place = 1;
+  for (const int t : d.live) {
+    const std::uint64_t r = tb.held[static_cast<std::size_t>(t)].size() > 0 ? tb.held[static_cast<std::size_t>(t)].size() : 1;
+    d.stride.push_back(place);
+    d.radix.push_back(r);
+    if (place > (std::uint64_t{1} << 62) / r) d.fits = false;
+    else place *= r;
+  }
+  return d;
+}
+
+/// A deferred operator's best strategy for each way its reader reads its output (rows[t][c]),
+/// given the layouts its own activation inputs were made in.
+struct deferred_best {
+  std::vector<deferred_cost> cost;  // [c]
+  std::vector<int> strategy;        // [c]: -1 where none fits
+};
+
+constexpr deferred_best best_deferred(const graph& g, const prepared& pr, const tables& tb, std::size_t fj,
+                                      const digits& dg, std::uint64_t code) {
+  const op_node& fop = g.ops[fj];
+  std::vector<deferred_cost> base(pr.strategies[fj].size());
+  for (std::size_t fx = 0; fx < pr.strategies[fj].size(); ++fx) {
+    const strategy& fs = pr.strategies[fj][fx];
+    deferred_cost c{fs.compute_s, 0, fs.saved_bytes, {}, true};
+    for (int fi = 0; fi < fop.in.size() && c.ok; ++fi) {
+      const int row = tb.row_of[fj][fx][fi];
+      if (row >= 0) {
+        const std::size_t t = static_cast<std::size_t>(fop.in[fi]);
+        const std::size_t h = static_cast<std::size_t>(dg.at(code, dg.slot_of(fop.in[fi])));
+        const edge_row& e = tb.rows[t][static_cast<std::size_t>(row)];
+        if (!(e.seconds[h] < std::numeric_limits<double>::infinity())) c.ok = false;
+        c.comm += e.seconds[h];
+        c.collectives += e.collectives[h];
+      } else if (tb.choices_of[fj][fx][fi] >= 0) {
+        const std::vector<rest_choice>& list = tb.choices[static_cast<std::size_t>(tb.choices_of[fj][fx][fi])];
+        if (list.empty()) {
+          c.ok = false;
+          continue;
+        }
+        const rest_choice& r = fastest_rest(list);
+        c.comm += r.comm, c.memory += r.memory, c.collectives += r.collectives;
+      }
+    }
+    base[fx] = c;
+  }
+  // the reader's each read c: the strategy with the least time (then memory), its output
+  // moved to c; summed and compared exactly as a pair is (compute + (comm + edge))
+  std::vector<double> base_time(base.size(), 0);
+  for (std::size_t fx = 0; fx < base.size(); ++fx) base_time[fx] = base[fx].compute + base[fx].comm;
+  const std::vector<int>& out_index = tb.out_index[fj];
+  deferred_best out{};
+  const std::size_t t = static_cast<std::size_t>(fop.out);
+  for (std::size_t c = 0; c < tb.rows[t].size(); ++c) {
+    const std::vector<double>& edge_of = tb.rows[t][c].seconds;
+    double best_time = 0, best_memory = 0;
+    int bp = -1;
+    for (std::size_t fx = 0; fx < base.size(); ++fx) {
+      if (!base[fx].ok) continue;
+      const double edge = edge_of[static_cast<std::size_t>(out_index[fx])];
+      if (!(edge < std::numeric_limits<double>::infinity())) continue;
+      const double time = base_time[fx] + edge;
+      if (bp < 0 || time < best_time || (time == best_time && base[fx].memory < best_memory)) {
+        bp = static_cast<int>(fx);
+        best_time = base[fx].compute + (base[fx].comm + edge);
+        best_memory = base[fx].memory;
+      }
+    }
+    deferred_cost b{};
+    if (bp >= 0) {
+      const std::size_t h = static_cast<std::size_t>(out_index[static_cast<std::size_t>(bp)]);
+      b = base[static_cast<std::size_t>(bp)];
+      b.comm += edge_of[h];
+      b.collectives += tb.rows[t][c].collectives[h];
+    }
+    out.cost.push_back(b);
+    out.strategy.push_back(bp);
+  }
+  return out;
+}
+
+/// best_deferred for each state of a layer, remembered by the layouts the deferred
+/// operator's inputs were made in (few: every state with the same ones shares it).
+struct deferred_memo {
+  std::vector<int> place;   // per activation input of the deferred operator: its slot in the state
+  std::vector<int> at;      // by the inputs' layouts (mixed radix): into found, or -1
+  std::vector<deferred_best> found;
+
+  static constexpr deferred_memo of(const graph& g, std::size_t fj, const digits& dg) {
+    deferred_memo m{};
+    std::uint64_t n = 1;
+    for (int fi = 0; fi < g.ops[fj].in.size(); ++fi)
+      if (g.tensors[static_cast<std::size_t>(g.ops[fj].in[fi])].kind == tensor_kind::activation) {
+        const int q = dg.slot_of(g.ops[fj].in[fi]);
+        m.place.push_back(q);
+        n *= dg.radix[static_cast<std::size_t>(q)];
+        if (n > (1u << 16)) return m.place.clear(), m;  // too many to keep: computed each time
+      }
+    m.at.assign(static_cast<std::size_t>(n), -1);
+    return m;
+  }
+  constexpr const deferred_best& get(const graph& g, const prepared& pr, const tables& tb, std::size_t fj,
+                                     const digits& dg, std::uint64_t code) {
+    if (at.empty()) {
+      found.assign(1, best_deferred(g, pr, tb, fj, dg, code));
+      return found[0];
+    }
+    std::size_t k = 0, mult = 1;
+    for (const int q : place) {
+      k += mult * static_cast<std::size_t>(dg.at(code, q));
+      mult *= static_cast<std::size_t>(dg.radix[static_cast<std::size_t>(q)]);
+    }
+    if (at[k] < 0) {
+      found.push_back(best_deferred(g, pr, tb, fj, dg, code));
+      at[k] = static_cast<int>(found.size()) - 1;
+    }
+    return found[static_cast<std::size_t>(at[k])];
+  }
+};
+
+/// Operator j run with strategy x: its output's layout, its inputs' reads and gradients, and
+/// the layouts of its parameters (rest: per input, the choice; -1: the fastest) and data.
+constexpr void record(solution& sol, const graph& g, const prepared& pr, const tables& tb, std::size_t j, std::size_t x,
+                      const svec<int, ops::max_op_inputs>& rest) {
+  const strategy& s = pr.strategies[j][x];
+  const op_node& op = g.ops[j];
+  sol.strategy[j] = static_cast<int>(s.index);
+  sol.reads[j] = s.k.in;
+  sol.grads[j] = s.grad_in;
+  sol.layouts[static_cast<std::size_t>(op.out)] = s.k.out;
+  for (int i = 0; i < op.in.size(); ++i) {
+    const std::size_t t = static_cast<std::size_t>(op.in[i]);
+    const tensor_node& tn = g.tensors[t];
+    if (tn.kind == tensor_kind::param) {
+      const int r = i < rest.size() && rest[i] >= 0
+                        ? rest[i]
+                        : fastest_rest(tb.choices[static_cast<std::size_t>(tb.choices_of[j][x][i])]).rest;
+      sol.layouts[t] = pr.ids[pr.rests[t][static_cast<std::size_t>(r)]];
+    } else if (tn.kind == tensor_kind::data) {
+      sol.layouts[t] = s.k.in[i];
+    }
+  }
+}
+
+}  // namespace spmd::autoshard::search_detail

@@ -1,0 +1,376 @@
+// spmd/autoshard/tables.hpp — what the search looks up, made once: each operator's strategies
+// (what its forward and backward cost and read), each activation's held layouts, every move
+// from a held layout to a read as a row, each parameter read's Pareto set of rest layouts
+// (docs/auto.md). Operators and tensors equal to earlier ones take theirs.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "spmd/autoshard/cost.hpp"
+#include "spmd/autoshard/graph.hpp"
+#include "spmd/autoshard/layout_ids.hpp"
+#include "spmd/autoshard/solution.hpp"
+#include "spmd/core/layout_spec.hpp"
+#include "spmd/ops/propagate.hpp"
+
+namespace spmd::autoshard::search_detail {
+
+/// One valid strategy of an operator, with what its backward makes and needs.
+struct strategy {
+  ops::candidate k{};
+  index_t index = 0;
+  double compute_s = 0;
+  svec<layout_spec, ops::max_op_inputs> grad_in{};  // each input's gradient as the backward makes it
+  double saved_bytes = 0;                          // its inputs, kept for the backward (per rank)
+  // the same layouts as ids (layout_ids.hpp)
+  svec<int, ops::max_op_inputs> in_id{}, grad_id{};
+  int out_id = -1;
+};
+
+constexpr layout_spec with_placements(const layout_spec& like, const placement_vec& p) {
+  return make_spec(like.mesh, p, like.tensor_rank).spec;
+}
+
+constexpr strategy make_strategy(const graph& g, const op_node& op, const ops::candidate& k, index_t index,
+                                 const cost_model& cm) {
+  strategy s{};
+  s.k = k;
+  s.index = index;
+  const int nf = op.rule.factors.size();
+  double split = 1;
+  for (int m = 0; m < g.mesh.size(); ++m)
+    if (k.choice[m] >= 0 && k.choice[m] < nf) split *= static_cast<double>(g.mesh[m]);
+  s.compute_s = 3 * op.flops / split / cm.flops_per_s;
+  for (int i = 0; i < op.in.size(); ++i) {
+    placement_vec p = k.in[i].placements;
+    for (int m = 0; m < p.size(); ++m) {
+      if (p[m].is_shard()) continue;
+      if (p[m].is_partial()) {
+        p[m] = make_replicate();
+      } else if (k.choice[m] >= 0 && k.choice[m] < nf) {
+        p[m] = make_partial(reduce_op::sum);  // the factor split here is not this input's
+      } else if (k.choice[m] >= nf) {
+        bool other_partial = false;
+        for (int j = 0; j < op.in.size(); ++j) other_partial = other_partial || (j != i && k.in[j].placements[m].is_partial());
+        if (other_partial) p[m] = make_partial(reduce_op::sum);
+      }
+    }
+    s.grad_in.push_back(with_placements(k.in[i], p));
+    s.saved_bytes += g.tensors[static_cast<std::size_t>(op.in[i])].bytes() * block_fraction(k.in[i]);
+  }
+  return s;
+}
+
+/// Whether a reader that wants `want` may be fed from a tensor held in `held` (a Partial the
+/// reader wants must be the one held: the search never makes a Partial to feed an operator).
+constexpr bool partial_fits(const layout_spec& want, const layout_spec* held) {
+  for (int m = 0; m < want.placements.size(); ++m) {
+    const placement& w = want.placements[m];
+    if (w.is_partial() && want.mesh[m] > 1 && (held == nullptr || !(held->placements[m] == w))) return false;
+  }
+  return true;
+}
+
+/// A parameter's layouts at rest: per mesh dim Replicate or Shard(d), d any dim (one split
+/// order); a mesh dim of one rank only Replicate.
+constexpr std::vector<layout_spec> rest_layouts(const mesh_shape_vec& mesh, int rank) {
+  std::vector<layout_spec> out;
+  int per = rank + 1, total = 1;
+  for (int m = 0; m < mesh.size(); ++m) total *= mesh[m] > 1 ? per : 1;
+  for (int code = 0; code < total; ++code) {
+    placement_vec p{};
+    int c = code;
+    for (int m = 0; m < mesh.size(); ++m) {
+      if (mesh[m] == 1) {
+        p.push_back(make_replicate());
+        continue;
+      }
+      const int ch = c % per;
+      c /= per;
+      p.push_back(ch == 0 ? make_replicate() : make_shard(ch - 1));
+    }
+    const spec_result r = make_spec(mesh, p, rank);
+    if (r.ok()) out.push_back(r.spec);
+  }
+  return out;
+}
+
+/// What the search needs of a graph, precomputed: strategies per operator, readers per tensor,
+/// every layout as an id.
+struct prepared {
+  std::vector<std::vector<strategy>> strategies;  // per operator
+  std::vector<int> last_reader;                   // per tensor
+  std::vector<std::vector<int>> rests;            // per tensor (parameters): layout ids
+  layout_ids ids;
+  search_error error = search_error::none;
+  int bad_op = -1;
+};
+
+constexpr bool pinned_ok(const pins& p, int t, const layout_spec& l) { return !p.has(t) || same_blocks(p.layout[static_cast<std::size_t>(t)], l); }
+
+/// Whether two rules are the same (every factor, dim and Partial rule).
+constexpr bool same_rule(const ops::op_rule& a, const ops::op_rule& b) {
+  if (a.ok != b.ok || !(a.in == b.in) || !(a.out == b.out) || a.factors.size() != b.factors.size() ||
+      a.partials.size() != b.partials.size())
+    return false;
+  for (int f = 0; f < a.factors.size(); ++f) {
+    const ops::factor_info& x = a.factors[f];
+    const ops::factor_info& y = b.factors[f];
+    if (x.name != y.name || x.reducible != y.reducible || x.reduce != y.reduce || x.fixed != y.fixed ||
+        x.even_only != y.even_only || x.granule != y.granule)
+      return false;
+  }
+  for (int r = 0; r < a.partials.size(); ++r)
+    if (!(a.partials[r].in == b.partials[r].in) || !(a.partials[r].out == b.partials[r].out)) return false;
+  return true;
+}
+
+/// Whether operators j and k get the same strategies: the same rule over tensors of the same
+/// kinds, shapes and sizes, the same work, and nothing of either pinned (a model's identical
+/// blocks, q, k and v): the strategies are made once.
+constexpr bool same_strategies(const graph& g, const pins& p, std::size_t j, std::size_t k) {
+  const op_node& a = g.ops[j];
+  const op_node& b = g.ops[k];
+  if (a.in.size() != b.in.size() || a.flops != b.flops) return false;
+  const auto same_tensor = [&](int x, int y) {
+    const tensor_node& tx = g.tensors[static_cast<std::size_t>(x)];
+    const tensor_node& ty = g.tensors[static_cast<std::size_t>(y)];
+    return tx.kind == ty.kind && tx.shape == ty.shape && tx.element_bytes == ty.element_bytes && !p.has(x) && !p.has(y) &&
+           !p.has_read(x) && !p.has_read(y);
+  };
+  if (!same_tensor(a.out, b.out)) return false;
+  for (int i = 0; i < a.in.size(); ++i)
+    if (!same_tensor(a.in[i], b.in[i])) return false;
+  return same_rule(a.rule, b.rule);
+}
+
+constexpr prepared prepare(const graph& g, const cost_model& cm, const pins& p) {
+  prepared out{};
+  const std::size_t nt = g.tensors.size();
+  out.last_reader.assign(nt, -1);
+  out.rests.resize(nt);
+  std::vector<int> readers(nt, 0);
+  for (std::size_t j = 0; j < g.ops.size(); ++j)
+    for (int i = 0; i < g.ops[j].in.size(); ++i) {
+      const int t = g.ops[j].in[i];
+      const tensor_node& tn = g.tensors[static_cast<std::size_t>(t)];
+      if (tn.kind == tensor_kind::activation && tn.producer >= static_cast<int>(j)) {
+        out.error = search_error::not_in_order, out.bad_op = static_cast<int>(j);
+        return out;
+      }
+      out.last_reader[static_cast<std::size_t>(t)] = static_cast<int>(j);
+      ++readers[static_cast<std::size_t>(t)];
+    }
+  std::vector<std::vector<int>> rests_of_rank;  // rest_layouts' ids by tensor rank, made once
+  for (std::size_t t = 0; t < nt; ++t)
+    if (g.tensors[t].kind == tensor_kind::param) {
+      if (readers[t] > 1) {
+        out.error = search_error::shared_parameter, out.bad_op = out.last_reader[t];
+        return out;
+      }
+      // a pinned parameter rests as pinned (any split order: FSDP's shard after tp's), the
+      // others in any of rest_layouts
+      const std::size_t rank = static_cast<std::size_t>(g.tensors[t].shape.size());
+      if (p.has(static_cast<int>(t))) {
+        out.rests[t].push_back(out.ids.id(p.layout[t]));
+        continue;
+      }
+      if (rests_of_rank.size() <= rank) rests_of_rank.resize(rank + 1);
+      if (rests_of_rank[rank].empty())
+        for (const layout_spec& l : rest_layouts(g.mesh, static_cast<int>(rank))) rests_of_rank[rank].push_back(out.ids.id(l));
+      out.rests[t] = rests_of_rank[rank];
+    }
+  for (std::size_t j = 0; j < g.ops.size(); ++j) {
+    const op_node& op = g.ops[j];
+    std::size_t twin = j;
+    for (std::size_t k = 0; k < j && twin == j; ++k)
+      if (same_strategies(g, p, j, k)) twin = k;
+    if (twin < j) {
+      out.strategies.push_back(out.strategies[twin]);
+      continue;
+    }
+    const ops::op_context c = g.context_of(op);
+    std::vector<strategy> list;
+    const index_t n = ops::candidate_count(op.rule, c);
+    for (index_t x = 0; x < n; ++x) {
+      const ops::candidate k = ops::make_candidate(op.rule, c, x);
+      // new_partial: the context's inputs are Replicate; whether a Partial fits is a property
+      // of the state (partial_fits), asked there.
+      if (!k.valid() && k.error != ops::candidate_error::new_partial) continue;
+      bool unit_choice = false;  // a choice on a one-rank mesh dim repeats the replicate one
+      for (int m = 0; m < g.mesh.size(); ++m) unit_choice = unit_choice || (g.mesh[m] == 1 && k.choice[m] != -1);
+      if (unit_choice) continue;
+      // (make_candidate checks new_partial last: a candidate that fails only it is otherwise valid)
+      bool fits = pinned_ok(p, op.out, k.out);
+      for (int i = 0; i < op.in.size() && fits; ++i) {
+        const int t = op.in[i];
+        const tensor_node& tn = g.tensors[static_cast<std::size_t>(t)];
+        if (tn.kind != tensor_kind::activation && !partial_fits(k.in[i], nullptr)) fits = false;
+        if (tn.kind == tensor_kind::data && !pinned_ok(p, t, k.in[i])) fits = false;
+        if (tn.kind == tensor_kind::param && !p.read_ok(t, k.in[i])) fits = false;
+      }
+      if (!fits) continue;
+      strategy s = make_strategy(g, op, k, x, cm);
+      for (int i = 0; i < op.in.size(); ++i) {
+        s.in_id.push_back(out.ids.id(s.k.in[i]));
+        s.grad_id.push_back(out.ids.id(s.grad_in[i]));
+      }
+      s.out_id = out.ids.id(s.k.out);
+      list.push_back(s);
+    }
+    if (list.empty()) {
+      out.error = search_error::no_strategy, out.bad_op = static_cast<int>(j);
+      return out;
+    }
+    out.strategies.push_back(list);
+  }
+  return out;
+}
+
+constexpr int index_of(std::vector<int>& list, int id) {
+  for (std::size_t i = 0; i < list.size(); ++i)
+    if (list[i] == id) return static_cast<int>(i);
+  list.push_back(id);
+  return static_cast<int>(list.size()) - 1;
+}
+
+/// A parameter's choice for one strategy's input: a rest layout, with the moves there and
+/// back and what it holds.
+struct rest_choice {
+  double comm = 0, memory = 0;
+  collective_counts collectives{};
+  int rest = -1;
+};
+
+/// An input's moves from each layout its producer may make: (forward, backward) cost per
+/// held layout, infinite where the strategy's Partial does not fit.
+struct edge_row {
+  std::vector<double> seconds;
+  std::vector<collective_counts> collectives;
+};
+
+/// Everything the dynamic program looks up, computed once: each activation's layouts (those
+/// its producer's strategies make), the cost of every (held layout, reader's layout) move,
+/// and each parameter input's Pareto set of rest layouts.
+struct tables {
+  std::vector<std::vector<int>> held;                                  // [t][h]: layout ids
+  std::vector<std::vector<int>> out_index;                             // [j][x]: the h of op j's output
+  std::vector<std::vector<svec<int, ops::max_op_inputs>>> row_of;      // [j][x][i]: into rows[t], or -1
+  std::vector<std::vector<edge_row>> rows;                             // [t][c]
+  std::vector<std::vector<svec<int, ops::max_op_inputs>>> choices_of;  // [j][x][i]: into choices, or -1
+  std::vector<std::vector<rest_choice>> choices;
+};
+
+/// A parameter read as `want` whose gradient comes as `grad`: its rest layouts that no other
+/// beats in both the moves' time and the memory held.
+constexpr std::vector<rest_choice> rest_front(prepared& pr, std::size_t t, int want, int grad, double bytes,
+                                              const cost_model& cm, move_costs& cache) {
+  std::vector<rest_choice> all;
+  for (std::size_t r = 0; r < pr.rests[t].size(); ++r) {
+    const int rest = pr.rests[t][r];
+    const transfer there = cache.get(pr.ids, rest, want, bytes, cm);
+    const transfer back = cache.get(pr.ids, grad, rest, bytes, cm);
+    if (!there.ok || !back.ok) continue;
+    all.push_back({there.seconds + back.seconds, (2 + cm.optimizer_states) * bytes * block_fraction(pr.ids[rest]),
+                   there.collectives + back.collectives, static_cast<int>(r)});
+  }
+  std::vector<rest_choice> front;
+  for (std::size_t a = 0; a < all.size(); ++a) {
+    bool beaten = false;
+    for (std::size_t b = 0; b < all.size() && !beaten; ++b)
+      beaten = (all[b].comm < all[a].comm && all[b].memory <= all[a].memory) ||
+               (all[b].comm <= all[a].comm && all[b].memory < all[a].memory) ||
+               (all[b].comm == all[a].comm && all[b].memory == all[a].memory && b < a);
+    if (!beaten) front.push_back(all[a]);
+  }
+  return front;
+}
+
+constexpr tables make_tables(const graph& g, prepared& pr, const cost_model& cm, move_costs& cache) {
+  tables tb{};
+  const std::size_t nt = g.tensors.size(), no = g.ops.size();
+  tb.held.resize(nt);
+  tb.rows.resize(nt);
+  tb.out_index.resize(no);
+  tb.row_of.resize(no);
+  tb.choices_of.resize(no);
+  for (std::size_t j = 0; j < no; ++j)
+    for (const strategy& s : pr.strategies[j])
+      tb.out_index[j].push_back(index_of(tb.held[static_cast<std::size_t>(g.ops[j].out)], s.out_id));
+  // the readers' distinct (layout, gradient layout) per activation; per parameter, the
+  // distinct (layout, gradient layout) its readers read it in, with their rest choices
+  std::vector<std::vector<int>> want(nt), grad(nt);
+  std::vector<std::vector<svec<int, 3>>> param_reads(nt);  // (want, grad, into choices)
+  for (std::size_t j = 0; j < no; ++j) {
+    const op_node& op = g.ops[j];
+    for (std::size_t x = 0; x < pr.strategies[j].size(); ++x) {
+      const strategy& s = pr.strategies[j][x];
+      svec<int, ops::max_op_inputs> rows{}, choices{};
+      for (int i = 0; i < op.in.size(); ++i) {
+        const std::size_t t = static_cast<std::size_t>(op.in[i]);
+        const tensor_node& tn = g.tensors[t];
+        int row = -1, choice = -1;
+        if (tn.kind == tensor_kind::activation) {
+          for (std::size_t c = 0; c < want[t].size() && row < 0; ++c)
+            if (want[t][c] == s.in_id[i] && grad[t][c] == s.grad_id[i]) row = static_cast<int>(c);
+          if (row < 0) {
+            want[t].push_back(s.in_id[i]);
+            grad[t].push_back(s.grad_id[i]);
+            row = static_cast<int>(want[t].size()) - 1;
+          }
+        } else if (tn.kind == tensor_kind::param) {
+          for (const svec<int, 3>& r : param_reads[t])
+            if (r[0] == s.in_id[i] && r[1] == s.grad_id[i]) choice = r[2];
+          if (choice < 0) {
+            tb.choices.push_back(rest_front(pr, t, s.in_id[i], s.grad_id[i], tn.bytes(), cm, cache));
+            choice = static_cast<int>(tb.choices.size()) - 1;
+            param_reads[t].push_back(svec<int, 3>{{s.in_id[i], s.grad_id[i], choice}, 3});
+          }
+        }
+        rows.push_back(row);
+        choices.push_back(choice);
+      }
+      tb.row_of[j].push_back(rows);
+      tb.choices_of[j].push_back(choices);
+    }
+  }
+  // a row is the same for every tensor with the same held layouts and bytes (a model's
+  // identical blocks): made once, copied after
+  std::vector<std::size_t> like(nt, nt);  // an earlier tensor with the same held layouts and bytes
+  for (std::size_t t = 0; t < nt; ++t)
+    for (std::size_t u = 0; u < t && like[t] == nt; ++u)
+      if (g.tensors[u].bytes() == g.tensors[t].bytes() && tb.held[u] == tb.held[t] && !tb.held[t].empty()) like[t] = u;
+  for (std::size_t t = 0; t < nt; ++t) {
+    const double bytes = g.tensors[t].bytes();
+    for (std::size_t c = 0; c < want[t].size(); ++c) {
+      if (like[t] < nt) {
+        const std::size_t u = like[t];
+        std::size_t found = want[u].size();
+        for (std::size_t k = 0; k < want[u].size() && found == want[u].size(); ++k)
+          if (want[u][k] == want[t][c] && grad[u][k] == grad[t][c]) found = k;
+        if (found < want[u].size()) {
+          tb.rows[t].push_back(tb.rows[u][found]);
+          continue;
+        }
+      }
+      edge_row row{};
+      for (const int h : tb.held[t]) {
+        if (!partial_fits(pr.ids[want[t][c]], &pr.ids[h])) {
+          row.seconds.push_back(std::numeric_limits<double>::infinity());
+          row.collectives.push_back({});
+          continue;
+        }
+        const transfer there = cache.get(pr.ids, h, want[t][c], bytes, cm);
+        const transfer back = cache.get(pr.ids, grad[t][c], pr.ids.as_replicate(h), bytes, cm);
+        row.seconds.push_back(there.ok && back.ok ? there.seconds + back.seconds : std::numeric_limits<double>::infinity());
+        row.collectives.push_back(there.collectives + back.collectives);
+      }
+      tb.rows[t].push_back(row);
+    }
+  }
+  return tb;
+}
+
+}  // namespace spmd::autoshard::search_detail
