@@ -169,7 +169,7 @@ TEST_CASE("autoshard: pinned layouts are evaluated by the same model, and never 
 }
 
 // Identical blocks are one program: the first walked from every layout of its entry, its table
-// carrying the others (search.hpp, segment). 44 more blocks add no move to plan and only their
+// carrying the others (fastest.hpp, segment). 44 more blocks add no move to plan and only their
 // exits' states; the step equals the general program's, which walks every block (a finite
 // budget: the Pareto form, no tables, no deferral).
 TEST_CASE("autoshard: identical blocks are walked once; each more costs its exit's states", "[autoshard]") {
