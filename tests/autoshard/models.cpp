@@ -129,6 +129,32 @@ TEST_CASE("autoshard models: the gpt's search with deferred operators is exact",
   CHECK(wide.compute_s < split.compute_s);
 }
 
+// Without a budget the search runs on arrays indexed by the states' codes, with identical
+// blocks walked once (fastest.hpp); a layer too wide to index takes the hashed program, which
+// walks every operator. Both give the same step, collectives and layouts, on the gpt and on a
+// gpt of four blocks (whose repeated halves go through a table), under three cost models.
+TEST_CASE("autoshard models: the arrays and the hashed program give the same step", "[autoshard]") {
+  const spmd::mesh_shape_vec mesh{{2, 2}, 2};
+  as::graph four{mesh};
+  const int tokens = four.data({8, 16}, 8);
+  const nn::traced t = nn::trace<nn::gpt<64, 16, 32, 4, 4>>(four, tokens);
+  four.loss = nn::trace_cross_entropy<64>(four, t.out, four.data({8, 16}, 8));
+  for (const as::graph& g : {gpt_step(mesh), four})
+    for (const double alpha : {20e-6, 1e-7, 1e-9}) {
+      as::cost_model c{};
+      c.fallback.alpha_s = alpha;
+      const as::solution arrays = as::search_detail::run(g, c, {}, false);
+      const as::solution hashed = as::search_detail::run(g, c, {}, false, true);
+      REQUIRE(arrays.ok());
+      REQUIRE(hashed.ok());
+      CHECK(same(arrays.step_s(), hashed.step_s()));
+      CHECK(same(arrays.memory_bytes, hashed.memory_bytes));
+      CHECK(arrays.collectives == hashed.collectives);
+      CHECK(arrays.strategy == hashed.strategy);
+      for (std::size_t x = 0; x < g.tensors.size(); ++x) CHECK(spmd::same_blocks(arrays.layouts[x], hashed.layouts[x]));
+    }
+}
+
 TEST_CASE("autoshard models: a parallel model's layouts pinned, costed; choose takes the cheapest", "[autoshard]") {
   using Mesh = spmd::mesh<2, 2>::named<"dp", "tp">;
   using B = spmd::sim::backend;
