@@ -96,6 +96,50 @@ constexpr bool worse(const queued& a, const queued& b) {
   return a.steps > b.steps;
 }
 
+// The open list as a binary max-heap under `worse`, written out rather than std::push_heap
+// and std::pop_heap: in the compiler's evaluator each iterator operation of the library's
+// heap is a call, and they were a third of a plan's cost. These are the same algorithms as
+// libstdc++'s (the hole moved to a leaf, then sifted up), so equal entries pop in the same
+// order on every standard library.
+
+/// Moves `value` up from `hole` towards the root.
+constexpr void sift_up(std::vector<queued>& h, long hole, queued value) {
+  for (long parent = (hole - 1) / 2; hole > 0 && worse(h[static_cast<std::size_t>(parent)], value); parent = (hole - 1) / 2) {
+    h[static_cast<std::size_t>(hole)] = h[static_cast<std::size_t>(parent)];
+    hole = parent;
+  }
+  h[static_cast<std::size_t>(hole)] = value;
+}
+
+/// Adds `value`.
+constexpr void heap_push(std::vector<queued>& h, queued value) {
+  h.push_back(value);
+  sift_up(h, static_cast<long>(h.size()) - 1, value);
+}
+
+/// Removes and returns the first entry (the cheapest).
+constexpr queued heap_pop(std::vector<queued>& h) {
+  const queued top = h[0];
+  const queued value = h.back();
+  h.pop_back();
+  const long len = static_cast<long>(h.size());
+  if (len == 0) return top;
+  long hole = 0, child = 0;
+  while (child < (len - 1) / 2) {
+    child = 2 * (child + 1);
+    if (worse(h[static_cast<std::size_t>(child)], h[static_cast<std::size_t>(child - 1)])) --child;
+    h[static_cast<std::size_t>(hole)] = h[static_cast<std::size_t>(child)];
+    hole = child;
+  }
+  if ((len & 1) == 0 && child == (len - 2) / 2) {
+    child = 2 * (child + 1);
+    h[static_cast<std::size_t>(hole)] = h[static_cast<std::size_t>(child - 1)];
+    hole = child - 1;
+  }
+  sift_up(h, hole, value);
+  return top;
+}
+
 /// A lower bound on the cost from `s` to `goal` (A*'s heuristic): one collective when no
 /// local move can reach the goal — some mesh dim holds a partial the goal lacks, or a
 /// shard the goal wants as R or as another shard (local moves leave P only by a
@@ -370,6 +414,8 @@ constexpr packed_plan search_plan(const layout_spec& src, const layout_spec& dst
   std::vector<node> nodes;
   state_index index;
   std::vector<queued> heap;  // keyed by cost so far + bound (A*)
+  nodes.reserve(32);          // most searches stay below (one allocation, no copies)
+  heap.reserve(32);
   nodes.push_back({start, 0, collective_bound(start, goal, mesh, cm), 0, 0, -1, step_kind::chunk, 0,
                    reduce_op::sum, false});
   index.find_or_insert(start, nodes, 0);
@@ -378,9 +424,7 @@ constexpr packed_plan search_plan(const layout_spec& src, const layout_spec& dst
   bool overflow = false, over_budget = false;
   long work = 0;
   while (!heap.empty() && reached < 0 && !overflow && !over_budget) {
-    std::pop_heap(heap.begin(), heap.end(), worse);
-    const queued q = heap.back();
-    heap.pop_back();
+    const queued q = heap_pop(heap);
     node& n = nodes[static_cast<std::size_t>(q.index)];
     if (n.done || worse(q, {n.cost + n.bound, n.collectives, n.steps, 0})) continue;  // stale
     n.done = true;
@@ -419,8 +463,7 @@ constexpr packed_plan search_plan(const layout_spec& src, const layout_spec& dst
         to.op = op;
       }
       const node& to = nodes[static_cast<std::size_t>(i)];
-      heap.push_back({to.cost + to.bound, collectives, steps, i});
-      std::push_heap(heap.begin(), heap.end(), worse);
+      heap_push(heap, {to.cost + to.bound, collectives, steps, i});
     });
   }
   out.states = static_cast<int>(nodes.size());
