@@ -80,7 +80,6 @@ constexpr const rest_choice& fastest_rest(const std::vector<rest_choice>& list) 
 /// A deferred operator's strategy p at a state: what it costs apart from its output's moves.
 struct deferred_cost {
   double compute = 0, comm = 0, memory = 0;
-  collective_counts collectives{};
   bool ok = false;
 };
 
@@ -130,16 +129,14 @@ constexpr deferred_best best_deferred(const graph& g, const prepared& pr, const 
   std::vector<deferred_cost> base(pr.strategies[fj].size());
   for (std::size_t fx = 0; fx < pr.strategies[fj].size(); ++fx) {
     const strategy& fs = pr.strategies[fj][fx];
-    deferred_cost c{fs.compute_s, 0, fs.saved_bytes, {}, true};
+    deferred_cost c{fs.compute_s, 0, fs.saved_bytes, true};
     for (int fi = 0; fi < fop.in.size() && c.ok; ++fi) {
       const int row = tb.row_of[fj][fx][fi];
       if (row >= 0) {
-        const std::size_t t = static_cast<std::size_t>(fop.in[fi]);
         const std::size_t h = static_cast<std::size_t>(dg.at(code, dg.slot_of(fop.in[fi])));
-        const edge_row& e = tb.rows[t][static_cast<std::size_t>(row)];
-        if (!(e.seconds[h] < std::numeric_limits<double>::infinity())) c.ok = false;
-        c.comm += e.seconds[h];
-        c.collectives += e.collectives[h];
+        const double e = tb.row(fop.in[fi], row)[h];
+        if (!(e < std::numeric_limits<double>::infinity())) c.ok = false;
+        c.comm += e;
       } else if (tb.choices_of[fj][fx][fi] >= 0) {
         const std::vector<rest_choice>& list = tb.choices[static_cast<std::size_t>(tb.choices_of[fj][fx][fi])];
         if (list.empty()) {
@@ -147,7 +144,7 @@ constexpr deferred_best best_deferred(const graph& g, const prepared& pr, const 
           continue;
         }
         const rest_choice& r = fastest_rest(list);
-        c.comm += r.comm, c.memory += r.memory, c.collectives += r.collectives;
+        c.comm += r.comm, c.memory += r.memory;
       }
     }
     base[fx] = c;
@@ -160,7 +157,7 @@ constexpr deferred_best best_deferred(const graph& g, const prepared& pr, const 
   deferred_best out{};
   const std::size_t t = static_cast<std::size_t>(fop.out);
   for (std::size_t c = 0; c < tb.rows[t].size(); ++c) {
-    const std::vector<double>& edge_of = tb.rows[t][c].seconds;
+    const std::vector<double>& edge_of = tb.row(fop.out, static_cast<int>(c));
     double best_time = 0, best_memory = 0;
     int bp = -1;
     for (std::size_t fx = 0; fx < base.size(); ++fx) {
@@ -179,7 +176,6 @@ constexpr deferred_best best_deferred(const graph& g, const prepared& pr, const 
       const std::size_t h = static_cast<std::size_t>(out_index[static_cast<std::size_t>(bp)]);
       b = base[static_cast<std::size_t>(bp)];
       b.comm += edge_of[h];
-      b.collectives += tb.rows[t][c].collectives[h];
     }
     out.cost.push_back(b);
     out.strategy.push_back(bp);
@@ -248,6 +244,28 @@ constexpr void record(solution& sol, const graph& g, const prepared& pr, const t
       sol.layouts[t] = s.k.in[i];
     }
   }
+}
+
+/// The collectives of the step a solution records, by kind: each operator's reads (an
+/// activation moved from the layout its operator made, a parameter from its rest layout) and
+/// their gradients moved back, each as the plan that runs counts them. Both programs count
+/// them here, once, along the chosen step, rather than carrying them in every pair.
+constexpr collective_counts count_collectives(const solution& sol, const graph& g, prepared& pr, move_costs& cache,
+                                              const cost_model& cm) {
+  collective_counts n{};
+  for (std::size_t j = 0; j < g.ops.size(); ++j) {
+    const op_node& op = g.ops[j];
+    for (int i = 0; i < op.in.size(); ++i) {
+      const std::size_t t = static_cast<std::size_t>(op.in[i]);
+      const tensor_node& tn = g.tensors[t];
+      if (tn.kind == tensor_kind::data) continue;
+      const double bytes = tn.bytes();
+      const int held = pr.ids.id(sol.layouts[t]), read = pr.ids.id(sol.reads[j][i]), grad = pr.ids.id(sol.grads[j][i]);
+      n += cache.get(pr.ids, held, read, bytes, cm).collectives;
+      n += cache.get(pr.ids, grad, tn.kind == tensor_kind::param ? held : pr.ids.as_replicate(held), bytes, cm).collectives;
+    }
+  }
+  return n;
 }
 
 }  // namespace spmd::autoshard::search_detail

@@ -41,11 +41,11 @@ struct segment {
 
 /// Whether two tensors' rows (their readers' moves from each held layout) are equal.
 constexpr bool same_rows(const tables& tb, int ts, int tu) {
-  const std::vector<edge_row>& rs = tb.rows[static_cast<std::size_t>(ts)];
-  const std::vector<edge_row>& ru = tb.rows[static_cast<std::size_t>(tu)];
+  const std::vector<int>& rs = tb.rows[static_cast<std::size_t>(ts)];
+  const std::vector<int>& ru = tb.rows[static_cast<std::size_t>(tu)];
   if (rs.size() != ru.size() || tb.held[static_cast<std::size_t>(ts)] != tb.held[static_cast<std::size_t>(tu)]) return false;
   for (std::size_t c = 0; c < rs.size(); ++c)
-    if (rs[c].seconds != ru[c].seconds || !(rs[c].collectives == ru[c].collectives)) return false;
+    if (rs[c] != ru[c] && tb.seconds[static_cast<std::size_t>(rs[c])] != tb.seconds[static_cast<std::size_t>(ru[c])]) return false;
   return true;
 }
 
@@ -70,9 +70,7 @@ constexpr bool same_op(const graph& g, const prepared& pr, const tables& tb, std
       const std::vector<rest_choice>& lu = tb.choices[static_cast<std::size_t>(cu)];
       if (ls.size() != lu.size()) return false;
       for (std::size_t r = 0; r < ls.size(); ++r)
-        if (ls[r].comm != lu[r].comm || ls[r].memory != lu[r].memory || ls[r].rest != lu[r].rest ||
-            !(ls[r].collectives == lu[r].collectives))
-          return false;
+        if (ls[r].comm != lu[r].comm || ls[r].memory != lu[r].memory || ls[r].rest != lu[r].rest) return false;
     }
   }
   return true;
@@ -226,11 +224,11 @@ constexpr bool fastest(solution& sol, const graph& g, const prepared& pr, const 
       }
     const int entry_slot = entry >= 0 ? before.slot_of(entry) : -1;
     std::vector<std::uint8_t> usable(pr.strategies[j].size(), 1);
-    std::vector<svec<const edge_row*, ops::max_op_inputs>> rows(pr.strategies[j].size());
+    std::vector<svec<const std::vector<double>*, ops::max_op_inputs>> rows(pr.strategies[j].size());
     for (std::size_t x = 0; x < pr.strategies[j].size(); ++x)
       for (int i = 0; i < op.in.size(); ++i) {
         const int row = tb.row_of[j][x][i];
-        rows[x].push_back(row >= 0 && folded_op[i] < 0 ? &tb.rows[static_cast<std::size_t>(op.in[i])][static_cast<std::size_t>(row)] : nullptr);
+        rows[x].push_back(row >= 0 && folded_op[i] < 0 ? &tb.row(op.in[i], row) : nullptr);
         const int choice = tb.choices_of[j][x][i];
         if (choice >= 0 && tb.choices[static_cast<std::size_t>(choice)].empty()) usable[x] = 0;
       }
@@ -263,7 +261,7 @@ constexpr bool fastest(solution& sol, const graph& g, const prepared& pr, const 
             const deferred_cost& b = best[i]->cost[c];
             compute += b.compute, comm += b.comm, memory += b.memory;
           } else if (rows[x][i] != nullptr) {
-            const double e = rows[x][i]->seconds[h[i]];
+            const double e = (*rows[x][i])[h[i]];
             if (!(e < std::numeric_limits<double>::infinity())) fits = false;
             comm += e;
           }
@@ -337,28 +335,19 @@ constexpr bool fastest(solution& sol, const graph& g, const prepared& pr, const 
   sol.strategy.assign(no, -1);
   sol.reads.resize(no);
   sol.grads.resize(no);
-  // back along the chosen states: each operator's strategy, its deferred inputs' (the best
-  // at that state), and the collectives of every move on the way; a run's operators are
-  // read from its first run's walk (the same program: `shift` operators earlier)
+  // back along the chosen states: each operator's strategy and its deferred inputs' (the
+  // best at that state); a run's operators are read from its first run's walk (the same
+  // program: `shift` operators earlier)
   const auto account = [&](std::size_t j, std::size_t shift, std::size_t x, std::uint64_t prev) {
     const std::size_t jw = j - shift;  // the walked operator
     const op_node& op = g.ops[jw];
-    const digits& before = dg[jw];
     record(sol, g, pr, tb, j, x, {});
     for (int i = 0; i < op.in.size(); ++i) {
       const tensor_node& tn = g.tensors[static_cast<std::size_t>(op.in[i])];
-      const int row = tb.row_of[jw][x][i];
-      if (tn.kind == tensor_kind::activation && d.reader[static_cast<std::size_t>(tn.producer)] >= 0) {
-        const std::size_t fj = static_cast<std::size_t>(tn.producer);
-        const deferred_best& b = memos[jw][static_cast<std::size_t>(i)].get(g, pr, tb, fj, before, prev);
-        sol.collectives += b.cost[static_cast<std::size_t>(row)].collectives;
-        record(sol, g, pr, tb, fj + shift, static_cast<std::size_t>(b.strategy[static_cast<std::size_t>(row)]), {});
-      } else if (row >= 0) {
-        const std::size_t h = static_cast<std::size_t>(before.at(prev, before.slot_of(op.in[i])));
-        sol.collectives += tb.rows[static_cast<std::size_t>(op.in[i])][static_cast<std::size_t>(row)].collectives[h];
-      } else if (tb.choices_of[jw][x][i] >= 0) {
-        sol.collectives += fastest_rest(tb.choices[static_cast<std::size_t>(tb.choices_of[jw][x][i])]).collectives;
-      }
+      if (tn.kind != tensor_kind::activation || d.reader[static_cast<std::size_t>(tn.producer)] < 0) continue;
+      const std::size_t fj = static_cast<std::size_t>(tn.producer), row = static_cast<std::size_t>(tb.row_of[jw][x][i]);
+      const deferred_best& b = memos[jw][static_cast<std::size_t>(i)].get(g, pr, tb, fj, dg[jw], prev);
+      record(sol, g, pr, tb, fj + shift, static_cast<std::size_t>(b.strategy[row]), {});
     }
   };
   std::uint64_t code = end;

@@ -49,7 +49,6 @@ namespace search_detail {
 /// A (time, memory) pair and how it was reached.
 struct label {
   double compute = 0, comm = 0, memory = 0;
-  collective_counts collectives{};
   int prev_state = -1, prev_label = -1;
   int strategy = -1;                          // of this layer's operator
   svec<int, ops::max_op_inputs> rest{};       // per input: a parameter's rest layout (index), else -1
@@ -114,7 +113,10 @@ constexpr solution run(const graph& g, const cost_model& cm, const pins& p, bool
   sol.plans = cache.planned();
   // Without a budget a state needs only its fastest pair (least_memory asks for the smallest)
   const bool time_only = !least_memory && !(cm.memory_budget < std::numeric_limits<double>::infinity());
-  if (time_only && !hashed && fastest(sol, g, pr, tb)) return sol;
+  if (time_only && !hashed && fastest(sol, g, pr, tb)) {
+    if (sol.ok()) sol.collectives = count_collectives(sol, g, pr, cache, cm);
+    return sol;
+  }
   const std::size_t nt = g.tensors.size(), no = g.ops.size();
   std::vector<layer> layers(no + 1);
   layers[0].states.push_back({0, {label{}}});
@@ -165,7 +167,7 @@ constexpr solution run(const graph& g, const cost_model& cm, const pins& p, bool
     // each strategy's fixed part: the rows its activation inputs read, the rest layouts its
     // parameters take (time only: the fastest; else every combination of their Pareto sets)
     struct recipe {
-      svec<const edge_row*, ops::max_op_inputs> row{};  // per input: made by a state's tensor, else null
+      svec<const std::vector<double>*, ops::max_op_inputs> row{};  // per input: made by a state's tensor, else null
       svec<int, ops::max_op_inputs> param{};            // parameter inputs
       svec<const std::vector<rest_choice>*, ops::max_op_inputs> rests{};  // per parameter input
       std::size_t combos = 1;
@@ -176,7 +178,7 @@ constexpr solution run(const graph& g, const cost_model& cm, const pins& p, bool
       recipe& r = recipes[x];
       for (int i = 0; i < op.in.size(); ++i) {
         const int row = tb.row_of[j][x][i];
-        r.row.push_back(row >= 0 && folded_op[i] < 0 ? &tb.rows[static_cast<std::size_t>(op.in[i])][static_cast<std::size_t>(row)] : nullptr);
+        r.row.push_back(row >= 0 && folded_op[i] < 0 ? &tb.row(op.in[i], row) : nullptr);
         const int choice = tb.choices_of[j][x][i];
         if (choice < 0) continue;
         const std::vector<rest_choice>& list = tb.choices[static_cast<std::size_t>(choice)];
@@ -213,7 +215,7 @@ constexpr solution run(const graph& g, const cost_model& cm, const pins& p, bool
             const deferred_cost& b = best[i]->cost[c];
             compute += b.compute, comm += b.comm, memory += b.memory;
           } else if (r.row[i] != nullptr) {
-            const double e = r.row[i]->seconds[h[i]];
+            const double e = (*r.row[i])[h[i]];
             if (!(e < std::numeric_limits<double>::infinity())) fits = false;
             comm += e;
           }
@@ -225,7 +227,6 @@ constexpr solution run(const graph& g, const cost_model& cm, const pins& p, bool
             const label& prev = st.labels[li];
             double l_compute = compute + prev.compute, l_comm = comm + prev.comm, l_memory = memory + prev.memory;
             svec<int, ops::max_op_inputs> rest{};
-            collective_counts rest_collectives{};
             std::size_t left = combo;
             for (int q = 0; q < r.param.size(); ++q) {
               const std::vector<rest_choice>& list = *r.rests[q];
@@ -233,7 +234,6 @@ constexpr solution run(const graph& g, const cost_model& cm, const pins& p, bool
               left /= list.size();
               l_comm += rc.comm;
               l_memory += rc.memory;
-              rest_collectives += rc.collectives;
               rest.push_back(rc.rest);
             }
             if (!(l_memory <= cm.memory_budget)) {
@@ -249,20 +249,11 @@ constexpr solution run(const graph& g, const cost_model& cm, const pins& p, bool
             l.prev_state = static_cast<int>(si);
             l.prev_label = static_cast<int>(li);
             l.strategy = static_cast<int>(x);
-            l.collectives = prev.collectives;
             for (int i = 0; i < op.in.size(); ++i) {
               l.rest.push_back(-1);
-              l.folded.push_back(-1);
-              if (best[i] != nullptr) {
-                const std::size_t c = static_cast<std::size_t>(tb.row_of[j][x][i]);
-                l.collectives += best[i]->cost[c].collectives;
-                l.folded[i] = best[i]->strategy[c];
-              } else if (r.row[i] != nullptr) {
-                l.collectives += r.row[i]->collectives[h[i]];
-              }
+              l.folded.push_back(best[i] != nullptr ? best[i]->strategy[static_cast<std::size_t>(tb.row_of[j][x][i])] : -1);
             }
             for (int q = 0; q < r.param.size(); ++q) l.rest[r.param[q]] = rest[q];
-            l.collectives += rest_collectives;
             insert_pareto(pairs, l, time_only);
           }
       }
@@ -288,7 +279,6 @@ constexpr solution run(const graph& g, const cost_model& cm, const pins& p, bool
   sol.compute_s = end.compute;
   sol.comm_s = end.comm;
   sol.memory_bytes = end.memory;
-  sol.collectives = end.collectives;
   sol.layouts.resize(nt);
   sol.strategy.assign(no, -1);
   sol.reads.resize(no);
@@ -309,6 +299,7 @@ constexpr solution run(const graph& g, const cost_model& cm, const pins& p, bool
     si = l.prev_state;
     li = l.prev_label;
   }
+  sol.collectives = count_collectives(sol, g, pr, cache, cm);
   return sol;
 }
 

@@ -240,27 +240,30 @@ constexpr int index_of(std::vector<int>& list, int id) {
 /// back and what it holds.
 struct rest_choice {
   double comm = 0, memory = 0;
-  collective_counts collectives{};
   int rest = -1;
-};
-
-/// An input's moves from each layout its producer may make: (forward, backward) cost per
-/// held layout, infinite where the strategy's Partial does not fit.
-struct edge_row {
-  std::vector<double> seconds;
-  std::vector<collective_counts> collectives;
 };
 
 /// Everything the dynamic program looks up, computed once: each activation's layouts (those
 /// its producer's strategies make), the cost of every (held layout, reader's layout) move,
 /// and each parameter input's Pareto set of rest layouts.
+///
+/// A row is one way an activation is read: per held layout h, the seconds of the move there
+/// and of its gradient's move back, infinite where the read's Partial does not fit. Tensors
+/// read alike (a model's identical blocks) share one row. The rows hold times only: the
+/// collectives are counted once, along the chosen step (count_collectives).
 struct tables {
   std::vector<std::vector<int>> held;                                  // [t][h]: layout ids
   std::vector<std::vector<int>> out_index;                             // [j][x]: the h of op j's output
   std::vector<std::vector<svec<int, ops::max_op_inputs>>> row_of;      // [j][x][i]: into rows[t], or -1
-  std::vector<std::vector<edge_row>> rows;                             // [t][c]
+  std::vector<std::vector<int>> rows;                                  // [t][c]: into seconds
+  std::vector<std::vector<double>> seconds;                            // [row][h]
   std::vector<std::vector<svec<int, ops::max_op_inputs>>> choices_of;  // [j][x][i]: into choices, or -1
   std::vector<std::vector<rest_choice>> choices;
+
+  /// Read c of tensor t: the seconds from each held layout.
+  constexpr const std::vector<double>& row(int t, int c) const {
+    return seconds[static_cast<std::size_t>(rows[static_cast<std::size_t>(t)][static_cast<std::size_t>(c)])];
+  }
 };
 
 /// A parameter read as `want` whose gradient comes as `grad`: its rest layouts that no other
@@ -274,7 +277,7 @@ constexpr std::vector<rest_choice> rest_front(prepared& pr, std::size_t t, int w
     const transfer back = cache.get(pr.ids, grad, rest, bytes, cm);
     if (!there.ok || !back.ok) continue;
     all.push_back({there.seconds + back.seconds, (2 + cm.optimizer_states) * bytes * block_fraction(pr.ids[rest]),
-                   there.collectives + back.collectives, static_cast<int>(r)});
+                   static_cast<int>(r)});
   }
   std::vector<rest_choice> front;
   for (std::size_t a = 0; a < all.size(); ++a) {
@@ -355,19 +358,16 @@ constexpr tables make_tables(const graph& g, prepared& pr, const cost_model& cm,
           continue;
         }
       }
-      edge_row row{};
-      for (const int h : tb.held[t]) {
-        if (!partial_fits(pr.ids[want[t][c]], &pr.ids[h])) {
-          row.seconds.push_back(std::numeric_limits<double>::infinity());
-          row.collectives.push_back({});
-          continue;
-        }
-        const transfer there = cache.get(pr.ids, h, want[t][c], bytes, cm);
-        const transfer back = cache.get(pr.ids, grad[t][c], pr.ids.as_replicate(h), bytes, cm);
-        row.seconds.push_back(there.ok && back.ok ? there.seconds + back.seconds : std::numeric_limits<double>::infinity());
-        row.collectives.push_back(there.collectives + back.collectives);
+      std::vector<double> row(tb.held[t].size(), std::numeric_limits<double>::infinity());
+      for (std::size_t h = 0; h < tb.held[t].size(); ++h) {
+        const int from = tb.held[t][h];
+        if (!partial_fits(pr.ids[want[t][c]], &pr.ids[from])) continue;
+        const transfer there = cache.get(pr.ids, from, want[t][c], bytes, cm);
+        const transfer back = cache.get(pr.ids, grad[t][c], pr.ids.as_replicate(from), bytes, cm);
+        if (there.ok && back.ok) row[h] = there.seconds + back.seconds;
       }
-      tb.rows[t].push_back(row);
+      tb.rows[t].push_back(static_cast<int>(tb.seconds.size()));
+      tb.seconds.push_back(row);
     }
   }
   return tb;
