@@ -126,8 +126,10 @@ struct deferred_best {
 constexpr deferred_best best_deferred(const graph& g, const prepared& pr, const tables& tb, std::size_t fj,
                                       const digits& dg, std::uint64_t code) {
   const op_node& fop = g.ops[fj];
-  std::vector<deferred_cost> base(pr.strategies[fj].size());
-  for (std::size_t fx = 0; fx < pr.strategies[fj].size(); ++fx) {
+  const std::size_t n = pr.strategies[fj].size();
+  std::vector<deferred_cost> base(n);
+  deferred_cost* const b0 = base.data();
+  for (std::size_t fx = 0; fx < n; ++fx) {
     const strategy& fs = pr.strategies[fj][fx];
     deferred_cost c{fs.compute_s, 0, fs.saved_bytes, true};
     for (int fi = 0; fi < fop.in.size() && c.ok; ++fi) {
@@ -147,38 +149,41 @@ constexpr deferred_best best_deferred(const graph& g, const prepared& pr, const 
         c.comm += r.comm, c.memory += r.memory;
       }
     }
-    base[fx] = c;
+    b0[fx] = c;
   }
   // the reader's each read c: the strategy with the least time (then memory), its output
-  // moved to c; summed and compared exactly as a pair is (compute + (comm + edge))
-  std::vector<double> base_time(base.size(), 0);
-  for (std::size_t fx = 0; fx < base.size(); ++fx) base_time[fx] = base[fx].compute + base[fx].comm;
-  const std::vector<int>& out_index = tb.out_index[fj];
+  // moved to c; summed and compared exactly as a pair is (compute + (comm + edge)). The
+  // loop reads through pointers: it runs reads × strategies per distinct input layouts.
+  std::vector<double> base_time(n, 0);
+  double* const time0 = base_time.data();
+  for (std::size_t fx = 0; fx < n; ++fx) time0[fx] = b0[fx].compute + b0[fx].comm;
+  const int* const out_index = tb.out_index[fj].data();
   deferred_best out{};
-  const std::size_t t = static_cast<std::size_t>(fop.out);
-  for (std::size_t c = 0; c < tb.rows[t].size(); ++c) {
-    const std::vector<double>& edge_of = tb.row(fop.out, static_cast<int>(c));
+  const std::size_t reads = tb.rows[static_cast<std::size_t>(fop.out)].size();
+  out.cost.resize(reads);
+  out.strategy.resize(reads);
+  for (std::size_t c = 0; c < reads; ++c) {
+    const double* const edge_of = tb.row(fop.out, static_cast<int>(c)).data();
     double best_time = 0, best_memory = 0;
     int bp = -1;
-    for (std::size_t fx = 0; fx < base.size(); ++fx) {
-      if (!base[fx].ok) continue;
-      const double edge = edge_of[static_cast<std::size_t>(out_index[fx])];
+    for (std::size_t fx = 0; fx < n; ++fx) {
+      if (!b0[fx].ok) continue;
+      const double edge = edge_of[out_index[fx]];
       if (!(edge < std::numeric_limits<double>::infinity())) continue;
-      const double time = base_time[fx] + edge;
-      if (bp < 0 || time < best_time || (time == best_time && base[fx].memory < best_memory)) {
+      const double time = time0[fx] + edge;
+      if (bp < 0 || time < best_time || (time == best_time && b0[fx].memory < best_memory)) {
         bp = static_cast<int>(fx);
-        best_time = base[fx].compute + (base[fx].comm + edge);
-        best_memory = base[fx].memory;
+        best_time = b0[fx].compute + (b0[fx].comm + edge);
+        best_memory = b0[fx].memory;
       }
     }
     deferred_cost b{};
     if (bp >= 0) {
-      const std::size_t h = static_cast<std::size_t>(out_index[static_cast<std::size_t>(bp)]);
-      b = base[static_cast<std::size_t>(bp)];
-      b.comm += edge_of[h];
+      b = b0[bp];
+      b.comm += edge_of[out_index[bp]];
     }
-    out.cost.push_back(b);
-    out.strategy.push_back(bp);
+    out.cost[c] = b;
+    out.strategy[c] = bp;
   }
   return out;
 }

@@ -39,6 +39,17 @@ struct segment {
   std::size_t exits = 0;
 };
 
+/// A strategy of the operator a transition runs, as its inner loop reads it.
+struct pick {
+  double compute = 0, saved = 0;
+  std::uint64_t out = 0;  // its output's held layout
+  bool usable = true;     // false: a parameter with no rest layout
+  int read[ops::max_op_inputs]{};            // per input: its row (or -1)
+  const double* row[ops::max_op_inputs]{};   // per input a state holds: the row's seconds
+  int rests = 0;                             // parameter inputs, in order
+  double rest_comm[ops::max_op_inputs]{}, rest_memory[ops::max_op_inputs]{};
+};
+
 /// Whether two tensors' rows (their readers' moves from each held layout) are equal.
 constexpr bool same_rows(const tables& tb, int ts, int tu) {
   const std::vector<int>& rs = tb.rows[static_cast<std::size_t>(ts)];
@@ -223,58 +234,77 @@ constexpr bool fastest(solution& sol, const graph& g, const prepared& pr, const 
         else carried_stride[static_cast<std::size_t>(before.slot_of(after.live[q]))] = after.stride[q];
       }
     const int entry_slot = entry >= 0 ? before.slot_of(entry) : -1;
-    std::vector<std::uint8_t> usable(pr.strategies[j].size(), 1);
-    std::vector<svec<const std::vector<double>*, ops::max_op_inputs>> rows(pr.strategies[j].size());
-    for (std::size_t x = 0; x < pr.strategies[j].size(); ++x)
-      for (int i = 0; i < op.in.size(); ++i) {
+    // each strategy as the loop below reads it: flat, through pointers (in the compiler's
+    // evaluator a vector's operator[] is a call, and this loop runs states × strategies)
+    const int n_in = op.in.size();
+    std::vector<pick> picks(pr.strategies[j].size());
+    for (std::size_t x = 0; x < picks.size(); ++x) {
+      pick& k = picks[x];
+      const strategy& s = pr.strategies[j][x];
+      k.compute = s.compute_s, k.saved = s.saved_bytes;
+      k.out = static_cast<std::uint64_t>(tb.out_index[j][x]);
+      for (int i = 0; i < n_in; ++i) {
         const int row = tb.row_of[j][x][i];
-        rows[x].push_back(row >= 0 && folded_op[i] < 0 ? &tb.row(op.in[i], row) : nullptr);
+        k.read[i] = row;
+        if (row >= 0 && folded_op[i] < 0) k.row[i] = tb.row(op.in[i], row).data();
         const int choice = tb.choices_of[j][x][i];
-        if (choice >= 0 && tb.choices[static_cast<std::size_t>(choice)].empty()) usable[x] = 0;
+        if (choice < 0) continue;
+        const std::vector<rest_choice>& list = tb.choices[static_cast<std::size_t>(choice)];
+        if (list.empty()) {
+          k.usable = false;
+          continue;
+        }
+        const rest_choice& r = fastest_rest(list);  // summed as the general program does
+        k.rest_comm[k.rests] = r.comm, k.rest_memory[k.rests] = r.memory;
+        ++k.rests;
       }
+    }
+    const pick* const first_pick = picks.data();
+    const std::size_t n_picks = picks.size();
+    const std::uint64_t* const stride = before.stride.data();
+    const std::uint64_t* const radix = before.radix.data();
+    const cell* const in = from.data();
+    cell* const out = to.data();
     for (std::size_t code = 0; code < from.size(); ++code) {
-      const cell& st = from[code];
+      const cell& st = in[code];
       if (st.strategy == -2) continue;
-      svec<const deferred_best*, ops::max_op_inputs> best{};
-      svec<std::size_t, ops::max_op_inputs> h{};
-      for (int i = 0; i < op.in.size(); ++i) {
-        best.push_back(folded_op[i] < 0 ? nullptr
-                                        : &memos[j][static_cast<std::size_t>(i)].get(g, pr, tb, static_cast<std::size_t>(folded_op[i]), before, code));
-        h.push_back(slot[i] >= 0 ? static_cast<std::size_t>(before.at(code, slot[i])) : 0);
+      const int* best_strategy[ops::max_op_inputs]{};  // per deferred input: its best_deferred's
+      const deferred_cost* best_cost[ops::max_op_inputs]{};
+      std::size_t h[ops::max_op_inputs]{};
+      for (int i = 0; i < n_in; ++i) {
+        if (folded_op[i] >= 0) {
+          const deferred_best& b = memos[j][static_cast<std::size_t>(i)].get(g, pr, tb, static_cast<std::size_t>(folded_op[i]), before, code);
+          best_strategy[i] = b.strategy.data(), best_cost[i] = b.cost.data();
+        }
+        if (slot[i] >= 0) h[i] = static_cast<std::size_t>(code / stride[slot[i]] % radix[slot[i]]);
       }
       std::uint64_t kept = 0;
-      if (entry >= 0) kept = static_cast<std::uint64_t>(before.at(code, entry_slot)) * exits;
+      if (entry >= 0) kept = code / stride[entry_slot] % radix[entry_slot] * exits;
       else
         for (std::size_t q = 0; q < before.live.size(); ++q)
-          if (carried_stride[q] != 0) kept += carried_stride[q] * static_cast<std::uint64_t>(before.at(code, static_cast<int>(q)));
+          if (carried_stride[q] != 0) kept += carried_stride[q] * (code / stride[q] % radix[q]);
       const std::uint64_t out_place = entry >= 0 ? 1 : out_stride;
-      for (std::size_t x = 0; x < pr.strategies[j].size(); ++x) {
-        if (!usable[x]) continue;
-        const strategy& s = pr.strategies[j][x];
-        const svec<int, ops::max_op_inputs>& row_of = tb.row_of[j][x];
-        double compute = s.compute_s, comm = 0, memory = s.saved_bytes;
+      for (std::size_t x = 0; x < n_picks; ++x) {
+        const pick& k = first_pick[x];
+        if (!k.usable) continue;
+        double compute = k.compute, comm = 0, memory = k.saved;
         bool fits = true;
-        for (int i = 0; i < op.in.size() && fits; ++i) {
-          if (best[i] != nullptr) {
-            const std::size_t c = static_cast<std::size_t>(row_of[i]);
-            if (best[i]->strategy[c] < 0) fits = false;
-            const deferred_cost& b = best[i]->cost[c];
+        for (int i = 0; i < n_in && fits; ++i) {
+          if (best_cost[i] != nullptr) {
+            const int c = k.read[i];
+            if (best_strategy[i][c] < 0) fits = false;
+            const deferred_cost& b = best_cost[i][c];
             compute += b.compute, comm += b.comm, memory += b.memory;
-          } else if (rows[x][i] != nullptr) {
-            const double e = (*rows[x][i])[h[i]];
+          } else if (k.row[i] != nullptr) {
+            const double e = k.row[i][h[i]];
             if (!(e < std::numeric_limits<double>::infinity())) fits = false;
             comm += e;
           }
         }
         if (!fits) continue;
         double l_compute = compute + st.compute, l_comm = comm + st.comm, l_memory = memory + st.memory;
-        for (int i = 0; i < op.in.size(); ++i)  // the parameters' fastest rest layouts, summed as the general program does
-          if (tb.choices_of[j][x][i] >= 0) {
-            const rest_choice& r = fastest_rest(tb.choices[static_cast<std::size_t>(tb.choices_of[j][x][i])]);
-            l_comm += r.comm;
-            l_memory += r.memory;
-          }
-        cell& into = to[static_cast<std::size_t>(kept + out_place * static_cast<std::uint64_t>(tb.out_index[j][x]))];
+        for (int q = 0; q < k.rests; ++q) l_comm += k.rest_comm[q], l_memory += k.rest_memory[q];
+        cell& into = out[kept + out_place * k.out];
         if (into.beats(l_compute + l_comm, l_memory)) into = cell{l_compute, l_comm, l_memory, code, static_cast<int>(x)};
       }
     }
