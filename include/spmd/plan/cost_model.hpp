@@ -55,11 +55,16 @@ constexpr double block_fraction(state s, const mesh_shape_vec& mesh) {
   return f;
 }
 
-/// Estimated microseconds of a step over `group_size` ranks from state `from` to `to`.
-constexpr double step_cost_us(step_kind kind, state from, state to, const mesh_shape_vec& mesh,
-                              double group_size, double global_bytes, const cost_model& cm) {
-  if (!is_collective(kind)) return block_fraction(to, mesh) * global_bytes / cm.local_bytes_per_us;
-  const double f = block_fraction(from, mesh), n = group_size;
+/// Estimated microseconds of a local step that writes fraction `f_to` of the tensor.
+constexpr double local_cost_us(double f_to, double global_bytes, const cost_model& cm) {
+  return f_to * global_bytes / cm.local_bytes_per_us;
+}
+
+/// Estimated microseconds of a collective over `group_size` ranks whose ranks hold fraction
+/// `f` of the tensor before it.
+constexpr double collective_cost_us(step_kind kind, double f, double group_size, double global_bytes,
+                                    const cost_model& cm) {
+  const double n = group_size;
   double fraction = 0, hops = n - 1;
   switch (kind) {
     case step_kind::all_gather: fraction = f * (n - 1); break;
@@ -72,6 +77,13 @@ constexpr double step_cost_us(step_kind kind, state from, state to, const mesh_s
     default: break;
   }
   return cm.collective_us + cm.hop_us * hops + fraction * global_bytes / cm.bytes_per_us;
+}
+
+/// Estimated microseconds of a step over `group_size` ranks from state `from` to `to`.
+constexpr double step_cost_us(step_kind kind, state from, state to, const mesh_shape_vec& mesh,
+                              double group_size, double global_bytes, const cost_model& cm) {
+  if (!is_collective(kind)) return local_cost_us(block_fraction(to, mesh), global_bytes, cm);
+  return collective_cost_us(kind, block_fraction(from, mesh), group_size, global_bytes, cm);
 }
 
 }  // namespace plan_detail

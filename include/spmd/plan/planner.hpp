@@ -349,12 +349,15 @@ class state_index {
   /// The node of `key`, or -1 after inserting `fresh` for it.
   constexpr int find_or_insert(state key, const std::vector<node>& nodes, int fresh) {
     if (static_cast<std::size_t>(fresh) * 2 >= slots_.size()) grow(nodes);
-    for (std::size_t i = home(key, slots_.size());; i = (i + 1) & (slots_.size() - 1)) {
-      if (slots_[i] < 0) {
-        slots_[i] = fresh;
+    int* const slots = slots_.data();  // through pointers: operator[] is a call in the compiler
+    const node* const at = nodes.data();
+    const std::size_t mask = slots_.size() - 1;
+    for (std::size_t i = home(key, slots_.size());; i = (i + 1) & mask) {
+      if (slots[i] < 0) {
+        slots[i] = fresh;
         return -1;
       }
-      if (nodes[static_cast<std::size_t>(slots_[i])].key == key) return slots_[i];
+      if (at[slots[i]].key == key) return slots[i];
     }
   }
 
@@ -410,6 +413,31 @@ constexpr packed_plan search_plan(const layout_spec& src, const layout_spec& dst
 
   double group_sizes[1u << max_mesh_dims]{};  // ranks in the group of each dim mask
   for (dim_mask g = 0; g < (1u << dims); ++g) group_sizes[g] = static_cast<double>(group_size(mesh, g));
+  // block_fraction and collective_bound on packed states, written out over arrays made once:
+  // they run per move, and in the compiler's evaluator each small call they make costs
+  double sizes[max_mesh_dims]{};
+  unsigned goal_code[max_mesh_dims]{};
+  for (int m = 0; m < dims; ++m) sizes[m] = static_cast<double>(mesh[m]), goal_code[m] = code(goal, m);
+  constexpr unsigned shard_kind = static_cast<unsigned>(placement_kind::shard);
+  constexpr unsigned partial_kind = static_cast<unsigned>(placement_kind::partial);
+  constexpr unsigned replicate_kind = static_cast<unsigned>(placement_kind::replicate);
+  const auto fraction = [&](state s) {  // block_fraction(s, mesh)
+    double f = 1;
+    for (int m = 0; m < dims; ++m)
+      if ((s >> (8 * m + 6) & 3u) == shard_kind) f /= sizes[m];
+    return f;
+  };
+  const double stuck_cost = cm.collective_us + cm.hop_us;
+  const auto bound = [&](state s) {  // collective_bound(s, goal, mesh, cm)
+    for (int m = 0; m < dims; ++m) {
+      const unsigned c = static_cast<unsigned>(s >> (8 * m)) & 0xFFu, t = goal_code[m];
+      const unsigned kc = c >> 6, kt = t >> 6;
+      const bool stuck = (kc == partial_kind && c != t) ||
+                         (kc == shard_kind && (kt == replicate_kind || (kt == shard_kind && ((t >> 3) & 7u) != ((c >> 3) & 7u))));
+      if (stuck) return stuck_cost;
+    }
+    return 0.0;
+  };
 
   std::vector<node> nodes;
   state_index index;
@@ -433,7 +461,7 @@ constexpr packed_plan search_plan(const layout_spec& src, const layout_spec& dst
       break;
     }
     const state here = n.key;
-    const double here_cost = n.cost;
+    const double here_cost = n.cost, here_fraction = fraction(here);
     if (max_work >= 0 && work + expansion_work_bound(here, dims, src.tensor_rank) > max_work) {
       // stop before an expansion that could cross the budget, not inside it
       over_budget = true;
@@ -444,12 +472,13 @@ constexpr packed_plan search_plan(const layout_spec& src, const layout_spec& dst
       ++work;
       int i = index.find_or_insert(next, nodes, static_cast<int>(nodes.size()));
       if (i >= 0 && nodes[static_cast<std::size_t>(i)].done) return;  // settled: no better path
-      const double cost = here_cost + step_cost_us(kind, here, next, mesh, group_sizes[g], global_bytes, cm);
+      const double cost = here_cost + (is_collective(kind) ? collective_cost_us(kind, here_fraction, group_sizes[g], global_bytes, cm)
+                                                           : local_cost_us(fraction(next), global_bytes, cm));
       const int collectives = q.collectives + (is_collective(kind) ? 1 : 0), steps = q.steps + 1;
       if (i < 0) {
         if (static_cast<int>(nodes.size()) >= max_plan_states) return void(overflow = true);
         i = static_cast<int>(nodes.size());
-        nodes.push_back({next, cost, collective_bound(next, goal, mesh, cm), collectives, steps, q.index,
+        nodes.push_back({next, cost, bound(next), collectives, steps, q.index,
                          kind, g, op, false});
       } else {
         node& to = nodes[static_cast<std::size_t>(i)];
