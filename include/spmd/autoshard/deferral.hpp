@@ -123,30 +123,66 @@ struct deferred_best {
   std::vector<int> strategy;        // [c]: -1 where none fits
 };
 
-constexpr deferred_best best_deferred(const graph& g, const prepared& pr, const tables& tb, std::size_t fj,
-                                      const digits& dg, std::uint64_t code) {
+/// A deferred operator's strategy as best_deferred reads it: its inputs' terms in input
+/// order (the sums keep that order), flat, through pointers.
+struct deferred_pick {
+  struct term {
+    const double* row = nullptr;  // an activation input: its row's seconds
+    int slot = -1;                // and its place in the state's digits
+    double rest_comm = 0, rest_memory = 0;  // a parameter input: its fastest rest layout
+  };
+  double compute = 0, saved = 0;
+  int out = 0;          // its output's held layout
+  bool usable = true;   // false: a parameter with no rest layout
+  int terms = 0;
+  term t[ops::max_op_inputs]{};
+};
+
+constexpr std::vector<deferred_pick> deferred_picks(const graph& g, const prepared& pr, const tables& tb, std::size_t fj,
+                                                    const digits& dg) {
   const op_node& fop = g.ops[fj];
-  const std::size_t n = pr.strategies[fj].size();
-  std::vector<deferred_cost> base(n);
-  deferred_cost* const b0 = base.data();
-  for (std::size_t fx = 0; fx < n; ++fx) {
+  std::vector<deferred_pick> picks(pr.strategies[fj].size());
+  for (std::size_t fx = 0; fx < picks.size(); ++fx) {
+    deferred_pick& k = picks[fx];
     const strategy& fs = pr.strategies[fj][fx];
-    deferred_cost c{fs.compute_s, 0, fs.saved_bytes, true};
-    for (int fi = 0; fi < fop.in.size() && c.ok; ++fi) {
+    k.compute = fs.compute_s, k.saved = fs.saved_bytes, k.out = tb.out_index[fj][fx];
+    for (int fi = 0; fi < fop.in.size(); ++fi) {
       const int row = tb.row_of[fj][fx][fi];
       if (row >= 0) {
-        const std::size_t h = static_cast<std::size_t>(dg.at(code, dg.slot_of(fop.in[fi])));
-        const double e = tb.row(fop.in[fi], row)[h];
-        if (!(e < std::numeric_limits<double>::infinity())) c.ok = false;
-        c.comm += e;
+        k.t[k.terms++] = {tb.row(fop.in[fi], row).data(), dg.slot_of(fop.in[fi]), 0, 0};
       } else if (tb.choices_of[fj][fx][fi] >= 0) {
         const std::vector<rest_choice>& list = tb.choices[static_cast<std::size_t>(tb.choices_of[fj][fx][fi])];
         if (list.empty()) {
-          c.ok = false;
+          k.usable = false;
           continue;
         }
         const rest_choice& r = fastest_rest(list);
-        c.comm += r.comm, c.memory += r.memory;
+        k.t[k.terms++] = {nullptr, -1, r.comm, r.memory};
+      }
+    }
+  }
+  return picks;
+}
+
+constexpr deferred_best best_deferred(const std::vector<deferred_pick>& picks, const tables& tb, int out_tensor,
+                                      const digits& dg, std::uint64_t code) {
+  const std::size_t n = picks.size();
+  const deferred_pick* const p0 = picks.data();
+  const std::uint64_t* const stride = dg.stride.data();
+  const std::uint64_t* const radix = dg.radix.data();
+  std::vector<deferred_cost> base(n);
+  deferred_cost* const b0 = base.data();
+  for (std::size_t fx = 0; fx < n; ++fx) {
+    const deferred_pick& k = p0[fx];
+    deferred_cost c{k.compute, 0, k.saved, k.usable};
+    for (int q = 0; q < k.terms && c.ok; ++q) {
+      const deferred_pick::term& t = k.t[q];
+      if (t.row != nullptr) {
+        const double e = t.row[code / stride[t.slot] % radix[t.slot]];
+        if (!(e < std::numeric_limits<double>::infinity())) c.ok = false;
+        c.comm += e;
+      } else {
+        c.comm += t.rest_comm, c.memory += t.rest_memory;
       }
     }
     b0[fx] = c;
@@ -157,18 +193,17 @@ constexpr deferred_best best_deferred(const graph& g, const prepared& pr, const 
   std::vector<double> base_time(n, 0);
   double* const time0 = base_time.data();
   for (std::size_t fx = 0; fx < n; ++fx) time0[fx] = b0[fx].compute + b0[fx].comm;
-  const int* const out_index = tb.out_index[fj].data();
   deferred_best out{};
-  const std::size_t reads = tb.rows[static_cast<std::size_t>(fop.out)].size();
+  const std::size_t reads = tb.rows[static_cast<std::size_t>(out_tensor)].size();
   out.cost.resize(reads);
   out.strategy.resize(reads);
   for (std::size_t c = 0; c < reads; ++c) {
-    const double* const edge_of = tb.row(fop.out, static_cast<int>(c)).data();
+    const double* const edge_of = tb.row(out_tensor, static_cast<int>(c)).data();
     double best_time = 0, best_memory = 0;
     int bp = -1;
     for (std::size_t fx = 0; fx < n; ++fx) {
       if (!b0[fx].ok) continue;
-      const double edge = edge_of[out_index[fx]];
+      const double edge = edge_of[p0[fx].out];
       if (!(edge < std::numeric_limits<double>::infinity())) continue;
       const double time = time0[fx] + edge;
       if (bp < 0 || time < best_time || (time == best_time && b0[fx].memory < best_memory)) {
@@ -180,7 +215,7 @@ constexpr deferred_best best_deferred(const graph& g, const prepared& pr, const 
     deferred_cost b{};
     if (bp >= 0) {
       b = b0[bp];
-      b.comm += edge_of[out_index[bp]];
+      b.comm += edge_of[p0[bp].out];
     }
     out.cost[c] = b;
     out.strategy[c] = bp;
@@ -194,6 +229,7 @@ struct deferred_memo {
   std::vector<int> place;   // per activation input of the deferred operator: its slot in the state
   std::vector<int> at;      // by the inputs' layouts (mixed radix): into found, or -1
   std::vector<deferred_best> found;
+  std::vector<deferred_pick> picks{};  // made at the first miss
 
   static constexpr deferred_memo of(const graph& g, std::size_t fj, const digits& dg) {
     deferred_memo m{};
@@ -211,7 +247,8 @@ struct deferred_memo {
   constexpr const deferred_best& get(const graph& g, const prepared& pr, const tables& tb, std::size_t fj,
                                      const digits& dg, std::uint64_t code) {
     if (at.empty()) {
-      found.assign(1, best_deferred(g, pr, tb, fj, dg, code));
+      if (picks.empty()) picks = deferred_picks(g, pr, tb, fj, dg);
+      found.assign(1, best_deferred(picks, tb, g.ops[fj].out, dg, code));
       return found[0];
     }
     std::size_t k = 0, mult = 1;
@@ -220,7 +257,8 @@ struct deferred_memo {
       mult *= static_cast<std::size_t>(dg.radix[static_cast<std::size_t>(q)]);
     }
     if (at[k] < 0) {
-      found.push_back(best_deferred(g, pr, tb, fj, dg, code));
+      if (picks.empty()) picks = deferred_picks(g, pr, tb, fj, dg);
+      found.push_back(best_deferred(picks, tb, g.ops[fj].out, dg, code));
       at[k] = static_cast<int>(found.size()) - 1;
     }
     return found[static_cast<std::size_t>(at[k])];
