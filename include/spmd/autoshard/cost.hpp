@@ -100,18 +100,23 @@ struct transfer {
   bool ok = true;
 };
 
+/// A plan's steps timed and counted.
+constexpr transfer time_plan(const plan_detail::packed_plan& p, const mesh_shape_vec& mesh, double bytes, const cost_model& cm) {
+  transfer t{};
+  if (p.error != plan_error::none) return t.ok = false, t;
+  for (int i = 0; i < p.steps.size(); ++i) {
+    t.seconds += step_seconds(p.steps[i], mesh, bytes, cm);
+    if (is_collective(p.steps[i].kind)) ++t.collectives.n[static_cast<int>(p.steps[i].kind)];
+  }
+  return t;
+}
+
 constexpr transfer transfer_cost(const layout_spec& from, const layout_spec& to, double bytes, const cost_model& cm) {
   transfer t{};
   if (same_blocks(from, to)) return t;
   if (plan_detail::plannable(from, to) != plan_error::none) return t.ok = false, t;
   // make_plan's own search (the same steps), without building the plan's layouts
-  const plan_detail::packed_plan p = plan_detail::search_plan(from, to, bytes, spmd::cost_model{}, unlimited_plan_work);
-  if (p.error != plan_error::none) return t.ok = false, t;
-  for (int i = 0; i < p.steps.size(); ++i) {
-    t.seconds += step_seconds(p.steps[i], from.mesh, bytes, cm);
-    if (is_collective(p.steps[i].kind)) ++t.collectives.n[static_cast<int>(p.steps[i].kind)];
-  }
-  return t;
+  return time_plan(plan_detail::search_plan(from, to, bytes, spmd::cost_model{}, unlimited_plan_work), from.mesh, bytes, cm);
 }
 
 }  // namespace spmd::autoshard

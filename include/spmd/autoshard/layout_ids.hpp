@@ -41,8 +41,10 @@ struct slot_table {
 
   template <class Same>
   constexpr std::size_t find(std::uint64_t h, Same&& same) const {
-    std::size_t i = static_cast<std::size_t>(h ^ (h >> 15) ^ (h >> 30)) & (slots.size() - 1);
-    while (slots[i] >= 0 && !same(slots[i])) i = (i + 1) & (slots.size() - 1);
+    const int* const s = slots.data();  // operator[] is a call in the compiler's evaluator
+    const std::size_t mask = slots.size() - 1;
+    std::size_t i = static_cast<std::size_t>(h ^ (h >> 15) ^ (h >> 30)) & mask;
+    while (s[i] >= 0 && !same(s[i])) i = (i + 1) & mask;
     return i;
   }
   /// Room for one more: doubles (rehashing every entry by `hash_of(entry)`) when half full.
@@ -85,6 +87,7 @@ class layout_ids {
     return n;
   }
   constexpr const layout_spec& operator[](int id) const { return spec_[static_cast<std::size_t>(id)]; }
+  constexpr const layout_key& key(int id) const { return key_[static_cast<std::size_t>(id)]; }
   constexpr int size() const { return static_cast<int>(spec_.size()); }
 
   /// The id of `id`'s layout with every Partial replaced by Replicate (a gradient's layout
@@ -139,7 +142,8 @@ class move_costs {
     const layout_spec& t = ids[to];
     if (!(f.mesh == t.mesh) || f.tensor_rank != t.tensor_rank) return transfer_cost(f, t, bytes, cm);
     const int dims = f.mesh.size();
-    const layout_key kf = key_of(f), kt = key_of(t);
+    const layout_key& kf = ids.key(from);
+    const layout_key& kt = ids.key(to);
     const plan_detail::dim_renaming names = plan_detail::canonical_renaming(kf.packed, kt.packed, dims, kf.rank);
     const std::uint64_t cf = plan_detail::rename_dims(kf.packed, dims, names.to);
     const std::uint64_t ct = plan_detail::rename_dims(kt.packed, dims, names.to);
@@ -155,7 +159,13 @@ class move_costs {
       return hash(x.from, x.to, x.rank, x.bytes);
     });
     i = canonical_index_.find(h, same);
-    canonical_.push_back({cf, ct, kf.rank, bytes, transfer_cost(f, t, bytes, cm)});
+    // the planner's search on the canonical pair (make_plan's, the same steps up to the dims'
+    // names, which a plan's time does not depend on); the ids differ, so the blocks do
+    const transfer moved =
+        f.placements.size() != dims || t.placements.size() != dims
+            ? transfer_cost(f, t, bytes, cm)
+            : time_plan(plan_detail::search_canonical(cf, ct, f.mesh, kf.rank, bytes, spmd::cost_model{}, unlimited_plan_work), f.mesh, bytes, cm);
+    canonical_.push_back({cf, ct, kf.rank, bytes, moved});
     canonical_index_.slots[i] = static_cast<int>(canonical_.size()) - 1;
     ++canonical_index_.count;
     return canonical_.back().t;
@@ -164,12 +174,10 @@ class move_costs {
  public:
   constexpr transfer get(const layout_ids& ids, int from, int to, double bytes, const cost_model& cm) {
     if (from == to) return {};
-    const auto same = [&](int e) {
-      const entry& x = entries_[static_cast<std::size_t>(e)];
-      return x.from == from && x.to == to && x.bytes == bytes;
-    };
+    const entry* const seen = entries_.data();
+    const auto same = [&](int e) { return seen[e].from == from && seen[e].to == to && seen[e].bytes == bytes; };
     std::size_t i = index_.find(hash(from, to, bytes), same);
-    if (index_.slots[i] >= 0) return entries_[static_cast<std::size_t>(index_.slots[i])].t;
+    if (const int e = index_.slots.data()[i]; e >= 0) return seen[e].t;
     index_.reserve_one([&](int e) {
       const entry& x = entries_[static_cast<std::size_t>(e)];
       return hash(x.from, x.to, x.bytes);

@@ -302,9 +302,19 @@ constexpr tables make_tables(const graph& g, prepared& pr, const cost_model& cm,
   for (std::size_t j = 0; j < no; ++j)
     for (const strategy& s : pr.strategies[j])
       tb.out_index[j].push_back(index_of(tb.held[static_cast<std::size_t>(g.ops[j].out)], s.out_id));
-  // the readers' distinct (layout, gradient layout) per activation; per parameter, the
-  // distinct (layout, gradient layout) its readers read it in, with their rest choices
-  std::vector<std::vector<int>> want(nt), grad(nt);
+  // the readers' distinct (layout, gradient layout) per activation, each packed in one
+  // integer (found by a scan through a pointer: a vector's operator[] is a call in the
+  // compiler's evaluator); per parameter, the distinct ones its readers read it in, with
+  // their rest choices
+  const auto read_key = [](int want, int grad) { return static_cast<std::uint64_t>(want) << 32 | static_cast<std::uint32_t>(grad); };
+  const auto find_key = [](const std::vector<std::uint64_t>& keys, std::uint64_t k) {
+    const std::uint64_t* const p = keys.data();
+    const std::size_t n = keys.size();
+    for (std::size_t c = 0; c < n; ++c)
+      if (p[c] == k) return static_cast<int>(c);
+    return -1;
+  };
+  std::vector<std::vector<std::uint64_t>> reads(nt);  // [t][c]: (want, grad)
   std::vector<std::vector<svec<int, 3>>> param_reads(nt);  // (want, grad, into choices)
   for (std::size_t j = 0; j < no; ++j) {
     const op_node& op = g.ops[j];
@@ -316,12 +326,11 @@ constexpr tables make_tables(const graph& g, prepared& pr, const cost_model& cm,
         const tensor_node& tn = g.tensors[t];
         int row = -1, choice = -1;
         if (tn.kind == tensor_kind::activation) {
-          for (std::size_t c = 0; c < want[t].size() && row < 0; ++c)
-            if (want[t][c] == s.in_id[i] && grad[t][c] == s.grad_id[i]) row = static_cast<int>(c);
+          const std::uint64_t k = read_key(s.in_id[i], s.grad_id[i]);
+          row = find_key(reads[t], k);
           if (row < 0) {
-            want[t].push_back(s.in_id[i]);
-            grad[t].push_back(s.grad_id[i]);
-            row = static_cast<int>(want[t].size()) - 1;
+            reads[t].push_back(k);
+            row = static_cast<int>(reads[t].size()) - 1;
           }
         } else if (tn.kind == tensor_kind::param) {
           for (const svec<int, 3>& r : param_reads[t])
@@ -340,30 +349,33 @@ constexpr tables make_tables(const graph& g, prepared& pr, const cost_model& cm,
     }
   }
   // a row is the same for every tensor with the same held layouts and bytes (a model's
-  // identical blocks): made once, copied after
+  // identical blocks): made once, shared after
   std::vector<std::size_t> like(nt, nt);  // an earlier tensor with the same held layouts and bytes
   for (std::size_t t = 0; t < nt; ++t)
     for (std::size_t u = 0; u < t && like[t] == nt; ++u)
       if (g.tensors[u].bytes() == g.tensors[t].bytes() && tb.held[u] == tb.held[t] && !tb.held[t].empty()) like[t] = u;
   for (std::size_t t = 0; t < nt; ++t) {
+    if (reads[t].empty()) continue;
     const double bytes = g.tensors[t].bytes();
-    for (std::size_t c = 0; c < want[t].size(); ++c) {
+    const std::size_t n_held = tb.held[t].size();
+    std::vector<int> back_to(n_held);  // per held layout: where its gradient goes (Partial as Replicate)
+    for (std::size_t h = 0; h < n_held; ++h) back_to[h] = pr.ids.as_replicate(tb.held[t][h]);
+    for (std::size_t c = 0; c < reads[t].size(); ++c) {
       if (like[t] < nt) {
-        const std::size_t u = like[t];
-        std::size_t found = want[u].size();
-        for (std::size_t k = 0; k < want[u].size() && found == want[u].size(); ++k)
-          if (want[u][k] == want[t][c] && grad[u][k] == grad[t][c]) found = k;
-        if (found < want[u].size()) {
-          tb.rows[t].push_back(tb.rows[u][found]);
+        const int found = find_key(reads[like[t]], reads[t][c]);
+        if (found >= 0) {
+          tb.rows[t].push_back(tb.rows[like[t]][static_cast<std::size_t>(found)]);
           continue;
         }
       }
-      std::vector<double> row(tb.held[t].size(), std::numeric_limits<double>::infinity());
-      for (std::size_t h = 0; h < tb.held[t].size(); ++h) {
+      const int want = static_cast<int>(reads[t][c] >> 32), grad = static_cast<int>(reads[t][c] & 0xFFFFFFFFu);
+      const bool wants_partial = !partial_fits(pr.ids[want], nullptr);  // else every held layout fits
+      std::vector<double> row(n_held, std::numeric_limits<double>::infinity());
+      for (std::size_t h = 0; h < n_held; ++h) {
         const int from = tb.held[t][h];
-        if (!partial_fits(pr.ids[want[t][c]], &pr.ids[from])) continue;
-        const transfer there = cache.get(pr.ids, from, want[t][c], bytes, cm);
-        const transfer back = cache.get(pr.ids, grad[t][c], pr.ids.as_replicate(from), bytes, cm);
+        if (wants_partial && !partial_fits(pr.ids[want], &pr.ids[from])) continue;
+        const transfer there = cache.get(pr.ids, from, want, bytes, cm);
+        const transfer back = cache.get(pr.ids, grad, back_to[h], bytes, cm);
         if (there.ok && back.ok) row[h] = there.seconds + back.seconds;
       }
       tb.rows[t].push_back(static_cast<int>(tb.seconds.size()));

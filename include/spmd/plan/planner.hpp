@@ -398,18 +398,14 @@ struct packed_plan {
   long work = 0;
 };
 
-/// make_plan's search, its steps packed. `src` and `dst` are checked by the caller.
-constexpr packed_plan search_plan(const layout_spec& src, const layout_spec& dst, double global_bytes,
-                                  const cost_model& cm, long max_work) {
+/// The search on packed ends whose tensor dims are already named canonically (and whose
+/// one-rank mesh dims are R): its steps in those names. search_plan names them; a caller
+/// that only costs plans (autoshard's move cache) keeps the canonical pair as its key.
+constexpr packed_plan search_canonical(state start, state goal, const mesh_shape_vec& mesh, int tensor_rank,
+                                       double global_bytes, const cost_model& cm, long max_work) {
   packed_plan out{};
-  const mesh_shape_vec& mesh = src.mesh;
   const int dims = mesh.size();
-  // the search runs on the pair with its tensor dims renamed canonically (state.hpp), so the
-  // plan, ties included, does not depend on the dims' names; its steps are renamed back
-  const state raw_start = without_unit_dims(pack(src), src), raw_goal = without_unit_dims(pack(dst), dst);
-  const dim_renaming names = canonical_renaming(raw_start, raw_goal, dims, src.tensor_rank);
-  const state start = rename_dims(raw_start, dims, names.to), goal = rename_dims(raw_goal, dims, names.to);
-  const vocabulary v = vocabulary_of(start, goal, dims, src.tensor_rank);
+  const vocabulary v = vocabulary_of(start, goal, dims, tensor_rank);
 
   double group_sizes[1u << max_mesh_dims]{};  // ranks in the group of each dim mask
   for (dim_mask g = 0; g < (1u << dims); ++g) group_sizes[g] = static_cast<double>(group_size(mesh, g));
@@ -462,12 +458,12 @@ constexpr packed_plan search_plan(const layout_spec& src, const layout_spec& dst
     }
     const state here = n.key;
     const double here_cost = n.cost, here_fraction = fraction(here);
-    if (max_work >= 0 && work + expansion_work_bound(here, dims, src.tensor_rank) > max_work) {
+    if (max_work >= 0 && work + expansion_work_bound(here, dims, tensor_rank) > max_work) {
       // stop before an expansion that could cross the budget, not inside it
       over_budget = true;
       break;
     }
-    for_each_move(here, mesh, src.tensor_rank, goal, v, work, [&](step_kind kind, dim_mask g, reduce_op op, state next) {
+    for_each_move(here, mesh, tensor_rank, goal, v, work, [&](step_kind kind, dim_mask g, reduce_op op, state next) {
       if (overflow) return;
       ++work;
       int i = index.find_or_insert(next, nodes, static_cast<int>(nodes.size()));
@@ -507,8 +503,25 @@ constexpr packed_plan search_plan(const layout_spec& src, const layout_spec& dst
   for (int i = reached, k = last.steps - 1; k >= 0; --k) {
     const node& to = nodes[static_cast<std::size_t>(i)];
     const node& from = nodes[static_cast<std::size_t>(to.parent)];
-    out.steps[k] = {to.kind, to.mesh_dims, to.op, rename_dims(from.key, dims, names.from), rename_dims(to.key, dims, names.from)};
+    out.steps[k] = {to.kind, to.mesh_dims, to.op, from.key, to.key};
     i = to.parent;
+  }
+  return out;
+}
+
+/// make_plan's search, its steps packed. `src` and `dst` are checked by the caller.
+constexpr packed_plan search_plan(const layout_spec& src, const layout_spec& dst, double global_bytes,
+                                  const cost_model& cm, long max_work) {
+  const int dims = src.mesh.size();
+  // the search runs on the pair with its tensor dims renamed canonically (state.hpp), so the
+  // plan, ties included, does not depend on the dims' names; its steps are renamed back
+  const state raw_start = without_unit_dims(pack(src), src), raw_goal = without_unit_dims(pack(dst), dst);
+  const dim_renaming names = canonical_renaming(raw_start, raw_goal, dims, src.tensor_rank);
+  packed_plan out = search_canonical(rename_dims(raw_start, dims, names.to), rename_dims(raw_goal, dims, names.to), src.mesh,
+                                     src.tensor_rank, global_bytes, cm, max_work);
+  for (int k = 0; k < out.steps.size(); ++k) {
+    out.steps[k].from = rename_dims(out.steps[k].from, dims, names.from);
+    out.steps[k].to = rename_dims(out.steps[k].to, dims, names.from);
   }
   return out;
 }
