@@ -103,12 +103,13 @@ constexpr bool worse(const queued& a, const queued& b) {
 // order on every standard library.
 
 /// Moves `value` up from `hole` towards the root.
-constexpr void sift_up(std::vector<queued>& h, long hole, queued value) {
-  for (long parent = (hole - 1) / 2; hole > 0 && worse(h[static_cast<std::size_t>(parent)], value); parent = (hole - 1) / 2) {
-    h[static_cast<std::size_t>(hole)] = h[static_cast<std::size_t>(parent)];
+constexpr void sift_up(std::vector<queued>& heap, long hole, queued value) {
+  queued* const h = heap.data();
+  for (long parent = (hole - 1) / 2; hole > 0 && worse(h[parent], value); parent = (hole - 1) / 2) {
+    h[hole] = h[parent];
     hole = parent;
   }
-  h[static_cast<std::size_t>(hole)] = value;
+  h[hole] = value;
 }
 
 /// Adds `value`.
@@ -118,25 +119,26 @@ constexpr void heap_push(std::vector<queued>& h, queued value) {
 }
 
 /// Removes and returns the first entry (the cheapest).
-constexpr queued heap_pop(std::vector<queued>& h) {
-  const queued top = h[0];
-  const queued value = h.back();
-  h.pop_back();
-  const long len = static_cast<long>(h.size());
+constexpr queued heap_pop(std::vector<queued>& heap) {
+  const queued top = heap[0];
+  const queued value = heap.back();
+  heap.pop_back();
+  const long len = static_cast<long>(heap.size());
   if (len == 0) return top;
+  queued* const h = heap.data();
   long hole = 0, child = 0;
   while (child < (len - 1) / 2) {
     child = 2 * (child + 1);
-    if (worse(h[static_cast<std::size_t>(child)], h[static_cast<std::size_t>(child - 1)])) --child;
-    h[static_cast<std::size_t>(hole)] = h[static_cast<std::size_t>(child)];
+    if (worse(h[child], h[child - 1])) --child;
+    h[hole] = h[child];
     hole = child;
   }
   if ((len & 1) == 0 && child == (len - 2) / 2) {
     child = 2 * (child + 1);
-    h[static_cast<std::size_t>(hole)] = h[static_cast<std::size_t>(child - 1)];
+    h[hole] = h[child - 1];
     hole = child - 1;
   }
-  sift_up(h, hole, value);
+  sift_up(heap, hole, value);
   return top;
 }
 
@@ -466,29 +468,30 @@ constexpr packed_plan search_canonical(state start, state goal, const mesh_shape
     for_each_move(here, mesh, tensor_rank, goal, v, work, [&](step_kind kind, dim_mask g, reduce_op op, state next) {
       if (overflow) return;
       ++work;
-      int i = index.find_or_insert(next, nodes, static_cast<int>(nodes.size()));
-      if (i >= 0 && nodes[static_cast<std::size_t>(i)].done) return;  // settled: no better path
-      const double cost = here_cost + (is_collective(kind) ? collective_cost_us(kind, here_fraction, group_sizes[g], global_bytes, cm)
-                                                           : local_cost_us(fraction(next), global_bytes, cm));
-      const int collectives = q.collectives + (is_collective(kind) ? 1 : 0), steps = q.steps + 1;
+      const int fresh = static_cast<int>(nodes.size());
+      const int i = index.find_or_insert(next, nodes, fresh);
+      if (i >= 0 && nodes.data()[i].done) return;  // settled: no better path
+      const bool collective = is_collective(kind);
+      const double cost = here_cost + (collective ? collective_cost_us(kind, here_fraction, group_sizes[g], global_bytes, cm)
+                                                  : local_cost_us(fraction(next), global_bytes, cm));
+      const int collectives = q.collectives + (collective ? 1 : 0), steps = q.steps + 1;
       if (i < 0) {
-        if (static_cast<int>(nodes.size()) >= max_plan_states) return void(overflow = true);
-        i = static_cast<int>(nodes.size());
-        nodes.push_back({next, cost, bound(next), collectives, steps, q.index,
-                         kind, g, op, false});
-      } else {
-        node& to = nodes[static_cast<std::size_t>(i)];
-        if (!worse({to.cost, to.collectives, to.steps, 0}, {cost, collectives, steps, 0})) return;
-        to.cost = cost;
-        to.collectives = collectives;
-        to.steps = steps;
-        to.parent = q.index;
-        to.kind = kind;
-        to.mesh_dims = g;
-        to.op = op;
+        if (fresh >= max_plan_states) return void(overflow = true);
+        const double b = bound(next);
+        nodes.push_back({next, cost, b, collectives, steps, q.index, kind, g, op, false});
+        heap_push(heap, {cost + b, collectives, steps, fresh});
+        return;
       }
-      const node& to = nodes[static_cast<std::size_t>(i)];
-      heap_push(heap, {to.cost + to.bound, collectives, steps, i});
+      node& to = nodes.data()[i];
+      if (!worse({to.cost, to.collectives, to.steps, 0}, {cost, collectives, steps, 0})) return;
+      to.cost = cost;
+      to.collectives = collectives;
+      to.steps = steps;
+      to.parent = q.index;
+      to.kind = kind;
+      to.mesh_dims = g;
+      to.op = op;
+      heap_push(heap, {cost + to.bound, collectives, steps, i});
     });
   }
   out.states = static_cast<int>(nodes.size());

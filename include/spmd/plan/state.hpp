@@ -4,6 +4,9 @@
 // constant evaluator, where every copied byte costs. A state is therefore one integer:
 // 8 bits per mesh dim = kind (2) | shard dim or reduce op (3) | shard-order position (3).
 // The mesh shape stays outside (it never changes along a plan).
+//
+// The functions below call no others: in the compiler's evaluator a call costs about what
+// a loop's step does, and the planner makes millions of them.
 #pragma once
 
 #include <cstdint>
@@ -19,9 +22,12 @@ constexpr unsigned code(state s, int m) { return static_cast<unsigned>(s >> (8 *
 constexpr placement_kind kind_of(unsigned c) { return static_cast<placement_kind>(c >> 6); }
 constexpr int what_of(unsigned c) { return static_cast<int>((c >> 3) & 7u); }
 constexpr int order_of(unsigned c) { return static_cast<int>(c & 7u); }
-constexpr bool is_shard(unsigned c) { return kind_of(c) == placement_kind::shard; }
-constexpr bool is_partial(unsigned c) { return kind_of(c) == placement_kind::partial; }
-constexpr bool is_replicate(unsigned c) { return kind_of(c) == placement_kind::replicate; }
+inline constexpr unsigned shard_kind = static_cast<unsigned>(placement_kind::shard);
+inline constexpr unsigned partial_kind = static_cast<unsigned>(placement_kind::partial);
+inline constexpr unsigned replicate_kind = static_cast<unsigned>(placement_kind::replicate);
+constexpr bool is_shard(unsigned c) { return (c >> 6) == shard_kind; }
+constexpr bool is_partial(unsigned c) { return (c >> 6) == partial_kind; }
+constexpr bool is_replicate(unsigned c) { return (c >> 6) == replicate_kind; }
 
 constexpr unsigned replicate_code() { return 0; }
 constexpr unsigned shard_code(int d, int order) {
@@ -38,33 +44,40 @@ constexpr state with_code(state s, int m, unsigned c) {
 
 /// Number of mesh dims (of `dims`) sharding tensor dim d.
 constexpr int shard_count(state s, int dims, int d) {
+  const unsigned want = (shard_kind << 3) | static_cast<unsigned>(d);  // kind and dim: a code's bits 3-7
   int n = 0;
-  for (int m = 0; m < dims; ++m) n += is_shard(code(s, m)) && what_of(code(s, m)) == d;
+  for (int m = 0; m < dims; ++m) n += ((static_cast<unsigned>(s >> (8 * m)) & 0xFFu) >> 3) == want;
   return n;
 }
 
 /// True when mesh dim m shards its tensor dim last, so it can stop sharding without
 /// disturbing the blocks the earlier splits made.
 constexpr bool splits_last(state s, int dims, int m) {
-  const unsigned c = code(s, m);
-  return is_shard(c) && order_of(c) == shard_count(s, dims, what_of(c)) - 1;
+  const unsigned c = static_cast<unsigned>(s >> (8 * m)) & 0xFFu;
+  if ((c >> 6) != shard_kind) return false;
+  int n = 0;  // shard_count(s, dims, what_of(c))
+  for (int k = 0; k < dims; ++k) n += ((static_cast<unsigned>(s >> (8 * k)) & 0xFFu) >> 3) == (c >> 3);
+  return static_cast<int>(c & 7u) == n - 1;
 }
 
 /// Mesh dim m no longer shards: its placement becomes `to`; later positions move up.
 constexpr state unshard(state s, int dims, int m, unsigned to = replicate_code()) {
-  const unsigned c = code(s, m);
-  if (is_shard(c))
+  const unsigned c = static_cast<unsigned>(s >> (8 * m)) & 0xFFu;
+  if ((c >> 6) == shard_kind)
     for (int k = 0; k < dims; ++k) {
-      const unsigned q = code(s, k);
-      if (is_shard(q) && what_of(q) == what_of(c) && order_of(q) > order_of(c))
-        s = with_code(s, k, q - 1);
+      const unsigned q = static_cast<unsigned>(s >> (8 * k)) & 0xFFu;
+      if ((q >> 3) == (c >> 3) && (q & 7u) > (c & 7u))  // the same kind and dim, later in its order
+        s = (s & ~(state{0xFF} << (8 * k))) | (state{q - 1} << (8 * k));
     }
-  return with_code(s, m, to);
+  return (s & ~(state{0xFF} << (8 * m))) | (state{to} << (8 * m));
 }
 
 /// Mesh dim m (not sharding) starts sharding tensor dim d, last in d's order.
 constexpr state shard_last(state s, int dims, int m, int d) {
-  return with_code(s, m, shard_code(d, shard_count(s, dims, d)));
+  const unsigned dim = (shard_kind << 3) | static_cast<unsigned>(d);
+  unsigned n = 0;  // shard_count(s, dims, d)
+  for (int k = 0; k < dims; ++k) n += ((static_cast<unsigned>(s >> (8 * k)) & 0xFFu) >> 3) == dim;
+  return (s & ~(state{0xFF} << (8 * m))) | (state{(dim << 3) | n} << (8 * m));
 }
 
 /// The reduce op of the state's partial placements; false when it has none.
