@@ -305,7 +305,9 @@ constexpr bool fastest(solution& sol, const graph& g, const prepared& pr, const 
         double l_compute = compute + st.compute, l_comm = comm + st.comm, l_memory = memory + st.memory;
         for (int q = 0; q < k.rests; ++q) l_comm += k.rest_comm[q], l_memory += k.rest_memory[q];
         cell& into = out[kept + out_place * k.out];
-        if (into.beats(l_compute + l_comm, l_memory)) into = cell{l_compute, l_comm, l_memory, code, static_cast<int>(x)};
+        const double l_time = l_compute + l_comm;  // cell::beats, written out (it runs per pair)
+        if (into.strategy == -2 || l_time < into.compute + into.comm || (l_time == into.compute + into.comm && l_memory < into.memory))
+          into = cell{l_compute, l_comm, l_memory, code, static_cast<int>(x)};
       }
     }
   };

@@ -174,10 +174,21 @@ class move_costs {
  public:
   constexpr transfer get(const layout_ids& ids, int from, int to, double bytes, const cost_model& cm) {
     if (from == to) return {};
-    const entry* const seen = entries_.data();
-    const auto same = [&](int e) { return seen[e].from == from && seen[e].to == to && seen[e].bytes == bytes; };
+    {  // the lookup written out, through pointers: it runs for every cell of every row
+      const entry* const seen = entries_.data();
+      const int* const slots = index_.slots.data();
+      const std::size_t mask = index_.slots.size() - 1;
+      const std::uint64_t h = hash(from, to, bytes);
+      for (std::size_t i = static_cast<std::size_t>(h ^ (h >> 15) ^ (h >> 30)) & mask; slots[i] >= 0; i = (i + 1) & mask) {
+        const entry& e = seen[slots[i]];
+        if (e.from == from && e.to == to && e.bytes == bytes) return e.t;
+      }
+    }
+    const auto same = [&](int e) {
+      const entry& x = entries_[static_cast<std::size_t>(e)];
+      return x.from == from && x.to == to && x.bytes == bytes;
+    };
     std::size_t i = index_.find(hash(from, to, bytes), same);
-    if (const int e = index_.slots.data()[i]; e >= 0) return seen[e].t;
     index_.reserve_one([&](int e) {
       const entry& x = entries_[static_cast<std::size_t>(e)];
       return hash(x.from, x.to, x.bytes);

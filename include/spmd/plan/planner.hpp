@@ -179,8 +179,10 @@ constexpr vocabulary vocabulary_of(state a, state b, int dims, int tensor_rank) 
 
 /// A state may hold one reduce op only.
 constexpr bool may_hold_partial(state s, int dims, int m, int op) {
-  for (int k = 0; k < dims; ++k)
-    if (k != m && is_partial(code(s, k)) && what_of(code(s, k)) != op) return false;
+  for (int k = 0; k < dims; ++k) {
+    const unsigned c = static_cast<unsigned>(s >> (8 * k)) & 0xFFu;
+    if (k != m && (c >> 6) == partial_kind && static_cast<int>((c >> 3) & 7u) != op) return false;
+  }
   return true;
 }
 
