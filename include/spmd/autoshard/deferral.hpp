@@ -252,9 +252,11 @@ struct deferred_memo {
       return found[0];
     }
     std::size_t k = 0, mult = 1;
-    for (const int q : place) {
-      k += mult * static_cast<std::size_t>(dg.at(code, q));
-      mult *= static_cast<std::size_t>(dg.radix[static_cast<std::size_t>(q)]);
+    const std::uint64_t* const stride = dg.stride.data();
+    const std::uint64_t* const radix = dg.radix.data();
+    for (const int q : place) {  // the inputs' layouts, mixed radix (digits::at, written out)
+      k += mult * static_cast<std::size_t>(code / stride[q] % radix[q]);
+      mult *= static_cast<std::size_t>(radix[q]);
     }
     if (at[k] < 0) {
       if (picks.empty()) picks = deferred_picks(g, pr, tb, fj, dg);
