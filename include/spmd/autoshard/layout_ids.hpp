@@ -63,6 +63,7 @@ class layout_ids {
   std::vector<layout_spec> spec_;
   std::vector<layout_key> key_;
   std::vector<int> as_replicate_;  // the id of partial_as_replicate(spec), or -1 not yet known
+  std::vector<double> fraction_;   // block_fraction(spec)
   slot_table index_;
 
   static constexpr std::uint64_t hash(const layout_key& k) {
@@ -82,12 +83,15 @@ class layout_ids {
     spec_.push_back(s);
     key_.push_back(k);
     as_replicate_.push_back(-1);
+    fraction_.push_back(block_fraction(s));
     index_.slots[i] = n;
     ++index_.count;
     return n;
   }
   constexpr const layout_spec& operator[](int id) const { return spec_[static_cast<std::size_t>(id)]; }
   constexpr const layout_key& key(int id) const { return key_[static_cast<std::size_t>(id)]; }
+  /// block_fraction of the id's layout (the same for every layout of the id: one rank's block).
+  constexpr double fraction(int id) const { return fraction_[static_cast<std::size_t>(id)]; }
   constexpr int size() const { return static_cast<int>(spec_.size()); }
 
   /// The id of `id`'s layout with every Partial replaced by Replicate (a gradient's layout

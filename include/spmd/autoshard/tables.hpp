@@ -270,23 +270,25 @@ struct tables {
 /// beats in both the moves' time and the memory held.
 constexpr std::vector<rest_choice> rest_front(prepared& pr, std::size_t t, int want, int grad, double bytes,
                                               const cost_model& cm, move_costs& cache) {
-  std::vector<rest_choice> all;
-  for (std::size_t r = 0; r < pr.rests[t].size(); ++r) {
-    const int rest = pr.rests[t][r];
+  const std::vector<int>& rests = pr.rests[t];
+  std::vector<rest_choice> all(rests.size());
+  rest_choice* const at = all.data();  // through pointers: the front below compares every pair
+  std::size_t n = 0;
+  for (std::size_t r = 0; r < rests.size(); ++r) {
+    const int rest = rests[r];
     const transfer there = cache.get(pr.ids, rest, want, bytes, cm);
     const transfer back = cache.get(pr.ids, grad, rest, bytes, cm);
     if (!there.ok || !back.ok) continue;
-    all.push_back({there.seconds + back.seconds, (2 + cm.optimizer_states) * bytes * block_fraction(pr.ids[rest]),
-                   static_cast<int>(r)});
+    at[n++] = {there.seconds + back.seconds, (2 + cm.optimizer_states) * bytes * pr.ids.fraction(rest), static_cast<int>(r)};
   }
   std::vector<rest_choice> front;
-  for (std::size_t a = 0; a < all.size(); ++a) {
+  for (std::size_t a = 0; a < n; ++a) {
     bool beaten = false;
-    for (std::size_t b = 0; b < all.size() && !beaten; ++b)
-      beaten = (all[b].comm < all[a].comm && all[b].memory <= all[a].memory) ||
-               (all[b].comm <= all[a].comm && all[b].memory < all[a].memory) ||
-               (all[b].comm == all[a].comm && all[b].memory == all[a].memory && b < a);
-    if (!beaten) front.push_back(all[a]);
+    const double comm = at[a].comm, memory = at[a].memory;
+    for (std::size_t b = 0; b < n && !beaten; ++b)
+      beaten = (at[b].comm < comm && at[b].memory <= memory) || (at[b].comm <= comm && at[b].memory < memory) ||
+               (at[b].comm == comm && at[b].memory == memory && b < a);
+    if (!beaten) front.push_back(at[a]);
   }
   return front;
 }
@@ -315,7 +317,8 @@ constexpr tables make_tables(const graph& g, prepared& pr, const cost_model& cm,
     return -1;
   };
   std::vector<std::vector<std::uint64_t>> reads(nt);  // [t][c]: (want, grad)
-  std::vector<std::vector<svec<int, 3>>> param_reads(nt);  // (want, grad, into choices)
+  std::vector<std::vector<std::uint64_t>> param_reads(nt);  // [t][k]: (want, grad)
+  std::vector<std::vector<int>> param_choice(nt);          // [t][k]: into choices
   for (std::size_t j = 0; j < no; ++j) {
     const op_node& op = g.ops[j];
     for (std::size_t x = 0; x < pr.strategies[j].size(); ++x) {
@@ -333,12 +336,15 @@ constexpr tables make_tables(const graph& g, prepared& pr, const cost_model& cm,
             row = static_cast<int>(reads[t].size()) - 1;
           }
         } else if (tn.kind == tensor_kind::param) {
-          for (const svec<int, 3>& r : param_reads[t])
-            if (r[0] == s.in_id[i] && r[1] == s.grad_id[i]) choice = r[2];
-          if (choice < 0) {
+          const std::uint64_t k = read_key(s.in_id[i], s.grad_id[i]);
+          const int seen = find_key(param_reads[t], k);
+          if (seen >= 0) {
+            choice = param_choice[t][static_cast<std::size_t>(seen)];
+          } else {
             tb.choices.push_back(rest_front(pr, t, s.in_id[i], s.grad_id[i], tn.bytes(), cm, cache));
             choice = static_cast<int>(tb.choices.size()) - 1;
-            param_reads[t].push_back(svec<int, 3>{{s.in_id[i], s.grad_id[i], choice}, 3});
+            param_reads[t].push_back(k);
+            param_choice[t].push_back(choice);
           }
         }
         rows.push_back(row);
