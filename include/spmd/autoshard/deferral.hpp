@@ -164,13 +164,13 @@ constexpr std::vector<deferred_pick> deferred_picks(const graph& g, const prepar
   return picks;
 }
 
+/// `base` is scratch of picks.size() (kept by the caller: each call would otherwise make it).
 constexpr deferred_best best_deferred(const std::vector<deferred_pick>& picks, const tables& tb, int out_tensor,
-                                      const digits& dg, std::uint64_t code) {
+                                      const digits& dg, std::uint64_t code, std::vector<deferred_cost>& base) {
   const std::size_t n = picks.size();
   const deferred_pick* const p0 = picks.data();
   const std::uint64_t* const stride = dg.stride.data();
   const std::uint64_t* const radix = dg.radix.data();
-  std::vector<deferred_cost> base(n);
   deferred_cost* const b0 = base.data();
   for (std::size_t fx = 0; fx < n; ++fx) {
     const deferred_pick& k = p0[fx];
@@ -179,7 +179,7 @@ constexpr deferred_best best_deferred(const std::vector<deferred_pick>& picks, c
       const deferred_pick::term& t = k.t[q];
       if (t.row != nullptr) {
         const double e = t.row[code / stride[t.slot] % radix[t.slot]];
-        if (!(e < std::numeric_limits<double>::infinity())) c.ok = false;
+        if (!(e < unreachable)) c.ok = false;
         c.comm += e;
       } else {
         c.comm += t.rest_comm, c.memory += t.rest_memory;
@@ -204,7 +204,7 @@ constexpr deferred_best best_deferred(const std::vector<deferred_pick>& picks, c
     for (std::size_t fx = 0; fx < n; ++fx) {
       if (!b0[fx].ok) continue;
       const double edge = edge_of[p0[fx].out];
-      if (!(edge < std::numeric_limits<double>::infinity())) continue;
+      if (!(edge < unreachable)) continue;
       const double time = time0[fx] + edge;
       if (bp < 0 || time < best_time || (time == best_time && b0[fx].memory < best_memory)) {
         bp = static_cast<int>(fx);
@@ -230,6 +230,7 @@ struct deferred_memo {
   std::vector<int> at;      // by the inputs' layouts (mixed radix): into found, or -1
   std::vector<deferred_best> found;
   std::vector<deferred_pick> picks{};  // made at the first miss
+  std::vector<deferred_cost> scratch{};  // best_deferred's, picks.size()
 
   static constexpr deferred_memo of(const graph& g, std::size_t fj, const digits& dg) {
     deferred_memo m{};
@@ -247,8 +248,8 @@ struct deferred_memo {
   constexpr const deferred_best& get(const graph& g, const prepared& pr, const tables& tb, std::size_t fj,
                                      const digits& dg, std::uint64_t code) {
     if (at.empty()) {
-      if (picks.empty()) picks = deferred_picks(g, pr, tb, fj, dg);
-      found.assign(1, best_deferred(picks, tb, g.ops[fj].out, dg, code));
+      if (picks.empty()) picks = deferred_picks(g, pr, tb, fj, dg), scratch.resize(picks.size());
+      found.assign(1, best_deferred(picks, tb, g.ops[fj].out, dg, code, scratch));
       return found[0];
     }
     std::size_t k = 0, mult = 1;
@@ -259,8 +260,8 @@ struct deferred_memo {
       mult *= static_cast<std::size_t>(radix[q]);
     }
     if (at[k] < 0) {
-      if (picks.empty()) picks = deferred_picks(g, pr, tb, fj, dg);
-      found.push_back(best_deferred(picks, tb, g.ops[fj].out, dg, code));
+      if (picks.empty()) picks = deferred_picks(g, pr, tb, fj, dg), scratch.resize(picks.size());
+      found.push_back(best_deferred(picks, tb, g.ops[fj].out, dg, code, scratch));
       at[k] = static_cast<int>(found.size()) - 1;
     }
     return found[static_cast<std::size_t>(at[k])];

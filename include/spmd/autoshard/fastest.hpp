@@ -297,7 +297,7 @@ constexpr bool fastest(solution& sol, const graph& g, const prepared& pr, const 
             compute += b.compute, comm += b.comm, memory += b.memory;
           } else if (k.row[i] != nullptr) {
             const double e = k.row[i][h[i]];
-            if (!(e < std::numeric_limits<double>::infinity())) fits = false;
+            if (!(e < unreachable)) fits = false;
             comm += e;
           }
         }
@@ -351,10 +351,12 @@ constexpr bool fastest(solution& sol, const graph& g, const prepared& pr, const 
     }
     j = run.b;
   }
-  for (std::size_t k = 1; k <= no; ++k)
-    for (const cell& c : layers[k]) sol.states += c.strategy != -2;
-  for (const segment& s : runs)
-    for (const cell& c : s.table) sol.states += c.strategy != -2;
+  const auto count_states = [&](const std::vector<cell>& cells) {  // through a pointer, as the loops above
+    const cell* const c = cells.data();
+    for (std::size_t i = 0, n = cells.size(); i < n; ++i) sol.states += c[i].strategy != -2;
+  };
+  for (std::size_t k = 1; k <= no; ++k) count_states(layers[k]);
+  for (const segment& s : runs) count_states(s.table);
   const std::vector<cell>& last = layers[no];
   std::size_t end = last.size();
   for (std::size_t code = 0; code < last.size(); ++code)

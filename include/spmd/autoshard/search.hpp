@@ -216,7 +216,7 @@ constexpr solution run(const graph& g, const cost_model& cm, const pins& p, bool
             compute += b.compute, comm += b.comm, memory += b.memory;
           } else if (r.row[i] != nullptr) {
             const double e = (*r.row[i])[h[i]];
-            if (!(e < std::numeric_limits<double>::infinity())) fits = false;
+            if (!(e < unreachable)) fits = false;
             comm += e;
           }
         }

@@ -17,6 +17,11 @@
 
 namespace spmd::autoshard::search_detail {
 
+/// A move that cannot happen (a Partial read from a layout without it): infinite seconds.
+/// A variable, not numeric_limits' function: the hot loops compare with it per pair, and in
+/// the compiler's evaluator each call costs.
+inline constexpr double unreachable = std::numeric_limits<double>::infinity();
+
 /// One valid strategy of an operator, with what its backward makes and needs.
 struct strategy {
   ops::candidate k{};
@@ -230,10 +235,12 @@ constexpr prepared prepare(const graph& g, const cost_model& cm, const pins& p) 
 }
 
 constexpr int index_of(std::vector<int>& list, int id) {
-  for (std::size_t i = 0; i < list.size(); ++i)
-    if (list[i] == id) return static_cast<int>(i);
+  const int* const at = list.data();
+  const std::size_t n = list.size();
+  for (std::size_t i = 0; i < n; ++i)
+    if (at[i] == id) return static_cast<int>(i);
   list.push_back(id);
-  return static_cast<int>(list.size()) - 1;
+  return static_cast<int>(n);
 }
 
 /// A parameter's choice for one strategy's input: a rest layout, with the moves there and
@@ -356,13 +363,15 @@ constexpr tables make_tables(const graph& g, prepared& pr, const cost_model& cm,
   }
   // a row is the same for every tensor with the same held layouts and bytes (a model's
   // identical blocks): made once, shared after
+  std::vector<double> bytes_of(nt, 0);
+  for (std::size_t t = 0; t < nt; ++t) bytes_of[t] = g.tensors[t].bytes();
   std::vector<std::size_t> like(nt, nt);  // an earlier tensor with the same held layouts and bytes
   for (std::size_t t = 0; t < nt; ++t)
     for (std::size_t u = 0; u < t && like[t] == nt; ++u)
-      if (g.tensors[u].bytes() == g.tensors[t].bytes() && tb.held[u] == tb.held[t] && !tb.held[t].empty()) like[t] = u;
+      if (bytes_of[u] == bytes_of[t] && !tb.held[t].empty() && tb.held[u] == tb.held[t]) like[t] = u;
   for (std::size_t t = 0; t < nt; ++t) {
     if (reads[t].empty()) continue;
-    const double bytes = g.tensors[t].bytes();
+    const double bytes = bytes_of[t];
     const std::size_t n_held = tb.held[t].size();
     std::vector<int> back_to(n_held);  // per held layout: where its gradient goes (Partial as Replicate)
     for (std::size_t h = 0; h < n_held; ++h) back_to[h] = pr.ids.as_replicate(tb.held[t][h]);
@@ -376,7 +385,7 @@ constexpr tables make_tables(const graph& g, prepared& pr, const cost_model& cm,
       }
       const int want = static_cast<int>(reads[t][c] >> 32), grad = static_cast<int>(reads[t][c] & 0xFFFFFFFFu);
       const bool wants_partial = !partial_fits(pr.ids[want], nullptr);  // else every held layout fits
-      std::vector<double> row(n_held, std::numeric_limits<double>::infinity());
+      std::vector<double> row(n_held, unreachable);
       for (std::size_t h = 0; h < n_held; ++h) {
         const int from = tb.held[t][h];
         if (wants_partial && !partial_fits(pr.ids[want], &pr.ids[from])) continue;

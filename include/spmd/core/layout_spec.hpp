@@ -104,14 +104,20 @@ SPMD_HD constexpr spec_result make_spec(const mesh_shape_vec& mesh, const placem
     return fail(layout_error::too_many_tensor_dims, -1);
   if (raw.size() != mesh.size()) return fail(layout_error::placement_count_mismatch, -1);
 
-  placement_vec p = raw;
+  // The placements are read through their array, not svec's accessors: the automatic
+  // sharding search makes thousands of layouts in the compiler's evaluator, where each
+  // accessor call costs about what a loop step does.
+  r.spec.placements = raw;
+  placement* const p = r.spec.placements.elems;
+  const int n = r.spec.placements.n;
+  constexpr placement_kind shard = placement_kind::shard, partial = placement_kind::partial;
   int partial_at = -1;
-  for (int m = 0; m < p.size(); ++m) {
-    if (p[m].is_shard()) {
+  for (int m = 0; m < n; ++m) {
+    if (p[m].kind == shard) {
       if (p[m].dim < -tensor_rank || p[m].dim >= tensor_rank)
         return fail(layout_error::shard_dim_out_of_range, m);
       if (p[m].dim < 0) p[m].dim += tensor_rank;
-    } else if (p[m].is_partial()) {
+    } else if (p[m].kind == partial) {
       if (partial_at >= 0 && p[partial_at].op != p[m].op)
         return fail(layout_error::mixed_partial_ops, m);
       partial_at = m;
@@ -122,27 +128,26 @@ SPMD_HD constexpr spec_result make_spec(const mesh_shape_vec& mesh, const placem
   // Shard order, one tensor dim at a time.
   for (int d = 0; d < tensor_rank; ++d) {
     int count = 0, given = 0;
-    for (int m = 0; m < p.size(); ++m)
-      if (p[m].is_shard(d)) {
+    for (int m = 0; m < n; ++m)
+      if (p[m].kind == shard && p[m].dim == d) {
         ++count;
         given += p[m].order != default_order;
       }
     if (given == 0) {
       int pos = 0;
-      for (int m = 0; m < p.size(); ++m)
-        if (p[m].is_shard(d)) p[m].order = pos++;
+      for (int m = 0; m < n; ++m)
+        if (p[m].kind == shard && p[m].dim == d) p[m].order = pos++;
       continue;
     }
-    for (int m = 0; m < p.size(); ++m) {
-      if (!p[m].is_shard(d)) continue;
+    for (int m = 0; m < n; ++m) {
+      if (p[m].kind != shard || p[m].dim != d) continue;
       if (given != count || p[m].order < 0 || p[m].order >= count)
         return fail(layout_error::inconsistent_shard_order, m);
       for (int k = 0; k < m; ++k)
-        if (p[k].is_shard(d) && p[k].order == p[m].order)
+        if (p[k].kind == shard && p[k].dim == d && p[k].order == p[m].order)
           return fail(layout_error::inconsistent_shard_order, m);
     }
   }
-  r.spec.placements = p;
   return r;
 }
 

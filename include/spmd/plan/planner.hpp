@@ -344,6 +344,7 @@ constexpr long expansion_work_bound(state a, int dims, int tensor_rank) {
 /// Open-addressing map from states to node indices; grows to stay at most half full.
 class state_index {
   std::vector<int> slots_ = std::vector<int>(64, -1);
+  std::size_t size_ = 64;  // slots_.size(), kept: a call per lookup costs in the compiler
 
   static constexpr std::size_t home(state key, std::size_t size) {
     return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> 40) & (size - 1);
@@ -352,11 +353,11 @@ class state_index {
  public:
   /// The node of `key`, or -1 after inserting `fresh` for it.
   constexpr int find_or_insert(state key, const std::vector<node>& nodes, int fresh) {
-    if (static_cast<std::size_t>(fresh) * 2 >= slots_.size()) grow(nodes);
+    if (static_cast<std::size_t>(fresh) * 2 >= size_) grow(nodes);
     int* const slots = slots_.data();  // through pointers: operator[] is a call in the compiler
     const node* const at = nodes.data();
-    const std::size_t mask = slots_.size() - 1;
-    for (std::size_t i = home(key, slots_.size());; i = (i + 1) & mask) {
+    const std::size_t mask = size_ - 1;
+    for (std::size_t i = static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> 40) & mask;; i = (i + 1) & mask) {  // home()
       if (slots[i] < 0) {
         slots[i] = fresh;
         return -1;
@@ -369,6 +370,7 @@ class state_index {
   constexpr void grow(const std::vector<node>& nodes) {
     std::vector<int> old = slots_;
     slots_.assign(old.size() * 2, -1);
+    size_ = slots_.size();
     for (int n : old)
       if (n >= 0)
         for (std::size_t i = home(nodes[static_cast<std::size_t>(n)].key, slots_.size());;
