@@ -245,30 +245,33 @@ constexpr void for_each_group_sharding(state s, int dims, int tensor_rank, dim_m
 
 /// Calls emit(kind, mesh_dims, op, next) for every move out of state `a`. `work` counts
 /// what the enumeration examined (moves emitted or not), the measure of a search's cost.
+/// The codes are read with the shifts of code(), kind_of() and what_of() written out: this
+/// runs for every state a search expands, and in the compiler each small call costs.
 template <class Emit>
 constexpr void for_each_move(state a, const mesh_shape_vec& mesh, int tensor_rank, state target,
                              vocabulary v, long& work, Emit&& emit) {
   const int dims = mesh.size();
   dim_mask active = 0;
   for (int m = 0; m < dims; ++m)
-    if (mesh[m] > 1) active |= 1u << m;
+    if (mesh.elems[m] > 1) active |= 1u << m;
 
   for (int m = 0; m < dims; ++m) {
-    if (!in_mask(active, m)) continue;
-    const unsigned c = code(a, m);
+    if (!((active >> m) & 1u)) continue;
+    const unsigned c = static_cast<unsigned>(a >> (8 * m)) & 0xFFu;  // code(a, m)
     const dim_mask g = 1u << m;
-    if (is_shard(c)) {
+    if ((c >> 6) == shard_kind) {
       if (!splits_last(a, dims, m)) continue;
       const state r = unshard(a, dims, m);
       emit(step_kind::all_gather, g, reduce_op::sum, r);
+      const int from_dim = static_cast<int>((c >> 3) & 7u);
       for (int b = 0; b < tensor_rank; ++b)
-        if ((v.shard_dims >> b & 1u) && b != what_of(c))
+        if ((v.shard_dims >> b & 1u) && b != from_dim)
           emit(step_kind::all_to_all, g, reduce_op::sum, shard_last(r, dims, m, b));
       for (int o = 0; o < 5; ++o)
         if ((v.ops >> o & 1u) && may_hold_partial(a, dims, m, o))
           emit(step_kind::fill, g, static_cast<reduce_op>(o),
                unshard(a, dims, m, partial_code(static_cast<reduce_op>(o))));
-    } else if (is_replicate(c)) {
+    } else if ((c >> 6) == replicate_kind) {
       for (int b = 0; b < tensor_rank; ++b)
         if (v.shard_dims >> b & 1u) emit(step_kind::chunk, g, reduce_op::sum, shard_last(a, dims, m, b));
       for (int o = 0; o < 5; ++o)
@@ -276,7 +279,7 @@ constexpr void for_each_move(state a, const mesh_shape_vec& mesh, int tensor_ran
           emit(step_kind::partition, g, static_cast<reduce_op>(o),
                with_code(a, m, partial_code(static_cast<reduce_op>(o))));
     } else {
-      const auto op = static_cast<reduce_op>(what_of(c));
+      const auto op = static_cast<reduce_op>((c >> 3) & 7u);
       const state r = with_code(a, m, replicate_code());
       emit(step_kind::all_reduce, g, op, r);
       for (int b = 0; b < tensor_rank; ++b)
@@ -291,12 +294,13 @@ constexpr void for_each_move(state a, const mesh_shape_vec& mesh, int tensor_ran
     if ((g & ~active) != 0 || popcount(g) < 2) continue;
     bool all_shard = true, all_partial = true, targets_shard = true, moves = true;
     for (int m = 0; m < dims; ++m) {
-      if (!in_mask(g, m)) continue;
-      const unsigned c = code(a, m), t = code(target, m);
-      all_shard = all_shard && is_shard(c);
-      all_partial = all_partial && is_partial(c);
-      targets_shard = targets_shard && is_shard(t);
-      moves = moves && !(is_shard(c) && is_shard(t) && what_of(c) == what_of(t));
+      if (!((g >> m) & 1u)) continue;
+      const unsigned c = static_cast<unsigned>(a >> (8 * m)) & 0xFFu, t = static_cast<unsigned>(target >> (8 * m)) & 0xFFu;
+      const bool c_shard = (c >> 6) == shard_kind, t_shard = (t >> 6) == shard_kind;
+      all_shard = all_shard && c_shard;
+      all_partial = all_partial && (c >> 6) == partial_kind;
+      targets_shard = targets_shard && t_shard;
+      moves = moves && !(c_shard && t_shard && ((c >> 3) & 7u) == ((t >> 3) & 7u));
     }
     reduce_op op{};
     if (all_shard) {
@@ -305,8 +309,8 @@ constexpr void for_each_move(state a, const mesh_shape_vec& mesh, int tensor_ran
       emit(step_kind::all_gather, g, reduce_op::sum, r);
       if (targets_shard && moves) emit(step_kind::all_to_all, g, reduce_op::sum, shard_group_like(r, dims, g, target));
       for_each_group_sharding(r, dims, tensor_rank, g, v, work, [&](state next) {
-        for (int m = 0; m < dims; ++m)  // every mesh dim of the group must move
-          if (in_mask(g, m) && what_of(code(next, m)) == what_of(code(a, m))) return;
+        for (int m = 0; m < dims; ++m)  // every mesh dim of the group must move (what_of differs)
+          if (((g >> m) & 1u) && ((next >> (8 * m + 3)) & 7u) == ((a >> (8 * m + 3)) & 7u)) return;
         emit(step_kind::all_to_all, g, reduce_op::sum, next);
       });
     } else if (all_partial && partial_op(a, dims, op)) {
@@ -351,11 +355,10 @@ class state_index {
   }
 
  public:
-  /// The node of `key`, or -1 after inserting `fresh` for it.
-  constexpr int find_or_insert(state key, const std::vector<node>& nodes, int fresh) {
+  /// The node of `key`, or -1 after inserting `fresh` for it (`at`: nodes.data()).
+  constexpr int find_or_insert(state key, const std::vector<node>& nodes, const node* at, int fresh) {
     if (static_cast<std::size_t>(fresh) * 2 >= size_) grow(nodes);
     int* const slots = slots_.data();  // through pointers: operator[] is a call in the compiler
-    const node* const at = nodes.data();
     const std::size_t mask = size_ - 1;
     for (std::size_t i = static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> 40) & mask;; i = (i + 1) & mask) {  // home()
       if (slots[i] < 0) {
@@ -448,7 +451,7 @@ constexpr packed_plan search_canonical(state start, state goal, const mesh_shape
   heap.reserve(32);
   nodes.push_back({start, 0, collective_bound(start, goal, mesh, cm), 0, 0, -1, step_kind::chunk, 0,
                    reduce_op::sum, false});
-  index.find_or_insert(start, nodes, 0);
+  index.find_or_insert(start, nodes, nodes.data(), 0);
   heap.push_back({nodes[0].bound, 0, 0, 0});
   int reached = -1;
   bool overflow = false, over_budget = false;
@@ -473,8 +476,9 @@ constexpr packed_plan search_canonical(state start, state goal, const mesh_shape
       if (overflow) return;
       ++work;
       const int fresh = static_cast<int>(nodes.size());
-      const int i = index.find_or_insert(next, nodes, fresh);
-      if (i >= 0 && nodes.data()[i].done) return;  // settled: no better path
+      node* const at = nodes.data();
+      const int i = index.find_or_insert(next, nodes, at, fresh);
+      if (i >= 0 && at[i].done) return;  // settled: no better path
       const bool collective = is_collective(kind);
       const double cost = here_cost + (collective ? collective_cost_us(kind, here_fraction, group_sizes[g], global_bytes, cm)
                                                   : local_cost_us(fraction(next), global_bytes, cm));
@@ -486,7 +490,7 @@ constexpr packed_plan search_canonical(state start, state goal, const mesh_shape
         heap_push(heap, {cost + b, collectives, steps, fresh});
         return;
       }
-      node& to = nodes.data()[i];
+      node& to = at[i];
       if (!worse({to.cost, to.collectives, to.steps, 0}, {cost, collectives, steps, 0})) return;
       to.cost = cost;
       to.collectives = collectives;
