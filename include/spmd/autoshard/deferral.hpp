@@ -55,15 +55,27 @@ constexpr deferral plan_deferral(const graph& g, const prepared& pr, bool enable
   return d;
 }
 
-/// The tensors in the state after operator j: activations made at or before j by an operator
-/// that is not deferred, held for an operator after j; in tensor order.
-constexpr std::vector<int> state_after(const graph& g, const deferral& d, int j) {
-  std::vector<int> out;
-  for (std::size_t t = 0; t < g.tensors.size(); ++t) {
-    const tensor_node& tn = g.tensors[t];
-    if (tn.kind == tensor_kind::activation && tn.producer <= j && d.last_live[t] > j &&
-        d.reader[static_cast<std::size_t>(tn.producer)] < 0)
-      out.push_back(static_cast<int>(t));
+/// The tensors in the state after each operator j: activations made at or before j by an
+/// operator that is not deferred, held for an operator after j; in tensor order. One sweep
+/// over the operators (a state holds a few tensors; a scan of every tensor per operator
+/// would make a 48-block model cost the square of its blocks).
+constexpr std::vector<std::vector<int>> states_after(const graph& g, const deferral& d) {
+  const std::size_t no = g.ops.size();
+  std::vector<std::vector<int>> out(no);
+  std::vector<int> live;
+  for (std::size_t j = 0; j < no; ++j) {
+    const int t = g.ops[j].out;
+    const tensor_node& tn = g.tensors[static_cast<std::size_t>(t)];
+    if (tn.kind == tensor_kind::activation && tn.producer == static_cast<int>(j) && d.reader[j] < 0) {
+      std::size_t at = live.size();  // in tensor order
+      while (at > 0 && live[at - 1] > t) --at;
+      live.insert(live.begin() + static_cast<std::ptrdiff_t>(at), t);
+    }
+    std::vector<int> kept;
+    for (const int u : live)
+      if (d.last_live[static_cast<std::size_t>(u)] > static_cast<int>(j)) kept.push_back(u);
+    live = kept;
+    out[j] = live;
   }
   return out;
 }

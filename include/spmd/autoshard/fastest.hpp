@@ -76,7 +76,7 @@ constexpr bool same_op(const graph& g, const prepared& pr, const tables& tb, std
     for (int i = 0; i < os.in.size(); ++i) {
       const int cs = tb.choices_of[js][x][i], cu = tb.choices_of[ju][x][i];
       if ((cs < 0) != (cu < 0)) return false;
-      if (cs < 0) continue;
+      if (cs == cu) continue;  // one front (parameters read alike share it), or none
       const std::vector<rest_choice>& ls = tb.choices[static_cast<std::size_t>(cs)];
       const std::vector<rest_choice>& lu = tb.choices[static_cast<std::size_t>(cu)];
       if (ls.size() != lu.size()) return false;
@@ -149,8 +149,9 @@ constexpr bool fastest(solution& sol, const graph& g, const prepared& pr, const 
   const deferral d = plan_deferral(g, pr, true);
   std::vector<digits> dg;  // per layer (the state before operator k): its live tensors' digits
   dg.push_back(digits_of({}, tb));
+  const std::vector<std::vector<int>> live = states_after(g, d);
   for (std::size_t j = 0; j < no; ++j) {
-    dg.push_back(digits_of(state_after(g, d, static_cast<int>(j)), tb));
+    dg.push_back(digits_of(live[j], tb));
     std::uint64_t n = 1;
     for (const std::uint64_t r : dg.back().radix) n *= r;
     if (!dg.back().fits || n > max_dense_layer) return false;

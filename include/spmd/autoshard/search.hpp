@@ -123,9 +123,10 @@ constexpr solution run(const graph& g, const cost_model& cm, const pins& p, bool
   digits before = digits_of({}, tb);
   bool pruned = false;
   const deferral d = plan_deferral(g, pr, time_only);
+  const std::vector<std::vector<int>> live = states_after(g, d);
   for (std::size_t j = 0; j < no; ++j) {
     const op_node& op = g.ops[j];
-    const digits after = digits_of(state_after(g, d, static_cast<int>(j)), tb);
+    const digits after = digits_of(live[j], tb);
     if (!after.fits) return sol.error = search_error::too_many_states, sol.bad_op = static_cast<int>(j), sol;
     std::vector<state>& from = layers[j].states;
     layer& next = layers[j + 1];

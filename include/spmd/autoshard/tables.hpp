@@ -326,6 +326,19 @@ constexpr tables make_tables(const graph& g, prepared& pr, const cost_model& cm,
   std::vector<std::vector<std::uint64_t>> reads(nt);  // [t][c]: (want, grad)
   std::vector<std::vector<std::uint64_t>> param_reads(nt);  // [t][k]: (want, grad)
   std::vector<std::vector<int>> param_choice(nt);          // [t][k]: into choices
+  // a rest front depends on the tensor only through its rest layouts and bytes: parameters
+  // read alike (a model's identical blocks) share one, found by (want, grad) and compared
+  struct front_of {
+    std::uint64_t read;
+    double bytes;
+    std::size_t like;  // a tensor with these rest layouts
+    int choice;
+  };
+  std::vector<front_of> fronts;
+  slot_table front_index;
+  const auto front_hash = [](std::uint64_t read, double bytes) {
+    return (read ^ (read >> 29)) * 7919u + static_cast<std::uint64_t>(bytes) % 65521u;
+  };
   for (std::size_t j = 0; j < no; ++j) {
     const op_node& op = g.ops[j];
     for (std::size_t x = 0; x < pr.strategies[j].size(); ++x) {
@@ -348,8 +361,26 @@ constexpr tables make_tables(const graph& g, prepared& pr, const cost_model& cm,
           if (seen >= 0) {
             choice = param_choice[t][static_cast<std::size_t>(seen)];
           } else {
-            tb.choices.push_back(rest_front(pr, t, s.in_id[i], s.grad_id[i], tn.bytes(), cm, cache));
-            choice = static_cast<int>(tb.choices.size()) - 1;
+            const double bytes = tn.bytes();
+            const auto same = [&](int e) {
+              const front_of& f = fronts[static_cast<std::size_t>(e)];
+              return f.read == k && f.bytes == bytes && pr.rests[f.like] == pr.rests[t];
+            };
+            std::size_t at = front_index.find(front_hash(k, bytes), same);
+            if (front_index.slots[at] >= 0) {
+              choice = fronts[static_cast<std::size_t>(front_index.slots[at])].choice;
+            } else {
+              tb.choices.push_back(rest_front(pr, t, s.in_id[i], s.grad_id[i], bytes, cm, cache));
+              choice = static_cast<int>(tb.choices.size()) - 1;
+              front_index.reserve_one([&](int e) {
+                const front_of& f = fronts[static_cast<std::size_t>(e)];
+                return front_hash(f.read, f.bytes);
+              });
+              at = front_index.find(front_hash(k, bytes), same);
+              front_index.slots[at] = static_cast<int>(fronts.size());
+              ++front_index.count;
+              fronts.push_back({k, bytes, t, choice});
+            }
             param_reads[t].push_back(k);
             param_choice[t].push_back(choice);
           }
