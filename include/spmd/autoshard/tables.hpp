@@ -392,28 +392,58 @@ constexpr tables make_tables(const graph& g, prepared& pr, const cost_model& cm,
       tb.choices_of[j].push_back(choices);
     }
   }
-  // a row is the same for every tensor with the same held layouts and bytes (a model's
-  // identical blocks): made once, shared after
-  std::vector<double> bytes_of(nt, 0);
-  for (std::size_t t = 0; t < nt; ++t) bytes_of[t] = g.tensors[t].bytes();
-  std::vector<std::size_t> like(nt, nt);  // an earlier tensor with the same held layouts and bytes
-  for (std::size_t t = 0; t < nt; ++t)
-    for (std::size_t u = 0; u < t && like[t] == nt; ++u)
-      if (bytes_of[u] == bytes_of[t] && !tb.held[t].empty() && tb.held[u] == tb.held[t]) like[t] = u;
+  // a row is the same for every tensor with the same held layouts and bytes, read the same
+  // way (a model's identical blocks, and like tensors within one): made once per (class of
+  // held layouts, bytes, read), found by hash
+  std::vector<int> held_class(nt, -1);  // tensors with equal held layouts share a class
+  std::vector<std::size_t> class_of;    // a class's first tensor
+  slot_table class_index;
+  const auto held_hash = [&](std::size_t t) {
+    std::uint64_t h = tb.held[t].size();
+    for (const int id : tb.held[t]) h = (h * 31u + static_cast<std::uint64_t>(id)) & 0xFFFFFFu;
+    return h;
+  };
   for (std::size_t t = 0; t < nt; ++t) {
     if (reads[t].empty()) continue;
-    const double bytes = bytes_of[t];
+    const auto same = [&](int e) { return tb.held[class_of[static_cast<std::size_t>(e)]] == tb.held[t]; };
+    std::size_t at = class_index.find(held_hash(t), same);
+    if (class_index.slots[at] < 0) {
+      class_index.reserve_one([&](int e) { return held_hash(class_of[static_cast<std::size_t>(e)]); });
+      at = class_index.find(held_hash(t), same);
+      class_index.slots[at] = static_cast<int>(class_of.size());
+      ++class_index.count;
+      class_of.push_back(t);
+    }
+    held_class[t] = class_index.slots[at];
+  }
+  struct row_key {
+    int cls;
+    double bytes;
+    std::uint64_t read;
+  };
+  std::vector<row_key> made;  // per row (tb.seconds)
+  slot_table row_index;
+  const auto row_hash = [](const row_key& k) {
+    return (k.read ^ (k.read >> 29)) * 7919u + static_cast<std::uint64_t>(k.cls) * 131u + static_cast<std::uint64_t>(k.bytes) % 65521u;
+  };
+  for (std::size_t t = 0; t < nt; ++t) {
+    if (reads[t].empty()) continue;
+    const double bytes = g.tensors[t].bytes();
     const std::size_t n_held = tb.held[t].size();
-    std::vector<int> back_to(n_held);  // per held layout: where its gradient goes (Partial as Replicate)
-    for (std::size_t h = 0; h < n_held; ++h) back_to[h] = pr.ids.as_replicate(tb.held[t][h]);
+    std::vector<int> back_to;  // per held layout: where its gradient goes (Partial as Replicate), made at a new row
     for (std::size_t c = 0; c < reads[t].size(); ++c) {
-      if (like[t] < nt) {
-        const int found = find_key(reads[like[t]], reads[t][c]);
-        if (found >= 0) {
-          tb.rows[t].push_back(tb.rows[like[t]][static_cast<std::size_t>(found)]);
-          continue;
-        }
+      const row_key key{held_class[t], bytes, reads[t][c]};
+      const auto same = [&](int e) {
+        const row_key& m = made[static_cast<std::size_t>(e)];
+        return m.cls == key.cls && m.bytes == key.bytes && m.read == key.read;
+      };
+      std::size_t at = row_index.find(row_hash(key), same);
+      if (row_index.slots[at] >= 0) {
+        tb.rows[t].push_back(row_index.slots[at]);
+        continue;
       }
+      if (back_to.empty())
+        for (std::size_t h = 0; h < n_held; ++h) back_to.push_back(pr.ids.as_replicate(tb.held[t][h]));
       const int want = static_cast<int>(reads[t][c] >> 32), grad = static_cast<int>(reads[t][c] & 0xFFFFFFFFu);
       const bool wants_partial = !partial_fits(pr.ids[want], nullptr);  // else every held layout fits
       std::vector<double> row(n_held, unreachable);
@@ -424,8 +454,13 @@ constexpr tables make_tables(const graph& g, prepared& pr, const cost_model& cm,
         const transfer back = cache.get(pr.ids, grad, back_to[h], bytes, cm);
         if (there.ok && back.ok) row[h] = there.seconds + back.seconds;
       }
+      row_index.reserve_one([&](int e) { return row_hash(made[static_cast<std::size_t>(e)]); });
+      at = row_index.find(row_hash(key), same);
+      row_index.slots[at] = static_cast<int>(tb.seconds.size());
+      ++row_index.count;
       tb.rows[t].push_back(static_cast<int>(tb.seconds.size()));
       tb.seconds.push_back(row);
+      made.push_back(key);
     }
   }
   return tb;
