@@ -153,10 +153,10 @@ struct deferred_pick {
 constexpr std::vector<deferred_pick> deferred_picks(const graph& g, const prepared& pr, const tables& tb, std::size_t fj,
                                                     const digits& dg) {
   const op_node& fop = g.ops[fj];
-  std::vector<deferred_pick> picks(pr.strategies[fj].size());
+  std::vector<deferred_pick> picks(pr.strategies(fj).size());
   for (std::size_t fx = 0; fx < picks.size(); ++fx) {
     deferred_pick& k = picks[fx];
-    const strategy& fs = pr.strategies[fj][fx];
+    const strategy& fs = pr.strategies(fj)[fx];
     k.compute = fs.compute_s, k.saved = fs.saved_bytes, k.out = tb.out_index[fj][fx];
     for (int fi = 0; fi < fop.in.size(); ++fi) {
       const int row = tb.row_of[fj][fx][fi];
@@ -284,7 +284,7 @@ struct deferred_memo {
 /// the layouts of its parameters (rest: per input, the choice; -1: the fastest) and data.
 constexpr void record(solution& sol, const graph& g, const prepared& pr, const tables& tb, std::size_t j, std::size_t x,
                       const svec<int, ops::max_op_inputs>& rest) {
-  const strategy& s = pr.strategies[j][x];
+  const strategy& s = pr.strategies(j)[x];
   const op_node& op = g.ops[j];
   sol.strategy[j] = static_cast<int>(s.index);
   sol.reads[j] = s.k.in;

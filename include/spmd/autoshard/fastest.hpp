@@ -66,12 +66,13 @@ constexpr bool same_op(const graph& g, const prepared& pr, const tables& tb, std
   const op_node& os = g.ops[js];
   const op_node& ou = g.ops[ju];
   if (os.in.size() != ou.in.size()) return false;
-  const std::vector<strategy>& ss = pr.strategies[js];
-  const std::vector<strategy>& su = pr.strategies[ju];
+  const std::vector<strategy>& ss = pr.strategies(js);
+  const std::vector<strategy>& su = pr.strategies(ju);
   if (ss.size() != su.size() || tb.out_index[js] != tb.out_index[ju] || !(tb.row_of[js] == tb.row_of[ju])) return false;
+  const bool one_list = pr.list_of[js] == pr.list_of[ju];  // the same strategies, made once
   for (std::size_t x = 0; x < ss.size(); ++x) {
-    if (ss[x].compute_s != su[x].compute_s || ss[x].saved_bytes != su[x].saved_bytes || ss[x].out_id != su[x].out_id ||
-        !(ss[x].in_id == su[x].in_id) || !(ss[x].grad_id == su[x].grad_id))
+    if (!one_list && (ss[x].compute_s != su[x].compute_s || ss[x].saved_bytes != su[x].saved_bytes ||
+                      ss[x].out_id != su[x].out_id || !(ss[x].in_id == su[x].in_id) || !(ss[x].grad_id == su[x].grad_id)))
       return false;
     for (int i = 0; i < os.in.size(); ++i) {
       const int cs = tb.choices_of[js][x][i], cu = tb.choices_of[ju][x][i];
@@ -238,10 +239,10 @@ constexpr bool fastest(solution& sol, const graph& g, const prepared& pr, const 
     // each strategy as the loop below reads it: flat, through pointers (in the compiler's
     // evaluator a vector's operator[] is a call, and this loop runs states × strategies)
     const int n_in = op.in.size();
-    std::vector<pick> picks(pr.strategies[j].size());
+    std::vector<pick> picks(pr.strategies(j).size());
     for (std::size_t x = 0; x < picks.size(); ++x) {
       pick& k = picks[x];
-      const strategy& s = pr.strategies[j][x];
+      const strategy& s = pr.strategies(j)[x];
       k.compute = s.compute_s, k.saved = s.saved_bytes;
       k.out = static_cast<std::uint64_t>(tb.out_index[j][x]);
       for (int i = 0; i < n_in; ++i) {

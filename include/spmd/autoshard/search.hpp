@@ -174,7 +174,7 @@ constexpr solution run(const graph& g, const cost_model& cm, const pins& p, bool
       std::size_t combos = 1;
       bool fits = true;
     };
-    std::vector<recipe> recipes(pr.strategies[j].size());
+    std::vector<recipe> recipes(pr.strategies(j).size());
     for (std::size_t x = 0; x < recipes.size(); ++x) {
       recipe& r = recipes[x];
       for (int i = 0; i < op.in.size(); ++i) {
@@ -202,8 +202,8 @@ constexpr solution run(const graph& g, const cost_model& cm, const pins& p, bool
       std::uint64_t kept = 0;  // the next code's digits of the tensors carried on
       for (std::size_t q = 0; q < before.live.size(); ++q)
         if (carried_stride[q] != 0) kept += carried_stride[q] * static_cast<std::uint64_t>(before.at(st.code, static_cast<int>(q)));
-      for (std::size_t x = 0; x < pr.strategies[j].size(); ++x) {
-        const strategy& s = pr.strategies[j][x];
+      for (std::size_t x = 0; x < pr.strategies(j).size(); ++x) {
+        const strategy& s = pr.strategies(j)[x];
         const recipe& r = recipes[x];
         if (!r.fits) continue;
         // the step's time and memory up to this operator, summed as the pairs are
@@ -336,7 +336,7 @@ struct enumeration {
       return;
     }
     const op_node& op = g.ops[j];
-    for (const strategy& s : pr.strategies[j]) {
+    for (const strategy& s : pr.strategies(j)) {
       double t = time + s.compute_s, mem = memory + s.saved_bytes;
       bool fits = true;
       svec<int, ops::max_op_inputs> params{};

@@ -105,12 +105,18 @@ constexpr std::vector<layout_spec> rest_layouts(const mesh_shape_vec& mesh, int 
 /// What the search needs of a graph, precomputed: strategies per operator, readers per tensor,
 /// every layout as an id.
 struct prepared {
-  std::vector<std::vector<strategy>> strategies;  // per operator
+  std::vector<std::vector<strategy>> lists;  // the distinct operators' strategies
+  std::vector<int> list_of;                  // per operator: into lists (equal operators share one)
   std::vector<int> last_reader;                   // per tensor
   std::vector<std::vector<int>> rests;            // per tensor (parameters): layout ids
   layout_ids ids;
   search_error error = search_error::none;
   int bad_op = -1;
+
+  /// Operator j's strategies.
+  constexpr const std::vector<strategy>& strategies(std::size_t j) const {
+    return lists[static_cast<std::size_t>(list_of[j])];
+  }
 };
 
 constexpr bool pinned_ok(const pins& p, int t, const layout_spec& l) { return !p.has(t) || same_blocks(p.layout[static_cast<std::size_t>(t)], l); }
@@ -193,7 +199,7 @@ constexpr prepared prepare(const graph& g, const cost_model& cm, const pins& p) 
     for (std::size_t k = 0; k < j && twin == j; ++k)
       if (same_strategies(g, p, j, k)) twin = k;
     if (twin < j) {
-      out.strategies.push_back(out.strategies[twin]);
+      out.list_of.push_back(out.list_of[twin]);
       continue;
     }
     const ops::op_context c = g.context_of(op);
@@ -229,7 +235,8 @@ constexpr prepared prepare(const graph& g, const cost_model& cm, const pins& p) 
       out.error = search_error::no_strategy, out.bad_op = static_cast<int>(j);
       return out;
     }
-    out.strategies.push_back(list);
+    out.list_of.push_back(static_cast<int>(out.lists.size()));
+    out.lists.push_back(list);
   }
   return out;
 }
@@ -309,7 +316,7 @@ constexpr tables make_tables(const graph& g, prepared& pr, const cost_model& cm,
   tb.row_of.resize(no);
   tb.choices_of.resize(no);
   for (std::size_t j = 0; j < no; ++j)
-    for (const strategy& s : pr.strategies[j])
+    for (const strategy& s : pr.strategies(j))
       tb.out_index[j].push_back(index_of(tb.held[static_cast<std::size_t>(g.ops[j].out)], s.out_id));
   // the readers' distinct (layout, gradient layout) per activation, each packed in one
   // integer (found by a scan through a pointer: a vector's operator[] is a call in the
@@ -341,8 +348,10 @@ constexpr tables make_tables(const graph& g, prepared& pr, const cost_model& cm,
   };
   for (std::size_t j = 0; j < no; ++j) {
     const op_node& op = g.ops[j];
-    for (std::size_t x = 0; x < pr.strategies[j].size(); ++x) {
-      const strategy& s = pr.strategies[j][x];
+    tb.row_of[j].reserve(pr.strategies(j).size());
+    tb.choices_of[j].reserve(pr.strategies(j).size());
+    for (std::size_t x = 0; x < pr.strategies(j).size(); ++x) {
+      const strategy& s = pr.strategies(j)[x];
       svec<int, ops::max_op_inputs> rows{}, choices{};
       for (int i = 0; i < op.in.size(); ++i) {
         const std::size_t t = static_cast<std::size_t>(op.in[i]);
