@@ -207,8 +207,8 @@ constexpr deferred_best best_deferred(const std::vector<deferred_pick>& picks, c
   for (std::size_t fx = 0; fx < n; ++fx) time0[fx] = b0[fx].compute + b0[fx].comm;
   deferred_best out{};
   const std::size_t reads = tb.rows[static_cast<std::size_t>(out_tensor)].size();
-  out.cost.resize(reads);
-  out.strategy.resize(reads);
+  out.cost.reserve(reads);  // push_back, not resize: clang 14 cannot default-fill ints in a constant expression
+  out.strategy.reserve(reads);
   for (std::size_t c = 0; c < reads; ++c) {
     const double* const edge_of = tb.row(out_tensor, static_cast<int>(c)).data();
     double best_time = 0, best_memory = 0;
@@ -229,8 +229,8 @@ constexpr deferred_best best_deferred(const std::vector<deferred_pick>& picks, c
       b = b0[bp];
       b.comm += edge_of[p0[bp].out];
     }
-    out.cost[c] = b;
-    out.strategy[c] = bp;
+    out.cost.push_back(b);
+    out.strategy.push_back(bp);
   }
   return out;
 }
