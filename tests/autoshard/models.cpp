@@ -109,13 +109,28 @@ TEST_CASE("autoshard models: the traced graph has the model's parameters, in ord
 
 TEST_CASE("autoshard models: the gpt's search with deferred operators is exact", "[autoshard]") {
   as::cost_model open{}, huge{};
-  huge.memory_budget = 1e30;  // the Pareto form: nothing deferred
+  huge.memory_budget = 1e30;  // the Pareto form
   const as::graph g = gpt_step(spmd::mesh_shape_vec{{2}, 1});
-  const as::solution deferred = as::search(g, open), every = as::search(g, huge);
+  const as::solution deferred = as::search(g, open);
+  const as::solution every = as::search_detail::run(g, huge, {}, false, true, false);  // nothing deferred
   REQUIRE(deferred.ok());
   REQUIRE(every.ok());
   CHECK(same(deferred.step_s(), every.step_s()));
   CHECK(deferred.states < every.states);
+  // under budgets, deferred operators carry their Pareto sets (deferred_fronts): the same
+  // answers as the program that defers nothing, from the least memory that fits to none
+  const as::solution least = as::search_detail::run(g, huge, {}, true, true, false);
+  REQUIRE(least.ok());
+  CHECK(same(as::search_detail::run(g, huge, {}, true).memory_bytes, least.memory_bytes));
+  for (const double f : {0.0, 0.1, 0.3, 0.6, 1.0}) {
+    as::cost_model c{};
+    c.memory_budget = least.memory_bytes + f * (deferred.memory_bytes - least.memory_bytes);
+    const as::solution with = as::search(g, c), without = as::search_detail::run(g, c, {}, false, true, false);
+    REQUIRE(with.ok());
+    REQUIRE(without.ok());
+    CHECK(same(with.step_s(), without.step_s()));
+    CHECK(with.memory_bytes <= c.memory_budget);
+  }
   // cheap links: the search splits the work (below computing it all on every rank)
   as::cost_model cheap{};
   cheap.fallback = {1e-9, 1e-15};

@@ -130,10 +130,88 @@ constexpr digits digits_of(std::vector<int> live, const tables& tb) {
 
 /// A deferred operator's best strategy for each way its reader reads its output (rows[t][c]),
 /// given the layouts its own activation inputs were made in.
+/// One way a deferred operator can run for one read of its output when memory counts (a
+/// budget): its strategy and its parameters' rest layouts, and what they cost, its output's
+/// move to the read included.
+struct deferred_option {
+  double compute = 0, comm = 0, memory = 0;
+  int strategy = -1;
+  std::uint32_t rest = 0;  // per input fi, bits 8·fi..: a parameter's rest choice + 1 (0: none)
+  constexpr double time() const { return compute + comm; }
+};
+
 struct deferred_best {
   std::vector<deferred_cost> cost;  // [c]
   std::vector<int> strategy;        // [c]: -1 where none fits
+  std::vector<std::vector<deferred_option>> front{};  // [c], with a budget: the options no other beats in time and memory
 };
+
+/// With a budget, a deferred operator is chosen with its reader as without one, but what the
+/// reader carries per read is the Pareto set of the deferred operator's options (every
+/// strategy, with every combination of its parameters' rest fronts) rather than the fastest:
+/// exact for the same reason (nothing but the reader sees the deferred operator's choice), and
+/// a dominated option can never be part of the best step under any budget.
+constexpr std::vector<std::vector<deferred_option>> deferred_fronts(const graph& g, const prepared& pr, const tables& tb,
+                                                                    std::size_t fj, const digits& dg, std::uint64_t code) {
+  const op_node& fop = g.ops[fj];
+  const std::vector<strategy>& list = pr.strategies(fj);
+  std::vector<deferred_option> all;  // per (strategy, rest combination): without the output's move
+  for (std::size_t fx = 0; fx < list.size(); ++fx) {
+    deferred_option base{list[fx].compute_s, 0, list[fx].saved_bytes, static_cast<int>(fx), 0};
+    bool ok = true;
+    svec<const std::vector<rest_choice>*, ops::max_op_inputs> rests{};
+    svec<int, ops::max_op_inputs> rest_input{};
+    std::size_t combos = 1;
+    for (int fi = 0; fi < fop.in.size() && ok; ++fi) {
+      const int row = tb.row_of[fj][fx][fi];
+      if (row >= 0) {
+        const double e = tb.row(fop.in[fi], row)[static_cast<std::size_t>(dg.at(code, dg.slot_of(fop.in[fi])))];
+        if (!(e < unreachable)) ok = false;
+        base.comm += e;
+      } else if (tb.choices_of[fj][fx][fi] >= 0) {
+        const std::vector<rest_choice>& r = tb.choices[static_cast<std::size_t>(tb.choices_of[fj][fx][fi])];
+        if (r.empty()) ok = false;
+        rests.push_back(&r);
+        rest_input.push_back(fi);
+        combos *= r.size();
+      }
+    }
+    if (!ok) continue;
+    for (std::size_t combo = 0; combo < combos; ++combo) {
+      deferred_option o = base;
+      std::size_t left = combo;
+      for (int q = 0; q < rests.size(); ++q) {
+        const rest_choice& rc = (*rests[q])[left % rests[q]->size()];
+        left /= rests[q]->size();
+        o.comm += rc.comm, o.memory += rc.memory;
+        o.rest |= static_cast<std::uint32_t>(rc.rest + 1) << (8 * rest_input[q]);
+      }
+      all.push_back(o);
+    }
+  }
+  const std::size_t t = static_cast<std::size_t>(fop.out);
+  std::vector<std::vector<deferred_option>> fronts(tb.rows[t].size());
+  for (std::size_t c = 0; c < fronts.size(); ++c) {
+    const std::vector<double>& edge = tb.row(fop.out, static_cast<int>(c));
+    std::vector<deferred_option> read;
+    for (const deferred_option& o : all) {
+      const double e = edge[static_cast<std::size_t>(tb.out_index[fj][static_cast<std::size_t>(o.strategy)])];
+      if (!(e < unreachable)) continue;
+      deferred_option m = o;
+      m.comm += e;
+      read.push_back(m);
+    }
+    for (std::size_t a = 0; a < read.size(); ++a) {
+      bool beaten = false;
+      for (std::size_t b = 0; b < read.size() && !beaten; ++b)
+        beaten = (read[b].time() < read[a].time() && read[b].memory <= read[a].memory) ||
+                 (read[b].time() <= read[a].time() && read[b].memory < read[a].memory) ||
+                 (read[b].time() == read[a].time() && read[b].memory == read[a].memory && b < a);
+      if (!beaten) fronts[c].push_back(read[a]);
+    }
+  }
+  return fronts;
+}
 
 /// A deferred operator's strategy as best_deferred reads it: its inputs' terms in input
 /// order (the sums keep that order), flat, through pointers.
@@ -243,6 +321,7 @@ struct deferred_memo {
   std::vector<deferred_best> found;
   std::vector<deferred_pick> picks{};  // made at the first miss
   std::vector<deferred_cost> scratch{};  // best_deferred's, picks.size()
+  bool pareto = false;                   // with a budget: the fronts too (deferred_fronts)
 
   static constexpr deferred_memo of(const graph& g, std::size_t fj, const digits& dg) {
     deferred_memo m{};
@@ -262,6 +341,7 @@ struct deferred_memo {
     if (at.empty()) {
       if (picks.empty()) picks = deferred_picks(g, pr, tb, fj, dg), scratch.resize(picks.size());
       found.assign(1, best_deferred(picks, tb, g.ops[fj].out, dg, code, scratch));
+      if (pareto) found[0].front = deferred_fronts(g, pr, tb, fj, dg, code);
       return found[0];
     }
     std::size_t k = 0, mult = 1;
@@ -274,6 +354,7 @@ struct deferred_memo {
     if (at[k] < 0) {
       if (picks.empty()) picks = deferred_picks(g, pr, tb, fj, dg), scratch.resize(picks.size());
       found.push_back(best_deferred(picks, tb, g.ops[fj].out, dg, code, scratch));
+      if (pareto) found.back().front = deferred_fronts(g, pr, tb, fj, dg, code);
       at[k] = static_cast<int>(found.size()) - 1;
     }
     return found[static_cast<std::size_t>(at[k])];

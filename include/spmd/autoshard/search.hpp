@@ -53,6 +53,7 @@ struct label {
   int strategy = -1;                          // of this layer's operator
   svec<int, ops::max_op_inputs> rest{};       // per input: a parameter's rest layout (index), else -1
   svec<int, ops::max_op_inputs> folded{};     // per input a deferred operator makes: its strategy, else -1
+  svec<std::uint32_t, ops::max_op_inputs> folded_rest{};  // and its parameters' rest choices (deferred_option::rest)
   constexpr double time() const { return compute + comm; }
 };
 
@@ -65,20 +66,46 @@ struct state {
 
 /// Adds `l` to `set` unless a pair there is at least as good in both; drops the pairs it beats.
 /// Without a budget (`time_only`) only time matters: one pair a state, the fastest (the least
-/// memory among equals).
+/// memory among equals). With one, the set is a staircase: time rising, memory falling, so
+/// the pair that could beat `l` is the last one no slower than it, and the pairs `l` beats
+/// are the run after it whose memory is no less (a search, an erase and an insert, where a
+/// scan and a rebuild per pair made the gpt's budgeted search quadratic in its pairs).
+/// Whether a pair of the staircase `set` is at least as good as (t, m) in both.
+constexpr bool beaten_in(const std::vector<label>& set, double t, double m) {
+  std::size_t lo = 0, hi = set.size();  // the first pair slower than t
+  while (lo < hi) {
+    const std::size_t mid = (lo + hi) / 2;
+    if (set[mid].time() <= t) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo > 0 && set[lo - 1].memory <= m;
+}
+
 constexpr void insert_pareto(std::vector<label>& set, const label& l, bool time_only) {
   if (time_only) {
     if (set.empty()) set.push_back(l);
     else if (l.time() < set[0].time() || (l.time() == set[0].time() && l.memory < set[0].memory)) set[0] = l;
     return;
   }
-  for (const label& o : set)
-    if (o.time() <= l.time() && o.memory <= l.memory) return;
-  std::vector<label> kept;
-  for (const label& o : set)
-    if (!(l.time() <= o.time() && l.memory <= o.memory)) kept.push_back(o);
-  kept.push_back(l);
-  set = kept;
+  const double t = l.time(), m = l.memory;
+  std::size_t lo = 0, hi = set.size();  // the first pair slower than l
+  while (lo < hi) {
+    const std::size_t mid = (lo + hi) / 2;
+    if (set[mid].time() <= t) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo > 0 && set[lo - 1].memory <= m) return;  // as fast or faster, and no more memory
+  std::size_t first = lo;  // the pairs as fast as l, before lo, hold more memory: beaten
+  while (first > 0 && set[first - 1].time() == t) --first;
+  std::size_t last = lo;
+  while (last < set.size() && set[last].memory >= m) ++last;  // slower and no less memory: beaten
+  const auto at = set.begin() + static_cast<std::ptrdiff_t>(first);
+  if (first < last) {
+    set[first] = l;
+    set.erase(at + 1, set.begin() + static_cast<std::ptrdiff_t>(last));
+  } else {
+    set.insert(at, l);
+  }
 }
 
 /// A layer's states, found by code.
@@ -103,8 +130,10 @@ struct layer {
 
 /// The dynamic program: the fastest pair at the end (least_memory: the smallest). Without a
 /// budget the arrays of fastest.hpp run, unless `hashed` (the program a layer too wide to
-/// index takes; the tests compare the two).
-constexpr solution run(const graph& g, const cost_model& cm, const pins& p, bool least_memory, bool hashed = false) {
+/// index takes; the tests compare the two). `defer`: operators are chosen with their only
+/// reader (deferral.hpp); the tests turn it off to check that it changes no answer.
+constexpr solution run(const graph& g, const cost_model& cm, const pins& p, bool least_memory, bool hashed = false,
+                       bool defer = true) {
   solution sol{};
   prepared pr = prepare(g, cm, p);
   if (pr.error != search_error::none) return sol.error = pr.error, sol.bad_op = pr.bad_op, sol;
@@ -113,7 +142,7 @@ constexpr solution run(const graph& g, const cost_model& cm, const pins& p, bool
   sol.plans = cache.planned();
   // Without a budget a state needs only its fastest pair (least_memory asks for the smallest)
   const bool time_only = !least_memory && !(cm.memory_budget < std::numeric_limits<double>::infinity());
-  if (time_only && !hashed && fastest(sol, g, pr, tb)) {
+  if (time_only && !hashed && defer && fastest(sol, g, pr, tb)) {
     if (sol.ok()) sol.collectives = count_collectives(sol, g, pr, cache, cm);
     return sol;
   }
@@ -122,7 +151,7 @@ constexpr solution run(const graph& g, const cost_model& cm, const pins& p, bool
   layers[0].states.push_back({0, {label{}}});
   digits before = digits_of({}, tb);
   bool pruned = false;
-  const deferral d = plan_deferral(g, pr, time_only);
+  const deferral d = plan_deferral(g, pr, defer);
   const std::vector<std::vector<int>> live = states_after(g, d);
   for (std::size_t j = 0; j < no; ++j) {
     const op_node& op = g.ops[j];
@@ -139,7 +168,7 @@ constexpr solution run(const graph& g, const cost_model& cm, const pins& p, bool
         for (std::size_t li = 0; li < from[si].labels.size(); ++li) {
           label l = from[si].labels[li];
           l.prev_state = static_cast<int>(si), l.prev_label = static_cast<int>(li), l.strategy = -1, l.rest = {};
-          l.folded = {};
+          l.folded = {}, l.folded_rest = {};
           insert_pareto(next.states[ns].labels, l, time_only);
         }
       }
@@ -156,7 +185,7 @@ constexpr solution run(const graph& g, const cost_model& cm, const pins& p, bool
       const bool deferred = tn.kind == tensor_kind::activation && d.reader[static_cast<std::size_t>(tn.producer)] >= 0;
       slot.push_back(deferred ? -1 : before.slot_of(op.in[i]));
       folded_op.push_back(deferred ? tn.producer : -1);
-      if (deferred) memo[i] = deferred_memo::of(g, static_cast<std::size_t>(tn.producer), before);
+      if (deferred) memo[i] = deferred_memo::of(g, static_cast<std::size_t>(tn.producer), before), memo[i].pareto = !time_only;
     }
     std::uint64_t out_stride = 0;  // the place value of this op's output in the next code
     std::vector<std::uint64_t> carried_stride;  // per slot before: its place value after, or 0
@@ -206,11 +235,20 @@ constexpr solution run(const graph& g, const cost_model& cm, const pins& p, bool
         const strategy& s = pr.strategies(j)[x];
         const recipe& r = recipes[x];
         if (!r.fits) continue;
-        // the step's time and memory up to this operator, summed as the pairs are
+        // the step's time and memory up to this operator, summed as the pairs are; with a
+        // budget, a deferred input's options are combined below, like the rest layouts
         double compute = s.compute_s, comm = 0, memory = s.saved_bytes;
         bool fits = true;
+        svec<const std::vector<deferred_option>*, ops::max_op_inputs> options{};  // per input (budget)
+        std::size_t combos = r.combos;
         for (int i = 0; i < op.in.size() && fits; ++i) {
-          if (best[i] != nullptr) {
+          options.push_back(nullptr);
+          if (best[i] != nullptr && !time_only) {
+            const std::vector<deferred_option>& o = best[i]->front[static_cast<std::size_t>(tb.row_of[j][x][i])];
+            if (o.empty()) fits = false;
+            options[i] = &o;
+            combos *= o.size();
+          } else if (best[i] != nullptr) {
             const std::size_t c = static_cast<std::size_t>(tb.row_of[j][x][i]);
             if (best[i]->strategy[c] < 0) fits = false;
             const deferred_cost& b = best[i]->cost[c];
@@ -224,7 +262,7 @@ constexpr solution run(const graph& g, const cost_model& cm, const pins& p, bool
         if (!fits) continue;
         std::vector<label>& pairs = next.states[next.at(kept + out_stride * static_cast<std::uint64_t>(tb.out_index[j][x]))].labels;
         for (std::size_t li = 0; li < st.labels.size(); ++li)
-          for (std::size_t combo = 0; combo < r.combos; ++combo) {
+          for (std::size_t combo = 0; combo < combos; ++combo) {
             const label& prev = st.labels[li];
             double l_compute = compute + prev.compute, l_comm = comm + prev.comm, l_memory = memory + prev.memory;
             svec<int, ops::max_op_inputs> rest{};
@@ -237,6 +275,15 @@ constexpr solution run(const graph& g, const cost_model& cm, const pins& p, bool
               l_memory += rc.memory;
               rest.push_back(rc.rest);
             }
+            svec<const deferred_option*, ops::max_op_inputs> chosen{};
+            for (int i = 0; i < options.size(); ++i) {
+              chosen.push_back(nullptr);
+              if (options[i] == nullptr) continue;
+              const deferred_option& o = (*options[i])[left % options[i]->size()];
+              left /= options[i]->size();
+              l_compute += o.compute, l_comm += o.comm, l_memory += o.memory;
+              chosen[i] = &o;
+            }
             if (!(l_memory <= cm.memory_budget)) {
               pruned = true;
               continue;
@@ -245,6 +292,7 @@ constexpr solution run(const graph& g, const cost_model& cm, const pins& p, bool
             if (time_only && !pairs.empty() &&
                 !(l_time < pairs[0].time() || (l_time == pairs[0].time() && l_memory < pairs[0].memory)))
               continue;  // not better than the state's pair: never made
+            if (!time_only && beaten_in(pairs, l_time, l_memory)) continue;  // beaten: never made
             label l{};
             l.compute = l_compute, l.comm = l_comm, l.memory = l_memory;
             l.prev_state = static_cast<int>(si);
@@ -252,7 +300,10 @@ constexpr solution run(const graph& g, const cost_model& cm, const pins& p, bool
             l.strategy = static_cast<int>(x);
             for (int i = 0; i < op.in.size(); ++i) {
               l.rest.push_back(-1);
-              l.folded.push_back(best[i] != nullptr ? best[i]->strategy[static_cast<std::size_t>(tb.row_of[j][x][i])] : -1);
+              l.folded.push_back(chosen[i] != nullptr  ? chosen[i]->strategy
+                                 : best[i] != nullptr ? best[i]->strategy[static_cast<std::size_t>(tb.row_of[j][x][i])]
+                                                      : -1);
+              l.folded_rest.push_back(chosen[i] != nullptr ? chosen[i]->rest : 0);
             }
             for (int q = 0; q < r.param.size(); ++q) l.rest[r.param[q]] = rest[q];
             insert_pareto(pairs, l, time_only);
@@ -292,9 +343,9 @@ constexpr solution run(const graph& g, const cost_model& cm, const pins& p, bool
       for (int i = 0; i < l.folded.size(); ++i)
         if (l.folded[i] >= 0) {
           const std::size_t fj = static_cast<std::size_t>(g.tensors[static_cast<std::size_t>(g.ops[j].in[i])].producer);
-          svec<int, ops::max_op_inputs> fastest{};
-          for (int fi = 0; fi < g.ops[fj].in.size(); ++fi) fastest.push_back(-1);
-          record(sol, g, pr, tb, fj, static_cast<std::size_t>(l.folded[i]), fastest);
+          svec<int, ops::max_op_inputs> rest{};  // the option's rest choices; none: the fastest (time only)
+          for (int fi = 0; fi < g.ops[fj].in.size(); ++fi) rest.push_back(static_cast<int>((l.folded_rest[i] >> (8 * fi)) & 0xFFu) - 1);
+          record(sol, g, pr, tb, fj, static_cast<std::size_t>(l.folded[i]), rest);
         }
     }
     si = l.prev_state;
