@@ -2,7 +2,7 @@
 // a safetensors file of initial parameters and one of data, and prints the loss of every step
 // (docs/training.md; the flags and the JSON fields are a contract):
 //
-//   spmd-train --model mlp|gpt [--mesh M] [--backend sim|mpi|cuda|nccl] [--dp fsdp|ddp | --parallel auto [--cost FILE]]
+//   spmd-train --model mlp|gpt [--mesh M] [--backend sim|mpi|cuda|nccl] [--dp fsdp|ddp | --parallel auto [--cost FILE] [--memory BYTES]]
 //              --init INIT.safetensors --data DATA.safetensors --steps N
 //              [--optimizer adamw|sgd] [--lr LR] [--dtype f32|bf16] [--clip C]
 //              [--save OUT.safetensors] [--checkpoint CK.safetensors --checkpoint-at K]
@@ -141,7 +141,11 @@ void check(train_options& o) {
       throw usage_error("--parallel auto trains in f32 (bf16 is FSDP's mixed precision: use --dp fsdp --dtype bf16)");
   } else if (!o.cost.empty()) {
     throw usage_error("--cost " + o.cost + " is the cost model of --parallel auto's search: give --parallel auto");
+  } else if (o.memory) {
+    throw usage_error("--memory " + number_text(*o.memory) + " is the memory budget of --parallel auto's search: give --parallel auto");
   }
+  if (o.memory && (!(*o.memory > 0) || !std::isfinite(*o.memory)))
+    throw usage_error("--memory " + number_text(*o.memory) + ": give the bytes a rank may hold, a number > 0");
   one_of("--optimizer", o.optimizer, {"adamw", "sgd"});
   if (o.mesh.empty()) {
     if (o.backend != "mpi" && o.backend != "nccl")
@@ -188,6 +192,7 @@ int run(train_options& o, int& argc, char**& argv) {
         throw usage_error(std::string("--cost ") + e.what());
       }
     }
+    if (o.memory) o.cost_model.memory_budget = *o.memory;
     in.loader = make_loader(o, spec);  // over o.dp ranks: under mpirun without --mesh, known only now
     const train_result r = fn(o, in, spec);
     if (r.prints) print_result(o, r);
@@ -254,6 +259,8 @@ int main(int argc, char** argv) {
                  "Megatron's plan on tp) or replicating everything, by its cost model on this mesh (instead of --dp)");
   app.add_option("--cost", o.cost, "with --parallel auto: the cost model measured on this machine (bench/auto_calibrate "
                  "writes it for the mesh); default: docs/auto.md's");
+  app.add_option("--memory", o.memory, "with --parallel auto: the bytes a rank may hold (parameters, gradients, "
+                 "optimizer state, saved activations, as docs/auto.md models them); the search keeps to it");
   app.add_option("--init", o.init, "safetensors file of the initial parameters (f32)")->required();
   app.add_option("--data", o.data, "safetensors file of the samples (gpt: tokens, targets (..., 16) i64; mlp: x "
                  "(..., 32) f32, labels (...) i64), cycled over epochs")->required();

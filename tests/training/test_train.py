@@ -25,7 +25,9 @@ One build trains on every mesh (its sizes are run-time values). Groups:
   auto     --parallel auto: mlp and gpt on 2x4, 3 and 1 under the default cost model (it
            replicates these small models: no collective) and under a --cost file of free links
            (FSDP or DDP chosen): every loss within 1e-5 relative of the one-device run, the choice
-           reported (the JSON's "dp" and "parallel", its fields in order) and run; bad uses exit 2.
+           reported (the JSON's "dp" and "parallel", its fields in order) and run; --memory on 4
+           ranks: a budget below every candidate exits 2 naming the least that fits and which,
+           that budget runs it, a byte less refuses; bad uses exit 2.
   mpi      mpirun -np D*T --backend mpi against --backend sim (2x4, 4x2, 2x3, 3x2, 5x1, 16, and
            -np 6 without --mesh: a 1-d mesh of the world size; shuffled epochs on 2x2):
            bit-identical losses and --save files; a wrong process count exits 2; a refusal on every process (a checkpoint of
@@ -38,6 +40,7 @@ Python's numpy and safetensors are needed (make_inputs.py); without them the tes
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -458,6 +461,28 @@ def auto(d):
         p, cmd = run(*f.args(model, "2x4", "--parallel", "auto"))
         check(p.returncode == 0 and "parallel auto: replicate" in p.stdout and "(sim, replicate," in p.stdout,
               f"{cmd}: exit {p.returncode}\n{p.stdout[-600:]}")
+        # --memory: below every candidate, exit 2 naming the least a rank needs and the candidate
+        # that needs it; that budget runs that candidate (one device's losses), a byte less
+        # exits 2 again; a budget nothing reaches chooses as no budget does
+        p, cmd = run(*f.args(model, "4", "--parallel", "auto", "--memory", "1"))
+        said = re.search(r"the least memory a rank needs is (\d+) bytes \((\w+)\)", p.stderr)
+        check(p.returncode == 2 and said is not None and p.stderr.startswith("spmd-train: --memory 1: no parallelisation fits"),
+              f"{cmd}: exit {p.returncode}\n{p.stderr}")
+        if said:
+            least, name = said.group(1), said.group(2)
+            r = train_json(*f.args(model, "4", "--parallel", "auto", "--memory", least))
+            if r is not None:
+                check(r["dp"] == name and r["parallel"]["choice"] == name, f"{model} --memory {least}: ran {r['dp']}, not {name}")
+                worst = max(rel(a, b) for a, b in zip(r["losses"], one["losses"]))
+                check(worst <= 1e-5, f"{model} --memory {least}: losses differ from one device's by {worst:.3g}")
+            p, cmd = run(*f.args(model, "4", "--parallel", "auto", "--memory", str(int(least) - 1)))
+            check(p.returncode == 2 and f"needs is {least} bytes ({name})" in p.stderr, f"{cmd}: exit {p.returncode}\n{p.stderr}")
+        free = train_json(*f.args(model, "4", "--parallel", "auto", "--memory", "1e30"))
+        none = train_json(*f.args(model, "4", "--parallel", "auto"))
+        if free is not None and none is not None:
+            a, b = dict(free["parallel"]), dict(none["parallel"])
+            a.pop("search_ms"), b.pop("search_ms")
+            check(a == b, f"{model} --memory 1e30 chose {a}, without a budget {b}")
     f = Files(d, "mlp")
     other = cost_file(d, "other.json", [2, 2], 1e-6, 1e-10)
     bad = os.path.join(d, "bad.json")
@@ -467,6 +492,9 @@ def auto(d):
                        (["--parallel", "auto", "--dp", "ddp"], "leave out --dp ddp"),
                        (["--parallel", "auto", "--dtype", "bf16"], "--parallel auto trains in f32"),
                        (["--cost", other], "--parallel auto"),
+                       (["--memory", "5"], "--memory 5 is the memory budget of --parallel auto's search"),
+                       (["--parallel", "auto", "--memory", "-5"], "--memory -5: give the bytes a rank may hold"),
+                       (["--parallel", "auto", "--memory", "0"], "--memory 0: give the bytes a rank may hold"),
                        (["--parallel", "auto", "--cost", os.path.join(d, "none.json")], "none.json"),
                        (["--parallel", "auto", "--cost", bad], "not JSON"),
                        (["--parallel", "auto", "--cost", other], "other.json")):

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdio>
 #include <limits>
 #include <stdexcept>
 #include <vector>
@@ -23,6 +24,7 @@
 #include "spmd/nn/parallel_pins.hpp"
 
 #include "model_common.hpp"
+#include "options.hpp"
 #include "result.hpp"
 
 namespace spmd_train {
@@ -62,7 +64,20 @@ parallel_choice choose_parallel(const spmd::autoshard::cost_model& cm, const spm
   const spmd::autoshard::choice c = spmd::autoshard::choose(s.g, cm, pins);
   parallel_choice out;
   out.search_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  if (c.best < 0) throw std::logic_error("spmd-train --parallel auto: no candidate fits the model's step graph");
+  if (c.best < 0) {
+    // under --memory: the least any candidate needs, so the next try can fit
+    int least = -1;
+    for (std::size_t i = 0; i < c.candidates.size(); ++i)
+      if (c.candidates[i].error == spmd::autoshard::search_error::over_budget &&
+          (least < 0 || c.candidates[i].min_memory < c.candidates[static_cast<std::size_t>(least)].min_memory))
+        least = static_cast<int>(i);
+    if (least < 0) throw std::logic_error("spmd-train --parallel auto: no candidate fits the model's step graph");
+    char b[160];
+    std::snprintf(b, sizeof b, "--memory %.0f: no parallelisation fits; the least memory a rank needs is %.0f bytes (%s)",
+                  cm.memory_budget, c.candidates[static_cast<std::size_t>(least)].min_memory,
+                  name_of(kinds[static_cast<std::size_t>(least)]));
+    throw usage_error(b);
+  }
   out.choice = name_of(kinds[static_cast<std::size_t>(c.best)]);
   out.kind_index = static_cast<int>(kinds[static_cast<std::size_t>(c.best)]);
   out.step_s = c.candidates[static_cast<std::size_t>(c.best)].step_s();

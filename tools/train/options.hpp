@@ -30,6 +30,7 @@ struct train_options {
   std::string parallel;            // "auto": the search chooses (train/auto_choice.hpp); empty: --dp
   std::string cost;                // --cost: the search's cost model, measured (bench/auto_calibrate)
   spmd::autoshard::cost_model cost_model{};  // read from --cost, or docs/auto.md's defaults
+  std::optional<double> memory;    // --memory: the bytes a rank may hold, for --parallel auto's search
   std::string init, data;          // safetensors files
   std::int64_t steps = 0;
   std::string optimizer = "adamw"; // adamw, sgd

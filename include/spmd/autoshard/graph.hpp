@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <stdexcept>
 #include <vector>
 
 #include "spmd/core/layout_spec.hpp"
@@ -105,6 +106,8 @@ struct graph {
   /// Op (an ops:: operator: Op::rule, Op::out_shape) over the tensors `in`.
   template <class Op>
   constexpr int apply(std::initializer_list<int> in) {
+    if (in.size() > static_cast<std::size_t>(ops::max_op_inputs))  // (a compile error in a constant expression)
+      throw std::length_error("autoshard::graph::apply: more inputs than an operator takes");
     svec<int, ops::max_op_inputs> v{};
     svec<shape_vec, ops::max_op_inputs> shapes{};
     for (const int i : in) {
