@@ -4,6 +4,7 @@
 // defers nothing); a parallel model's layouts pinned (and FSDP's reads, gathered) (nn/parallel_pins.hpp) are costed, never
 // below the unrestricted search; and choose picks the cheapest candidate.
 #include <cmath>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -105,6 +106,13 @@ TEST_CASE("autoshard models: the traced graph has the model's parameters, in ord
   CHECK(traced_shapes<small_mlp>(m, mt) == host_shapes<small_mlp>());
   // matmul_t, add, relu, matmul_t, add
   CHECK(m.ops.size() == 5);
+}
+
+TEST_CASE("autoshard models: an operator given more inputs than it takes is refused", "[autoshard]") {
+  as::graph g{spmd::mesh_shape_vec{{2}, 1}};
+  const int x = g.data({4, 8});
+  CHECK(g.apply<spmd::ops::binary<spmd::ops::add_fn>>({x, x}) >= 0);
+  CHECK_THROWS_AS(g.apply<spmd::ops::binary<spmd::ops::add_fn>>({x, x, x, x, x}), std::length_error);
 }
 
 TEST_CASE("autoshard models: the gpt's search with deferred operators is exact", "[autoshard]") {

@@ -72,7 +72,7 @@ parallel_choice choose_parallel(const spmd::autoshard::cost_model& cm, const spm
           (least < 0 || c.candidates[i].min_memory < c.candidates[static_cast<std::size_t>(least)].min_memory))
         least = static_cast<int>(i);
     if (least < 0) throw std::logic_error("spmd-train --parallel auto: no candidate fits the model's step graph");
-    char b[160];
+    char b[800];  // two %.0f of doubles (at most 309 digits each) and the text
     std::snprintf(b, sizeof b, "--memory %.0f: no parallelisation fits; the least memory a rank needs is %.0f bytes (%s)",
                   cm.memory_budget, c.candidates[static_cast<std::size_t>(least)].min_memory,
                   name_of(kinds[static_cast<std::size_t>(least)]));

@@ -39,11 +39,14 @@ struct slot_table {
   std::vector<int> slots = std::vector<int>(64, -1);
   std::size_t count = 0;
 
+  /// The slot where an entry of hash `h` is first looked for.
+  constexpr std::size_t home(std::uint64_t h) const { return static_cast<std::size_t>(h ^ (h >> 15) ^ (h >> 30)) & (slots.size() - 1); }
+
   template <class Same>
   constexpr std::size_t find(std::uint64_t h, Same&& same) const {
     const int* const s = slots.data();  // operator[] is a call in the compiler's evaluator
     const std::size_t mask = slots.size() - 1;
-    std::size_t i = static_cast<std::size_t>(h ^ (h >> 15) ^ (h >> 30)) & mask;
+    std::size_t i = home(h);
     while (s[i] >= 0 && !same(s[i])) i = (i + 1) & mask;
     return i;
   }
@@ -182,8 +185,7 @@ class move_costs {
       const entry* const seen = entries_.data();
       const int* const slots = index_.slots.data();
       const std::size_t mask = index_.slots.size() - 1;
-      const std::uint64_t h = hash(from, to, bytes);
-      for (std::size_t i = static_cast<std::size_t>(h ^ (h >> 15) ^ (h >> 30)) & mask; slots[i] >= 0; i = (i + 1) & mask) {
+      for (std::size_t i = index_.home(hash(from, to, bytes)); slots[i] >= 0; i = (i + 1) & mask) {
         const entry& e = seen[slots[i]];
         if (e.from == from && e.to == to && e.bytes == bytes) return e.t;
       }
@@ -192,12 +194,11 @@ class move_costs {
       const entry& x = entries_[static_cast<std::size_t>(e)];
       return x.from == from && x.to == to && x.bytes == bytes;
     };
-    std::size_t i = index_.find(hash(from, to, bytes), same);
-    index_.reserve_one([&](int e) {
+    index_.reserve_one([&](int e) {  // not found above: its slot, after any growth
       const entry& x = entries_[static_cast<std::size_t>(e)];
       return hash(x.from, x.to, x.bytes);
     });
-    i = index_.find(hash(from, to, bytes), same);
+    const std::size_t i = index_.find(hash(from, to, bytes), same);
     entries_.push_back({from, to, bytes, plan(ids, from, to, bytes, cm)});
     index_.slots[i] = static_cast<int>(entries_.size()) - 1;
     ++index_.count;
