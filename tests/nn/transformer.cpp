@@ -2,6 +2,11 @@
 // of causal attention and MLP, layer norm, a vocabulary-parallel head), Megatron's plan on tp
 // and an FSDP unit per block on dp: on 2x2 it trains as on one device.
 #include <array>
+#include <bit>
+#include <functional>
+#include <memory>
+#include <map>
+#include <string>
 #include <cmath>
 #include <optional>
 #include <random>
@@ -13,6 +18,7 @@
 
 #include "spmd/nn/modules.hpp"
 #include "spmd/nn/parallelize.hpp"
+#include "spmd/nn/unit_choice.hpp"
 #include "spmd/runtime/autograd.hpp"
 #include "spmd/runtime/optim.hpp"
 #include "spmd/sim/sim.hpp"
@@ -126,7 +132,92 @@ run_result train(const tiny_gpt& host) {
   return r;
 }
 
+/// train's run with each unit held as `hold` says (nn::parallelize_per_unit): an AdamW per unit,
+/// the gradients by path.
+template <class Mesh>
+run_result train_per_unit(const tiny_gpt& host, const nn::unit_chooser& hold, std::vector<std::string>* order = nullptr) {
+  auto m = nn::parallelize_per_unit<Mesh, B, nn::tensor_parallel<"tp", megatron>, nn::dp_per_unit<"dp", nn::units<"blocks.*", "">>>(
+      host, hold);
+  std::vector<std::function<void()>> steps;
+  nn::for_each_unit(m, [&](std::string_view unit, nn::dp_hold how, auto params) {
+    if (order) order->push_back(std::string(unit) + ":" + nn::name_of(how));
+    auto opt = std::make_shared<decltype(std::apply([](auto&... p) { return rt::adamw({.lr = 0.02}, p...); }, params))>(
+        std::apply([](auto&... p) { return rt::adamw({.lr = 0.02}, p...); }, params));
+    steps.push_back([opt] {
+      opt->step();
+      opt->zero_grad();
+    });
+  });
+  using LT = spmd::layout<Mesh, spmd::placements<spmd::shard<0>, spmd::replicate>, spmd::extents<batch, context>>;
+  std::vector<std::int64_t> tok(batch * context), next(batch * context);
+  for (index_t i = 0; i < batch * context; ++i) {
+    tok[static_cast<std::size_t>(i)] = (3 * i + 1) % vocab;
+    next[static_cast<std::size_t>(i)] = (3 * i + 4) % vocab;
+  }
+  const auto tokens = spmd::sim::distribute_tensor<LT>(tok);
+  const auto targets = spmd::sim::distribute_tensor<LT>(next);
+  run_result r;
+  for (int step = 0; step < 3; ++step) {
+    std::optional<rt::comm_counter> c(std::in_place);
+    auto loss = rt::vocab_parallel_cross_entropy<vocab>(m(tokens), targets);
+    if (step == 0)
+      r.forward = {c->count(spmd::step_kind::all_gather), c->count(spmd::step_kind::all_reduce),
+                   c->count(spmd::step_kind::reduce_scatter), c->count(spmd::step_kind::all_to_all)};
+    c.reset();
+    loss.backward();
+    r.losses.push_back(static_cast<double>(loss.value().full_tensor()[0]));
+    if (step == 0) {
+      std::map<std::string, std::vector<float>> by_path;
+      nn::for_each_unit(m, [&](std::string_view, nn::dp_hold, auto params) {
+        std::apply([&](auto&... p) { ((by_path[p.name()] = p.grad().full_tensor()), ...); }, params);
+      });
+      for (const std::string_view path : nn::parameter_paths<tiny_gpt>()) r.grads.push_back(by_path.at(std::string(path)));
+    }
+    for (auto& s : steps) s();
+  }
+  return r;
+}
+
 }  // namespace
+
+TEST_CASE("nn: FSDP or DDP chosen per unit at run time trains as one device, in every mix", "[nn]") {
+  using M11 = spmd::mesh<1, 1>::named<"dp", "tp">;
+  using D = spmd::mesh<spmd::dyn, spmd::dyn>::named<"dp", "tp">;
+  const tiny_gpt host = random_gpt();
+  const run_result one = train<M11, nn::tensor_parallel<"tp", megatron>, torchtitan>(host);
+  const std::vector<std::string_view> units = nn::unit_paths<tiny_gpt, nn::units<"blocks.*", "">>();
+  REQUIRE(units == std::vector<std::string_view>{"", "blocks.0", "blocks.1"});
+  CHECK(nn::owning_unit("wte.weight", units) == 0);
+  CHECK(nn::owning_unit("blocks.1.mlp.w1", units) == 2);
+  CHECK(nn::owning_unit("lm_head.weight", units) == 0);
+  spmd::bind_mesh<D>(spmd::dims<2>{2, 2});
+  int all_ddp_gathers = -1;
+  for (unsigned mix = 0; mix < 8; ++mix) {  // bit u: unit u under FSDP
+    const auto hold = [&](std::string_view u) {
+      for (std::size_t i = 0; i < units.size(); ++i)
+        if (units[i] == u) return (mix >> i) & 1u ? nn::dp_hold::fsdp : nn::dp_hold::ddp;
+      FAIL("not a unit: " << u);
+      return nn::dp_hold::ddp;
+    };
+    std::vector<std::string> order;
+    const run_result r = train_per_unit<D>(host, hold, &order);
+    INFO("mix " << mix);
+    REQUIRE(order.size() == 3);
+    for (std::size_t i = 0; i < 3; ++i)
+      CHECK(order[i] == std::string(units[i]) + ":" + nn::name_of(hold(units[i])));
+    for (std::size_t s = 0; s < one.losses.size(); ++s)
+      CHECK(std::abs(r.losses[s] - one.losses[s]) <= 1e-5 * std::abs(one.losses[s]));
+    double worst = 0;
+    REQUIRE(r.grads.size() == one.grads.size());
+    for (std::size_t i = 0; i < one.grads.size(); ++i)
+      for (std::size_t k = 0; k < one.grads[i].size(); ++k)
+        worst = std::max(worst, static_cast<double>(std::abs(r.grads[i][k] - one.grads[i][k])));
+    CHECK(worst <= 1e-5);
+    // each FSDP unit gathers its parameters in one all_gather before its forward; DDP gathers none
+    if (mix == 0) all_ddp_gathers = r.forward[0];
+    CHECK(r.forward[0] == all_ddp_gathers + std::popcount(mix));
+  }
+}
 
 TEST_CASE("nn: a gpt of the library's modules, Megatron × FSDP on 2x2, trains as one device", "[nn]") {
   using M22 = spmd::mesh<2, 2>::named<"dp", "tp">;

@@ -403,7 +403,7 @@ auto parallelize(const S& host) {
   static_assert(detail::dims_distinct<Mesh, Ps...>(),
                 "spmd::nn::parallelize: two parallelisms name the same mesh dim.");
   static_assert((detail::plan_fits<S, Ps>() && ...));
-  return build_tree<"", detail::parallel_leaves<Mesh, B, Ps...>>(host);
+  return build_tree<"">(detail::parallel_leaves<Mesh, B, Ps...>{}, host);
 }
 
 }  // namespace spmd::nn

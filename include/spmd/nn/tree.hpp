@@ -20,6 +20,7 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <variant>
 
 #include <boost/hana/accessors.hpp>
 #include <boost/hana/at.hpp>
@@ -125,6 +126,30 @@ struct ddp_node {
   auto operator()(const A&... a) const;
 };
 
+/// A unit whose data parallelism the program chose when it built the model
+/// (nn/unit_choice.hpp): FSDP's unit_node or the unit under DDP (a ddp_node over its own
+/// parameters). Either runs the same module on parameters of the same layouts (FSDP's gathered
+/// ones are DDP's), so both return the same type: a chain of such units costs two
+/// instantiations per distinct unit, whatever the mix chosen.
+template <class Fsdp, class Ddp>
+struct switch_node {
+  using module_type = typename Fsdp::module_type;
+  std::variant<Fsdp, Ddp> held;
+  std::string_view path;  // the unit's path in the model ("" the model itself)
+
+  template <class... A>
+  auto operator()(const A&... a) const {
+    using Y = decltype(std::declval<const Fsdp&>()(a...));
+    static_assert(std::is_same_v<Y, decltype(std::declval<const Ddp&>()(a...))>,
+                  "spmd::nn: a unit returns another type under FSDP than under DDP, so the choice "
+                  "between them cannot wait until run time.");
+    if (held.index() == 0) return std::get<0>(held)(a...);
+    return std::get<1>(held)(a...);
+  }
+  /// Whether FSDP holds this unit (else DDP).
+  bool fsdp() const { return held.index() == 0; }
+};
+
 /// A module whose forward places its own output (`static constexpr bool places_output = true`,
 /// calling nn::place_output(m, y) where the output style belongs: a linear layer's before its
 /// bias, so that a rowwise Partial is reduce-scattered and the bias added to the slice).
@@ -195,6 +220,14 @@ inline constexpr bool is_unit_node_v = false;
 template <class N, class U>
 inline constexpr bool is_unit_node_v<unit_node<N, U>> = true;
 template <class X>
+inline constexpr bool is_switch_node_v = false;
+template <class F, class D>
+inline constexpr bool is_switch_node_v<switch_node<F, D>> = true;
+/// A unit of FSDP, or one whose data parallelism was chosen at run time: its own parameters
+/// are not its parent's.
+template <class X>
+inline constexpr bool is_unit_v = is_unit_node_v<X> || is_switch_node_v<X>;
+template <class X>
 inline constexpr bool is_styled_v = false;
 template <class N, class St>
 inline constexpr bool is_styled_v<styled_node<N, St>> = true;
@@ -207,7 +240,7 @@ inline constexpr bool is_node_v<node<S, M...>> = true;
 template <class X>
 auto own_leaf_refs(X& x) {
   using Y = std::remove_const_t<X>;
-  if constexpr (is_unit_node_v<Y>) return std::tuple<>{};
+  if constexpr (is_unit_v<Y>) return std::tuple<>{};
   else if constexpr (is_styled_v<Y>) return own_leaf_refs(x.inner);
   else if constexpr (is_array_v<Y>) return std::apply([](auto&... e) { return std::tuple_cat(own_leaf_refs(e)...); }, x);
   else if constexpr (is_node_v<Y>) return std::apply([](auto&... e) { return std::tuple_cat(own_leaf_refs(e)...); }, x.members);
@@ -216,7 +249,7 @@ auto own_leaf_refs(X& x) {
 
 template <class X>
 constexpr std::size_t own_count() {
-  if constexpr (is_unit_node_v<X>) return 0;
+  if constexpr (is_unit_v<X>) return 0;
   else if constexpr (is_styled_v<X>) return own_count<decltype(X::inner)>();
   else if constexpr (is_array_v<X>) return std::tuple_size_v<X> * own_count<typename X::value_type>();
   else if constexpr (is_node_v<X>)
@@ -227,7 +260,7 @@ constexpr std::size_t own_count() {
 /// x with its own leaves (own_leaf_refs' order) replaced by g's elements from Off on.
 template <std::size_t Off, class X, class G>
 auto with_leaves(const X& x, const G& g) {
-  if constexpr (is_unit_node_v<X>) {
+  if constexpr (is_unit_v<X>) {
     return x;
   } else if constexpr (is_styled_v<X>) {
     return [&]<class N, class St>(styled_node<N, St>*) {
@@ -276,42 +309,52 @@ auto unit_node<Node, Unit>::operator()(const A&... a) const {
 }
 
 // ---------------------------------------------------------------------------
-// Building: a host model's parallel form, leaf by leaf (Leaves: make<Path>(host tensor) and
-// wrap<Path>(node): a module's node as it stands in the tree)
+// Building: a host model's parallel form, leaf by leaf (leaves: make<Path>(host tensor) and
+// wrap<Path>(node): a module's node as it stands in the tree; where Leaves::switches<Path>(),
+// build_switch<Path>(host module) builds the module itself)
 
 template <fixed_string Path, class Leaves, class H>
-auto build_tree(const H& host);
+auto build_tree(const Leaves& leaves, const H& host);
 
 namespace detail {
 
 template <fixed_string Path, class Leaves, class S, std::size_t... I>
-auto build_module(const S& host, std::index_sequence<I...>) {
-  return node<S, decltype(build_tree<join<Path, member_info<S, I>::name>(), Leaves>(member_info<S, I>::of(host)))...>{
-      {build_tree<join<Path, member_info<S, I>::name>(), Leaves>(member_info<S, I>::of(host))...}};
+auto build_module(const Leaves& leaves, const S& host, std::index_sequence<I...>) {
+  return node<S, decltype(build_tree<join<Path, member_info<S, I>::name>()>(leaves, member_info<S, I>::of(host)))...>{
+      {build_tree<join<Path, member_info<S, I>::name>()>(leaves, member_info<S, I>::of(host))...}};
+}
+
+/// Whether Leaves builds the module at Path itself (Leaves::switches<Path>()).
+template <class Leaves, fixed_string Path>
+constexpr bool switches_at() {
+  if constexpr (requires { Leaves::template switches<Path>(); }) return Leaves::template switches<Path>();
+  else return false;
 }
 
 template <fixed_string Path, class Leaves, class H, std::size_t N, std::size_t... I>
-auto build_array(const std::array<H, N>& host, std::index_sequence<I...>) {
-  using first = decltype(build_tree<join<Path, index_text<0>()>(), Leaves>(host[0]));
-  static_assert((std::is_same_v<first, decltype(build_tree<join<Path, index_text<I>()>(), Leaves>(host[I]))> && ...),
+auto build_array(const Leaves& leaves, const std::array<H, N>& host, std::index_sequence<I...>) {
+  using first = decltype(build_tree<join<Path, index_text<0>()>()>(leaves, host[0]));
+  static_assert((std::is_same_v<first, decltype(build_tree<join<Path, index_text<I>()>()>(leaves, host[I]))> && ...),
                 "spmd::nn: the elements of an array of modules must be placed alike (a rule names one "
                 "element's parameters but not the others': use '*' for the index)");
-  return std::array<first, N>{build_tree<join<Path, index_text<I>()>(), Leaves>(host[I])...};
+  return std::array<first, N>{build_tree<join<Path, index_text<I>()>()>(leaves, host[I])...};
 }
 
 }  // namespace detail
 
 template <fixed_string Path, class Leaves, class H>
-auto build_tree(const H& host) {
+auto build_tree(const Leaves& leaves, const H& host) {
   if constexpr (is_tensor_v<H>) {
-    return Leaves::template make<Path>(host);
+    return leaves.template make<Path>(host);
   } else if constexpr (is_array_v<H>) {
-    return detail::build_array<Path, Leaves>(host, std::make_index_sequence<std::tuple_size_v<H>>{});
+    return detail::build_array<Path>(leaves, host, std::make_index_sequence<std::tuple_size_v<H>>{});
+  } else if constexpr (detail::switches_at<Leaves, Path>()) {
+    return leaves.template build_switch<Path>(host);  // a unit whose data parallelism is chosen now
   } else {
     static_assert(boost::hana::Struct<H>::value,
                   "spmd::nn: a model's members are spmd::tensor<T, extents<...>>, Hana-reflected "
                   "modules (BOOST_HANA_DEFINE_STRUCT / BOOST_HANA_ADAPT_STRUCT) or std::arrays of them.");
-    return Leaves::template wrap<Path>(detail::build_module<Path, Leaves>(host, std::make_index_sequence<member_count<H>>{}));
+    return leaves.template wrap<Path>(detail::build_module<Path>(leaves, host, std::make_index_sequence<member_count<H>>{}));
   }
 }
 
@@ -429,7 +472,11 @@ namespace detail {
 
 template <class X>
 auto leaf_refs(X& x) {
-  if constexpr (is_array_v<std::remove_const_t<X>>) {
+  if constexpr (is_switch_node_v<std::remove_const_t<X>>) {
+    static_assert(!is_switch_node_v<std::remove_const_t<X>>,
+                  "spmd::nn::parameters: a model whose units chose FSDP or DDP at run time has no "
+                  "parameter tuple of one type; visit its units with nn::for_each_unit.");
+  } else if constexpr (is_array_v<std::remove_const_t<X>>) {
     return std::apply([](auto&... e) { return std::tuple_cat(leaf_refs(e)...); }, x);
   } else if constexpr (requires { x.inner; }) {  // an FSDP unit, the model under DDP
     return leaf_refs(x.inner);
