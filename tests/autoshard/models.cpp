@@ -3,6 +3,7 @@
 // gpt's graph is exact with its deferred operators (the same step as the Pareto form, which
 // defers nothing); a parallel model's layouts pinned (and FSDP's reads, gathered) (nn/parallel_pins.hpp) are costed, never
 // below the unrestricted search; and choose picks the cheapest candidate.
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -18,6 +19,7 @@
 #include "spmd/nn/parallel_pins.hpp"
 #include "spmd/nn/parallelize.hpp"
 #include "spmd/nn/step_graph.hpp"
+#include "spmd/nn/unit_choice.hpp"
 
 namespace {
 
@@ -252,4 +254,97 @@ TEST_CASE("autoshard models: a parallel model's layouts pinned, costed; choose t
       CHECK(ch.optimal());
     }
   }
+}
+
+// Per unit: the gpt's three units (the model, each block) each FSDP or DDP. choose_mix searches
+// the eight mixes; each is checked against its own search, and under budgets between the mixes'
+// memories the best mix is what a brute force over them finds: some of them mixed.
+TEST_CASE("autoshard models: choose_mix picks the best FSDP/DDP mix of the gpt's units", "[autoshard]") {
+  using Mesh = spmd::mesh<2, 2>::named<"dp", "tp">;
+  using B = spmd::sim::backend;
+  using Fsdp = decltype(nn::parallelize<Mesh, B, nn::tensor_parallel<"tp", nn::gpt_megatron>, nn::fsdp<"dp", nn::gpt_fsdp_units>>(
+      std::declval<const small_gpt&>()));
+  using Ddp = decltype(nn::parallelize<Mesh, B, nn::tensor_parallel<"tp", nn::gpt_megatron>, nn::ddp<"dp">>(
+      std::declval<const small_gpt&>()));
+  nn::traced t;
+  const as::graph g = gpt_step(spmd::mesh_shape_vec{{2, 2}, 2}, &t);
+  std::vector<as::pins> options{nn::parameter_pins<Fsdp>(g, t), nn::parameter_pins<Ddp>(g, t)};
+  for (as::pins& p : options) {
+    nn::pin_reads_whole_on(p, g, t, 0);
+    for (std::size_t d = 0; d < g.tensors.size(); ++d)
+      if (g.tensors[d].kind == as::tensor_kind::data) {
+        spmd::placement_vec pl{};
+        pl.push_back(spmd::make_shard(0));
+        pl.push_back(spmd::make_replicate());
+        p.pin(static_cast<int>(d), spmd::make_spec(g.mesh, pl, g.tensors[d].shape.size()).spec, g.tensors.size());
+      }
+  }
+  const std::vector<std::string_view> units = nn::unit_paths<small_gpt, nn::gpt_fsdp_units>();
+  REQUIRE(units.size() == 3);
+  std::vector<int> unit_of(g.tensors.size(), -1);
+  constexpr auto paths = nn::parameter_paths<small_gpt>();
+  for (std::size_t i = 0; i < paths.size(); ++i)
+    unit_of[static_cast<std::size_t>(t.params[i])] = static_cast<int>(nn::owning_unit(paths[i], units));
+  CHECK(unit_of[static_cast<std::size_t>(t.params[0])] == 0);   // wte: the model's
+  CHECK(unit_of[static_cast<std::size_t>(t.params[2])] == 1);   // blocks.0.ln1.weight
+  CHECK(unit_of[static_cast<std::size_t>(t.params[28])] == 0);  // lm_head
+
+  // the brute force: every mix searched on its own pins
+  std::vector<as::solution> each;
+  for (int m = 0; m < 8; ++m) {
+    std::vector<int> mix{m & 1, (m >> 1) & 1, (m >> 2) & 1};
+    const as::pins p = as::mix_pins(options, unit_of, mix);
+    for (std::size_t i = 0; i < paths.size(); ++i) {  // each parameter rests as its unit's option holds it
+      const int w = t.params[i];
+      const as::pins& o = options[static_cast<std::size_t>(mix[static_cast<std::size_t>(unit_of[static_cast<std::size_t>(w)])])];
+      CHECK(spmd::same_blocks(p.layout[static_cast<std::size_t>(w)], o.layout[static_cast<std::size_t>(w)]));
+    }
+    each.push_back(as::search(g, {}, p));
+    REQUIRE(each.back().ok());
+  }
+  // the uniform mixes are the whole-model candidates
+  const as::choice whole = as::choose(g, {}, options);
+  CHECK(same(each[0].step_s(), whole.candidates[0].step_s()));
+  CHECK(same(each[7].step_s(), whole.candidates[1].step_s()));
+  int mixed_wins = 0;
+  std::vector<double> budgets{0};  // 0: none
+  for (const as::solution& s : each) budgets.push_back(s.memory_bytes);
+  for (const double budget : budgets) {
+    as::cost_model c{};
+    if (budget > 0) c.memory_budget = budget;
+    const as::mix_choice m = as::choose_mix(g, c, options, unit_of, 3);
+    CHECK(m.exhaustive);
+    CHECK(m.mixes == 8);
+    // each mix under this budget (its activations placed within it, not as without one)
+    std::vector<as::solution> within;
+    int want = -1;
+    for (int i = 0; i < 8; ++i) {
+      within.push_back(as::search(g, c, as::mix_pins(options, unit_of, {i & 1, (i >> 1) & 1, (i >> 2) & 1})));
+      if (within.back().ok() && (want < 0 || as::better_candidate(within.back(), within[static_cast<std::size_t>(want)])))
+        want = i;
+    }
+    REQUIRE(want >= 0);
+    REQUIRE(m.best.size() == 3);
+    INFO("budget " << budget);
+    CHECK(m.best == std::vector<int>{want & 1, (want >> 1) & 1, (want >> 2) & 1});
+    CHECK(same(m.step.step_s(), within[static_cast<std::size_t>(want)].step_s()));
+    if (!m.uniform()) ++mixed_wins;
+    // one unit at a time from the best uniform mix: never worse than it
+    const as::mix_choice d = as::choose_mix(g, c, options, unit_of, 3, 2);
+    CHECK(!d.exhaustive);
+    REQUIRE(!d.best.empty());
+    CHECK(!as::better_candidate(d.step, m.step));  // nothing beats every mix searched
+    for (const int u : {0, 7})
+      if (within[static_cast<std::size_t>(u)].ok()) CHECK(!as::better_candidate(within[static_cast<std::size_t>(u)], d.step));
+  }
+  CHECK(mixed_wins > 0);
+  // below every mix's memory: none fits, and the least is named
+  as::cost_model tight{};
+  tight.memory_budget = 1;
+  const as::mix_choice none = as::choose_mix(g, tight, options, unit_of, 3);
+  CHECK(none.best.empty());
+  double least = each[0].memory_bytes;
+  for (const as::solution& s : each) least = std::min(least, s.memory_bytes);
+  CHECK(none.least_memory <= least);
+  CHECK(none.least_memory > 1);
 }
