@@ -18,10 +18,13 @@
 #include <cstdio>
 #include <limits>
 #include <stdexcept>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "spmd/autoshard/choose.hpp"
 #include "spmd/nn/parallel_pins.hpp"
+#include "spmd/nn/unit_choice.hpp"
 
 #include "model_common.hpp"
 #include "options.hpp"
@@ -50,10 +53,11 @@ spmd::autoshard::pins candidate_pins(const step_graph& s) {
   return p;
 }
 
-/// The choice among Fsdp, Ddp (dp > 1) and Replicate, one model over those configurations, on
-/// `mesh` (dp, tp) under cm (the mesh must be bound: the parameters' layouts read its sizes).
+/// The choice among Fsdp, Ddp (dp > 1) and Replicate, one model over those configurations, and
+/// (with `mixes`, dp > 1 and more than one unit) every mix of FSDP and DDP over the model's units,
+/// on `mesh` (dp, tp) under cm (the mesh must be bound: the parameters' layouts read its sizes).
 template <class Fsdp, class Ddp, class Replicate>
-parallel_choice choose_parallel(const spmd::autoshard::cost_model& cm, const spmd::mesh_shape_vec& mesh) {
+parallel_choice choose_parallel(const spmd::autoshard::cost_model& cm, const spmd::mesh_shape_vec& mesh, bool mixes = true) {
   const auto t0 = std::chrono::steady_clock::now();
   const step_graph s = Fsdp::graph(mesh);
   std::vector<dp_kind> kinds{dp_kind::fsdp};
@@ -62,9 +66,24 @@ parallel_choice choose_parallel(const spmd::autoshard::cost_model& cm, const spm
   kinds.push_back(dp_kind::replicate);
   pins.push_back(candidate_pins<Replicate>(s));
   const spmd::autoshard::choice c = spmd::autoshard::choose(s.g, cm, pins);
+  // Per unit: each unit's parameters as FSDP or as DDP holds them (the same reads, the same data).
+  const std::vector<std::string_view> units = nn::unit_paths<typename Fsdp::host_type, typename Fsdp::units>();
+  spmd::autoshard::mix_choice m{};
+  const bool per_unit = mixes && mesh[0] > 1 && units.size() > 1;
+  if (per_unit) {
+    std::vector<int> unit_of(s.g.tensors.size(), -1);
+    constexpr auto paths = nn::parameter_paths<typename Fsdp::host_type>();
+    for (std::size_t i = 0; i < paths.size(); ++i)
+      unit_of[static_cast<std::size_t>(s.model.params[i])] = static_cast<int>(nn::owning_unit(paths[i], units));
+    m = spmd::autoshard::choose_mix(s.g, cm, {pins[0], pins[1]}, unit_of, static_cast<int>(units.size()));
+  }
+  const bool mix_wins = per_unit && !m.best.empty() && !m.uniform() &&
+                        (c.best < 0 || spmd::autoshard::better_candidate(m.step, c.candidates[static_cast<std::size_t>(c.best)]));
   parallel_choice out;
   out.search_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  if (c.best < 0) {
+  out.mixes = m.mixes;
+  out.exhaustive = m.exhaustive;
+  if (c.best < 0 && !mix_wins) {
     // under --memory: the least any candidate needs, so the next try can fit
     int least = -1;
     for (std::size_t i = 0; i < c.candidates.size(); ++i)
@@ -72,21 +91,31 @@ parallel_choice choose_parallel(const spmd::autoshard::cost_model& cm, const spm
           (least < 0 || c.candidates[i].min_memory < c.candidates[static_cast<std::size_t>(least)].min_memory))
         least = static_cast<int>(i);
     if (least < 0) throw std::logic_error("spmd-train --parallel auto: no candidate fits the model's step graph");
+    double need = c.candidates[static_cast<std::size_t>(least)].min_memory;
+    const char* who = name_of(kinds[static_cast<std::size_t>(least)]);
+    if (per_unit && m.least_memory > 0 && m.least_memory < need) need = m.least_memory, who = name_of(dp_kind::per_unit);
     char b[800];  // two %.0f of doubles (at most 309 digits each) and the text
     std::snprintf(b, sizeof b, "--memory %.0f: no parallelisation fits; the least memory a rank needs is %.0f bytes (%s)",
-                  cm.memory_budget, c.candidates[static_cast<std::size_t>(least)].min_memory,
-                  name_of(kinds[static_cast<std::size_t>(least)]));
+                  cm.memory_budget, need, who);
     throw usage_error(b);
   }
-  out.choice = name_of(kinds[static_cast<std::size_t>(c.best)]);
-  out.kind_index = static_cast<int>(kinds[static_cast<std::size_t>(c.best)]);
-  out.step_s = c.candidates[static_cast<std::size_t>(c.best)].step_s();
+  const spmd::autoshard::solution& best = mix_wins ? m.step : c.candidates[static_cast<std::size_t>(c.best)];
+  const dp_kind kind = mix_wins ? dp_kind::per_unit : kinds[static_cast<std::size_t>(c.best)];
+  out.choice = name_of(kind);
+  out.kind_index = static_cast<int>(kind);
+  out.step_s = best.step_s();
   out.unrestricted_step_s = c.unrestricted.step_s();
-  out.optimal = c.optimal();
+  out.optimal = c.unrestricted.ok() && best.step_s() - c.unrestricted.step_s() <= 1e-9 * (c.unrestricted.step_s() > 0 ? c.unrestricted.step_s() : 1);
   for (std::size_t i = 0; i < kinds.size(); ++i)
     out.candidates.push_back({name_of(kinds[i]), c.candidates[i].ok() ? c.candidates[i].step_s()
                                                                       : std::numeric_limits<double>::quiet_NaN(),
                               c.candidates[i].collectives.total()});
+  if (per_unit)  // the best mix (uniform ones included)
+    out.candidates.push_back({name_of(dp_kind::per_unit), m.best.empty() ? std::numeric_limits<double>::quiet_NaN() : m.step.step_s(),
+                              m.best.empty() ? 0 : m.step.collectives.total()});
+  for (std::size_t u = 0; u < units.size(); ++u)
+    out.units.emplace_back(std::string(units[u]), kind == dp_kind::per_unit ? nn::name_of(m.best[u] == 0 ? nn::dp_hold::fsdp : nn::dp_hold::ddp)
+                                                                            : name_of(kind));
   return out;
 }
 

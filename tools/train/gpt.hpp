@@ -39,15 +39,16 @@ struct gpt_model {
   /// Whether tensor parallelism over tp ranks can split the model (whole heads per rank).
   static constexpr bool tp_fits(index_t tp) { return tp >= 1 && heads % tp == 0; }
 
-  using parallel_type =
-      decltype(Cfg::template parallelize<nn::gpt_megatron, nn::gpt_fsdp_units>(std::declval<const host_type&>()));
+  using units = nn::gpt_fsdp_units;
+  using parallel_type = decltype(Cfg::template parallelize<nn::gpt_megatron, units>(std::declval<const host_type&>()));
   parallel_type model;
 
-  static gpt_model load(const inputs& in) {
+  /// (per-unit data parallelism: each unit as `choose` says)
+  static gpt_model load(const inputs& in, const nn::unit_chooser* choose = nullptr) {
     if (Cfg::dp_mode != dp_kind::replicate && !tp_fits(Cfg::tp()))
       throw std::invalid_argument("spmd-train gpt: tensor parallel over " + std::to_string(Cfg::tp()) +
                                   " ranks does not divide the " + std::to_string(heads) + " heads");
-    return {Cfg::template parallelize<nn::gpt_megatron, nn::gpt_fsdp_units>(Cfg::template host_from<host_type>(in))};
+    return {Cfg::template parallelize<nn::gpt_megatron, units>(Cfg::template host_from<host_type>(in), choose)};
   }
   /// The step on a mesh of these sizes, for the search: the model's forward and its loss.
   static step_graph graph(const spmd::mesh_shape_vec& mesh) {
@@ -61,6 +62,9 @@ struct gpt_model {
   }
   /// Every parameter, in the spec's order (nn::parameter_paths: the optimizer's, --save's).
   auto params() { return nn::parameters(model); }
+  /// f(unit, hold, its own parameters) per unit (per-unit data parallelism: nn::for_each_unit).
+  template <class F>
+  void for_each_unit(F&& f) { nn::for_each_unit(model, f); }
 
   /// Step s: the forward of its batch, then finish(loss) (the backward).
   template <class Finish>

@@ -41,10 +41,23 @@ train_result SPMD_TRAIN_FN(SPMD_TRAIN_MODEL, SPMD_TRAIN_BACKEND)(const train_opt
   // Every variant shares the one mesh type: its sizes are this run's.
   spmd::bind_mesh<typename dyn_config<backend_t, dp_kind::fsdp, float>::mesh>(spmd::dims<2>{o.dp, o.tp});
   if (o.parallel == "auto") {
-    const parallel_choice c = choose_parallel<f32_model_t<dp_kind::fsdp>, f32_model_t<dp_kind::ddp>,
-                                                          f32_model_t<dp_kind::replicate>>(o.cost_model, spmd::mesh_shape_vec{{o.dp, o.tp}, 2});
+    using fsdp_t = f32_model_t<dp_kind::fsdp>;
+    constexpr bool mixes = spmd::nn::unit_count<typename fsdp_t::host_type, typename fsdp_t::units>() > 1;
+    // A per-unit mix has no training checkpoint yet: with --checkpoint or --resume the whole-model
+    // candidates alone are searched.
+    const parallel_choice c = choose_parallel<fsdp_t, f32_model_t<dp_kind::ddp>, f32_model_t<dp_kind::replicate>>(
+        o.cost_model, spmd::mesh_shape_vec{{o.dp, o.tp}, 2}, mixes && o.checkpoint.empty() && o.resume.empty());
     train_result r;
-    if (c.kind_index == static_cast<int>(dp_kind::replicate)) {
+    if (c.kind_index == static_cast<int>(dp_kind::per_unit)) {
+      if constexpr (mixes) {
+        const spmd::nn::unit_chooser hold = [&](std::string_view unit) {
+          for (const auto& [path, how] : c.units)
+            if (path == unit) return how == "fsdp" ? spmd::nn::dp_hold::fsdp : spmd::nn::dp_hold::ddp;
+          throw std::logic_error("spmd-train: the choice names no unit " + std::string(unit));
+        };
+        r = train_per_unit<f32_model_t<dp_kind::per_unit>>(o, in, spec, hold);
+      }
+    } else if (c.kind_index == static_cast<int>(dp_kind::replicate)) {
       // every rank reads the whole batch: DATA's loader over one replica
       inputs whole = in;
       if (in.loader) {

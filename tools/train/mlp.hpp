@@ -25,11 +25,12 @@ struct mlp_model {
   using Tc = typename Cfg::compute;
   using megatron = nn::tp_plan<nn::rule<"w1", nn::colwise>, nn::rule<"b1", nn::colwise>, nn::rule<"w2", nn::rowwise>>;
 
-  using parallel_type = decltype(Cfg::template parallelize<megatron, nn::units<"">>(std::declval<const host_type&>()));
+  using units = nn::units<"">;  // one unit: nothing to choose per unit
+  using parallel_type = decltype(Cfg::template parallelize<megatron, units>(std::declval<const host_type&>()));
   parallel_type model;
 
   static mlp_model load(const inputs& in) {
-    return {Cfg::template parallelize<megatron, nn::units<"">>(Cfg::template host_from<host_type>(in))};
+    return {Cfg::template parallelize<megatron, units>(Cfg::template host_from<host_type>(in))};
   }
   /// The step on a mesh of these sizes, for the search: the model's forward and its loss.
   static step_graph graph(const spmd::mesh_shape_vec& mesh) {

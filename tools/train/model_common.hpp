@@ -23,6 +23,7 @@
 #include "spmd/nn/parallelize.hpp"
 #include "spmd/nn/step_graph.hpp"
 #include "spmd/nn/tree.hpp"
+#include "spmd/nn/unit_choice.hpp"
 #include "spmd/runtime/autograd.hpp"
 
 #include "inputs.hpp"
@@ -45,11 +46,13 @@ struct step_graph {
   std::vector<int> data;
 };
 
-enum class dp_kind { fsdp, ddp, replicate };
+/// per_unit: FSDP or DDP chosen per FSDP unit when the model is built (--parallel auto's mixes,
+/// nn/unit_choice.hpp).
+enum class dp_kind { fsdp, ddp, replicate, per_unit };
 
 /// The kind's name, as --dp and --parallel auto's report write it.
 constexpr const char* name_of(dp_kind k) {
-  return k == dp_kind::fsdp ? "fsdp" : k == dp_kind::ddp ? "ddp" : "replicate";
+  return k == dp_kind::fsdp ? "fsdp" : k == dp_kind::ddp ? "ddp" : k == dp_kind::replicate ? "replicate" : "per-unit";
 }
 
 /// A model's configuration: a 2-d (dp, tp) mesh (sizes static or spmd::dyn), backend B, how dp
@@ -89,9 +92,14 @@ struct config_on {
 
   /// H on the mesh: Plan's tensor parallelism on tp, FSDP on dp (units Units, the compute
   /// type's mixed precision) or DDP; or (replicate) every parameter whole on every rank.
+  /// (per_unit: each unit FSDP or DDP as `choose` says.)
   template <class Plan, class Units, class H>
-  static auto parallelize(const H& host) {
-    if constexpr (Dp == dp_kind::fsdp) {
+  static auto parallelize(const H& host, const nn::unit_chooser* choose = nullptr) {
+    if constexpr (Dp == dp_kind::per_unit) {
+      static_assert(std::is_same_v<Compute, float>, "spmd-train: bf16 is FSDP's mixed precision");
+      if (!choose) throw std::logic_error("spmd-train: a model of per-unit data parallelism needs its units' choice");
+      return nn::parallelize_per_unit<mesh, B, nn::tensor_parallel<"tp", Plan>, nn::dp_per_unit<"dp", Units>>(host, *choose);
+    } else if constexpr (Dp == dp_kind::fsdp) {
       return nn::parallelize<mesh, B, nn::tensor_parallel<"tp", Plan>, nn::fsdp<"dp", Units, policy>>(host);
     } else if constexpr (Dp == dp_kind::replicate) {
       static_assert(std::is_same_v<Compute, float>, "spmd-train: bf16 is FSDP's mixed precision");

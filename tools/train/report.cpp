@@ -28,7 +28,8 @@ std::string list(const std::vector<double>& v) {
 std::string quoted(const std::string& s) { return "\"" + s + "\""; }
 
 /// --parallel auto's choice as JSON: {"choice", "step_s", "unrestricted_step_s", "optimal",
-/// "candidates": {name: {"step_s", "collectives"}}, "search_ms"}.
+/// "candidates": {name: {"step_s", "collectives"}}, "search_ms", "units": {unit: how},
+/// "mixes", "exhaustive"}.
 std::string choice_json(const parallel_choice& c) {
   std::string j = "{\"choice\":" + quoted(c.choice) + ",\"step_s\":" + number(c.step_s) +
                   ",\"unrestricted_step_s\":" + number(c.unrestricted_step_s) +
@@ -36,7 +37,9 @@ std::string choice_json(const parallel_choice& c) {
   for (std::size_t i = 0; i < c.candidates.size(); ++i)
     j += (i ? "," : "") + quoted(c.candidates[i].name) + ":{\"step_s\":" + number(c.candidates[i].step_s) +
          ",\"collectives\":" + std::to_string(c.candidates[i].collectives) + "}";
-  return j + "},\"search_ms\":" + number(c.search_ms) + "}";
+  j += "},\"search_ms\":" + number(c.search_ms) + ",\"units\":{";
+  for (std::size_t i = 0; i < c.units.size(); ++i) j += (i ? "," : "") + quoted(c.units[i].first) + ":" + quoted(c.units[i].second);
+  return j + "},\"mixes\":" + std::to_string(c.mixes) + ",\"exhaustive\":" + (c.exhaustive ? "true" : "false") + "}";
 }
 
 }  // namespace
@@ -96,6 +99,13 @@ void print_result(const train_options& o, const train_result& r) {
       std::printf("%s%s %.4g s", i ? ", " : "", c->candidates[i].name.c_str(), c->candidates[i].step_s);
     std::printf("); the search over every placement: %.4g s%s; chosen in %.1f ms\n", c->unrestricted_step_s,
                 c->optimal ? ", so the choice is optimal under the cost model" : "", c->search_ms);
+    if (c->choice == "per-unit") {
+      std::printf("units:");
+      for (std::size_t i = 0; i < c->units.size(); ++i)
+        std::printf("%s %s %s", i ? "," : "", c->units[i].first.empty() ? "(model)" : c->units[i].first.c_str(),
+                    c->units[i].second.c_str());
+      std::printf(" (the best of %ld mixes%s)\n", c->mixes, c->exhaustive ? "" : ", not every one searched");
+    }
   }
   std::printf("bytes per rank (parameters + gradients + optimizer state, the most any rank holds): %lld\n",
               static_cast<long long>(r.bytes_per_rank));

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace spmd_train {
@@ -16,13 +17,18 @@ struct parallel_choice {
     double step_s = 0;     // modelled; NaN: cannot run this graph
     int collectives = 0;   // modelled, forward and backward
   };
-  std::string choice;               // fsdp, ddp, replicate
+  std::string choice;               // fsdp, ddp, replicate, per-unit
   int kind_index = 0;               // its dp_kind
   double step_s = 0;                // its modelled step
   double unrestricted_step_s = 0;   // the search's best step over every placement
   bool optimal = false;             // step_s is unrestricted_step_s
   std::vector<candidate> candidates;
   double search_ms = 0;             // graph, pins and searches, at start-up
+  // Each FSDP unit of the model and how the choice holds it ("fsdp", "ddp", "replicate"), in
+  // the model's order (nn::unit_paths); per-unit: the mix that runs.
+  std::vector<std::pair<std::string, std::string>> units;
+  long mixes = 0;                   // per-unit mixes searched (0: none, the model has one unit or dp is 1)
+  bool exhaustive = true;           // every mix was searched
 };
 
 struct train_result {

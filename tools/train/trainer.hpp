@@ -15,6 +15,8 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -25,6 +27,7 @@
 #include "spmd/io/checkpoint.hpp"
 #include "spmd/io/training_state.hpp"
 #include "spmd/nn/tree.hpp"
+#include "spmd/nn/unit_choice.hpp"
 #include "spmd/runtime/clip_grad.hpp"
 #include "spmd/runtime/comm_counter.hpp"
 #include "spmd/runtime/optim.hpp"
@@ -51,17 +54,132 @@ inline void progress(std::int64_t step, std::int64_t steps, double loss, double 
   std::fflush(stdout);
 }
 
+/// The parameters of a model with one optimizer over its parameter tuple: what the loop does
+/// with them (the norm, clipping, the optimizer's step, --save, checkpoints).
 template <class Model, class Opt>
-train_result run(const train_options& o, const inputs& in, const model_spec& spec, Model& model, Opt& opt) {
-  using B = typename std::remove_cvref_t<std::tuple_element_t<0, decltype(model.params())>>::backend_type;
+struct whole_model {
+  Model& model;
+  Opt& opt;
+  using first = std::remove_cvref_t<std::tuple_element_t<0, decltype(std::declval<Model&>().params())>>;
+  using backend_type = typename first::backend_type;
+  using mesh_type = typename first::mesh_type;
+
+  auto norm() {
+    return std::apply([](auto&... p) { return rt::total_grad_norm(p...); }, model.params());
+  }
+  template <class N>
+  void clip(double c, const N& norm) {
+    std::apply([&](auto&... p) { rt::clip_grads_with_norm_(c, norm, p...); }, model.params());
+  }
+  void step() {
+    opt.step();
+    opt.zero_grad();
+  }
+  std::size_t bytes_of_rank(spmd::index_t rank) const { return opt.bytes_of_rank(rank).total(); }
+  void save(const std::string& path, const model_spec& spec) {
+    auto params = model.params();
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      spmd::io::save_tensors<backend_type>(
+          path, {},
+          std::pair<std::string_view, const typename std::remove_cvref_t<std::tuple_element_t<I, decltype(params)>>::value_type&>(
+              spec.params[I].name, std::get<I>(params).value())...);
+    }(std::make_index_sequence<std::tuple_size_v<decltype(params)>>{});
+  }
+  void save_state(const std::string& path, std::int64_t step) {
+    spmd::io::save_training_state(path, opt, {.step = step, .generator = {}});
+  }
+  std::int64_t load_state(const std::string& path) { return spmd::io::load_training_state(path, opt).step; }
+};
+
+/// The parameters of a model whose units chose FSDP or DDP at run time (nn/unit_choice.hpp): an
+/// optimizer per unit, made as the unit's types say, behind functions of one type. The norm is
+/// the units' sums of squares added, then one all_reduce: the whole model's, up to rounding.
+template <class Model>
+struct unit_parts {
+  using mesh_type = typename Model::config::mesh;
+  using backend_type = typename Model::config::backend;
+  using partial_type = rt::dtensor<float, spmd::layout<mesh_type, typename rt::detail::all_partial<mesh_type, spmd::reduce_op::sum>::type,
+                                                       spmd::extents<>>, backend_type>;
+  using norm_type = decltype(rt::grad_norm_of(std::declval<const partial_type&>()));
+  struct part {
+    std::function<partial_type()> square_sum;
+    std::function<void(double, const norm_type&)> clip;
+    std::function<void()> step;
+    std::function<std::size_t(spmd::index_t)> bytes_of_rank;
+    std::function<void(std::vector<spmd::io::saved_tensor>&)> to_save;
+  };
+  std::vector<part> parts;
+
+  unit_parts(Model& model, const train_options& o) {
+    model.for_each_unit([&](std::string_view, nn::dp_hold, auto params) {
+      if (o.optimizer == "sgd")
+        add(params, std::apply([&](auto&... p) { return std::make_shared<decltype(rt::sgd({}, p...))>(rt::sgd({.lr = o.lr, .momentum = 0.9}, p...)); },
+                               params));
+      else
+        add(params, std::apply([&](auto&... p) { return std::make_shared<decltype(rt::adamw({}, p...))>(rt::adamw({.lr = o.lr}, p...)); },
+                               params));
+    });
+  }
+  template <class Params, class Opt>
+  void add(Params params, std::shared_ptr<Opt> opt) {
+    parts.push_back(part{
+        [params] { return std::apply([](auto&... p) { return rt::grad_square_sum(p...); }, params); },
+        [params](double c, const norm_type& n) { std::apply([&](auto&... p) { rt::clip_grads_with_norm_(c, n, p...); }, params); },
+        [opt] {
+          opt->step();
+          opt->zero_grad();
+        },
+        [opt](spmd::index_t rank) { return opt->bytes_of_rank(rank).total(); },
+        [params](std::vector<spmd::io::saved_tensor>& out) {
+          std::apply([&](auto&... p) { (out.push_back(spmd::io::to_save(p.name(), p.value())), ...); }, params);
+        }});
+  }
+
+  norm_type norm() {
+    partial_type sum = parts.front().square_sum();
+    for (std::size_t i = 1; i < parts.size(); ++i) sum = rt::add<typename partial_type::placements_type>(sum, parts[i].square_sum());
+    return rt::grad_norm_of(sum);
+  }
+  void clip(double c, const norm_type& n) {
+    for (part& p : parts) p.clip(c, n);
+  }
+  void step() {
+    for (part& p : parts) p.step();
+  }
+  std::size_t bytes_of_rank(spmd::index_t rank) const {
+    std::size_t b = 0;
+    for (const part& p : parts) b += p.bytes_of_rank(rank);
+    return b;
+  }
+  /// --save: every parameter, in the spec's order (the file the whole model writes).
+  void save(const std::string& path, const model_spec& spec) {
+    std::vector<spmd::io::saved_tensor> all, ordered;
+    for (part& p : parts) p.to_save(all);
+    for (const auto& want : spec.params)
+      for (spmd::io::saved_tensor& t : all)
+        if (t.entry.name == want.name) ordered.push_back(std::move(t));
+    if (ordered.size() != spec.params.size())
+      throw std::logic_error("spmd-train: the units hold other parameters than the spec lists");
+    spmd::io::save_tensors<backend_type>(path, {}, ordered);
+  }
+  [[noreturn]] static void no_state() {
+    throw usage_error("--checkpoint and --resume: a per-unit choice of FSDP and DDP has no training checkpoint yet");
+  }
+  void save_state(const std::string&, std::int64_t) { no_state(); }
+  std::int64_t load_state(const std::string&) { no_state(); }
+};
+
+template <class Model, class Params>
+train_result run(const train_options& o, const inputs& in, Model& model, Params& ps) {
+  using B = typename Params::backend_type;
   train_result r;
   r.prints = spmd::io::detail::process_rank<B>() == 0;
   if (!o.resume.empty()) {
-    const spmd::io::training_meta m = spmd::io::load_training_state(o.resume, opt);
-    if (m.step > o.steps)
-      throw usage_error("--resume " + o.resume + ": the checkpoint is at step " + std::to_string(m.step) +
+    const std::int64_t step = ps.load_state(o.resume);
+    if (step > o.steps)
+      throw usage_error("--resume " + o.resume + ": the checkpoint is at step " + std::to_string(step) +
                         ", past --steps " + std::to_string(o.steps));
-    r.first_step = m.step;
+    r.first_step = step;
   }
   if (in.loader) {
     r.steps_per_epoch = in.loader->steps_per_epoch();
@@ -78,11 +196,9 @@ train_result run(const train_options& o, const inputs& in, const model_spec& spe
       l.backward();
       return 0;
     });
-    auto params = model.params();
-    const auto norm = std::apply([](auto&... p) { return rt::total_grad_norm(p...); }, params);
-    if (o.clip) std::apply([&](auto&... p) { rt::clip_grads_with_norm_(*o.clip, norm, p...); }, params);
-    opt.step();
-    opt.zero_grad();
+    const auto norm = ps.norm();
+    if (o.clip) ps.clip(*o.clip, norm);
+    ps.step();
     const double n = scalar(norm);
     r.losses.push_back(loss);
     r.grad_norms.push_back(n);
@@ -90,22 +206,18 @@ train_result run(const train_options& o, const inputs& in, const model_spec& spe
                      comm.count(spmd::step_kind::reduce_scatter), comm.count(spmd::step_kind::all_to_all)};
     r.step_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     if (table) progress(s + 1, o.steps, loss, n, r.step_ms.back());
-    if (!o.checkpoint.empty() && o.checkpoint_at && s + 1 == *o.checkpoint_at)
-      spmd::io::save_training_state(o.checkpoint, opt, {.step = s + 1, .generator = {}});
+    if (!o.checkpoint.empty() && o.checkpoint_at && s + 1 == *o.checkpoint_at) ps.save_state(o.checkpoint, s + 1);
   }
-  if (!o.save.empty()) {
-    auto params = model.params();
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      spmd::io::save_tensors<B>(
-          o.save, {},
-          std::pair<std::string_view, const typename std::remove_cvref_t<std::tuple_element_t<I, decltype(params)>>::value_type&>(
-              spec.params[I].name, std::get<I>(params).value())...);
-    }(std::make_index_sequence<std::tuple_size_v<decltype(params)>>{});
-  }
-  using M = typename std::remove_cvref_t<std::tuple_element_t<0, decltype(model.params())>>::mesh_type;
-  for (spmd::index_t rank = 0; rank < M::size; ++rank)
-    r.bytes_per_rank = std::max<std::int64_t>(r.bytes_per_rank, static_cast<std::int64_t>(opt.bytes_of_rank(rank).total()));
   return r;
+}
+
+/// After run: --save, and the most bytes any rank holds.
+template <class Params>
+void finish(const train_options& o, const model_spec& spec, Params& ps, train_result& r) {
+  if (!o.save.empty()) ps.save(o.save, spec);
+  using M = typename Params::mesh_type;
+  for (spmd::index_t rank = 0; rank < M::size; ++rank)
+    r.bytes_per_rank = std::max<std::int64_t>(r.bytes_per_rank, static_cast<std::int64_t>(ps.bytes_of_rank(rank)));
 }
 
 }  // namespace trainer_detail
@@ -119,13 +231,36 @@ train_result train(const train_options& o, const inputs& in, const model_spec& s
   for (std::size_t i = 0; same && i < paths.size(); ++i) same = spec.params[i].name == paths[i];
   if (!same) throw std::logic_error("spmd-train: the spec of " + spec.name + " lists other parameters than the model");
   Model model = Model::load(in);
-  auto params = model.params();
-  if (o.optimizer == "sgd") {
-    auto opt = std::apply([&](auto&... p) { return rt::sgd({.lr = o.lr, .momentum = 0.9}, p...); }, params);
-    return trainer_detail::run(o, in, spec, model, opt);
+  const auto go = [&](auto& ps) {
+    train_result r = trainer_detail::run(o, in, model, ps);
+    trainer_detail::finish(o, spec, ps, r);
+    return r;
+  };
+  if constexpr (Model::config::dp_mode == dp_kind::per_unit) {
+    throw std::logic_error("spmd-train: a per-unit model trains with train_per_unit");
+  } else {
+    auto params = model.params();
+    if (o.optimizer == "sgd") {
+      auto opt = std::apply([&](auto&... p) { return rt::sgd({.lr = o.lr, .momentum = 0.9}, p...); }, params);
+      trainer_detail::whole_model<Model, decltype(opt)> ps{model, opt};
+      return go(ps);
+    }
+    auto opt = std::apply([&](auto&... p) { return rt::adamw({.lr = o.lr}, p...); }, params);
+    trainer_detail::whole_model<Model, decltype(opt)> ps{model, opt};
+    return go(ps);
   }
-  auto opt = std::apply([&](auto&... p) { return rt::adamw({.lr = o.lr}, p...); }, params);
-  return trainer_detail::run(o, in, spec, model, opt);
+}
+
+/// Trains Model (a model of per-unit data parallelism) with each unit held as `choose` says: an
+/// optimizer per unit (trainer_detail::unit_parts). No training checkpoint yet (exit 2).
+template <class Model>
+train_result train_per_unit(const train_options& o, const inputs& in, const model_spec& spec, const nn::unit_chooser& choose) {
+  if (!o.checkpoint.empty() || !o.resume.empty()) trainer_detail::unit_parts<Model>::no_state();
+  Model model = Model::load(in, &choose);
+  trainer_detail::unit_parts<Model> ps(model, o);
+  train_result r = trainer_detail::run(o, in, model, ps);
+  trainer_detail::finish(o, spec, ps, r);
+  return r;
 }
 
 }  // namespace spmd_train

@@ -141,11 +141,27 @@ runtime::dtensor<T, L, B> load_from(const safetensors_file& file, const std::str
 
 }  // namespace detail
 
-/// Saves named dtensors (pairs of a name and a dtensor) as one safetensors file at `path`.
-template <class B, class... D>
-void save_tensors(const std::string& path, const save_options& options, const std::pair<std::string_view, const D&>&... named) {
-  std::vector<tensor_entry> entries{
-      detail::entry_of<typename D::value_type>(named.first, named.second.layout().extents().to_vec())...};
+/// A dtensor to save, its type set aside: its name, its entry in the file, and how this process
+/// writes its blocks. It refers to the dtensor, which must outlive the save.
+struct saved_tensor {
+  tensor_entry entry;
+  std::function<void(atomic_file&, const safetensors_layout&)> write;
+};
+
+/// x, named `name`, to save with save_tensors(path, options, list): for tensors whose types a
+/// program knows only one at a time (an optimizer per unit whose holding was chosen at run time).
+template <class T, class L, class B>
+saved_tensor to_save(std::string_view name, const runtime::dtensor<T, L, B>& x) {
+  return {detail::entry_of<T>(name, x.layout().extents().to_vec()),
+          [&x, n = std::string(name)](atomic_file& f, const safetensors_layout& lay) { detail::save_one(f, lay, n, x); }};
+}
+
+/// Saves `tensors` (to_save's) as one safetensors file at `path`, every process of backend B
+/// writing its blocks.
+template <class B>
+void save_tensors(const std::string& path, const save_options& options, const std::vector<saved_tensor>& tensors) {
+  std::vector<tensor_entry> entries;
+  for (const saved_tensor& t : tensors) entries.push_back(t.entry);
   const safetensors_layout lay(std::move(entries), options.metadata);
   const bool first = detail::process_rank<B>() == 0;
   std::optional<atomic_file> f;
@@ -155,17 +171,21 @@ void save_tensors(const std::string& path, const save_options& options, const st
   }
   detail::barrier<B>();
   if (!first) f.emplace(atomic_file::open_existing(path));
-  (
-      [&] {
-        detail::save_one(*f, lay, named.first, named.second);
-        if (options.after_tensor) options.after_tensor(named.first);
-      }(),
-      ...);
+  for (const saved_tensor& t : tensors) {
+    t.write(*f, lay);
+    if (options.after_tensor) options.after_tensor(t.entry.name);
+  }
   f->sync();
   detail::barrier<B>();
   if (first) f->commit();  // durable when it returns: the file and its folder synced
   detail::barrier<B>();
   if (!first) f->release();
+}
+
+/// Saves named dtensors (pairs of a name and a dtensor) as one safetensors file at `path`.
+template <class B, class... D>
+void save_tensors(const std::string& path, const save_options& options, const std::pair<std::string_view, const D&>&... named) {
+  save_tensors<B>(path, options, std::vector<saved_tensor>{to_save(named.first, named.second)...});
 }
 
 namespace detail {

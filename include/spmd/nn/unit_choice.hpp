@@ -62,8 +62,17 @@ std::vector<std::string_view> unit_paths() {
   return out;
 }
 
+/// How many units host model S has under Units (a model of one unit has nothing to choose per unit).
+template <class S, class Units>
+constexpr std::size_t unit_count() {
+  std::size_t n = 0;
+  for (const std::string_view m : module_paths<S>())
+    if ([&]<fixed_string... U>(units<U...>*) { return (path_matches(U.view(), m) || ...); }(static_cast<Units*>(nullptr))) ++n;
+  return n;
+}
+
 /// The unit among `units` that holds parameter `path`: the innermost one whose path is a
-/// prefix of it ("" holds every parameter no other unit does). Empty optional-like: npos when none.
+/// prefix of it ("" holds every parameter no other unit does); units.size() when none does.
 inline std::size_t owning_unit(std::string_view path, const std::vector<std::string_view>& units) {
   std::size_t best = units.size();
   for (std::size_t u = 0; u < units.size(); ++u) {

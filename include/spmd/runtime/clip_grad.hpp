@@ -46,6 +46,42 @@ auto contribution(const G& g, bool inf) {
 
 }  // namespace clip_detail
 
+/// The sum of squares of the gradients of `params`, each rank's part of it: a 0-d dtensor
+/// Partial(sum) on every mesh dim (zero where no parameter has a gradient). Groups of
+/// parameters held apart (an optimizer per unit: nn/unit_choice.hpp) add theirs and take
+/// grad_norm_of the sum: total_grad_norm over all of them, in one collective.
+template <class... Ps>
+  requires(sizeof...(Ps) > 0 && (is_variable<Ps> && ...))
+auto grad_square_sum(const Ps&... params) {
+  using First = std::tuple_element_t<0, std::tuple<Ps...>>;
+  using Mesh = typename First::mesh_type;
+  using T = typename First::element_type;
+  using B = typename First::backend_type;
+  static_assert(((std::is_same_v<typename Ps::mesh_type, Mesh> && std::is_same_v<typename Ps::element_type, T>) && ...),
+                "spmd::grad_square_sum: every parameter must be on one mesh with one element type.");
+  using P = typename detail::all_partial<Mesh, reduce_op::sum>::type;
+  using Partial = dtensor<T, layout<Mesh, P, extents<>>, B>;
+  std::optional<Partial> acc;
+  auto fold = [&](const auto& p) {
+    if (!p.has_grad()) return;
+    const auto& g = p.grad();
+    Partial c = runtime::redistribute<P>(runtime::reduce<ops::reduce_kind::sum, over<>>(runtime::mul(g, g)));
+    if (!acc) acc.emplace(std::move(c));
+    else acc.emplace(runtime::add<P>(*acc, c));
+  };
+  (fold(params), ...);
+  if (!acc) return factories<B>::template full<T>(T(0), layout<Mesh, P, extents<>>{});
+  return std::move(*acc);
+}
+
+/// The 2-norm of a sum of squares of grad_square_sum (or several added): one all_reduce, then
+/// the square root; replicated.
+template <class Partial>
+auto grad_norm_of(const Partial& square_sum) {
+  using R = typename detail::all_replicate<typename Partial::layout_type::mesh_type>::type;
+  return runtime::sqrt(runtime::redistribute<R>(square_sum));
+}
+
 /// The total 2-norm of the gradients of `params` in one collective: each gradient's sum of
 /// squares is kept Partial(sum) on every mesh dim (a replicated dim takes the value on one
 /// member: a local step), the partials are added, and one all_reduce over the whole mesh
