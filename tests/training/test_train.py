@@ -27,12 +27,15 @@ One build trains on every mesh (its sizes are run-time values). Groups:
            (FSDP or DDP chosen): every loss within 1e-5 relative of the one-device run, the choice
            reported (the JSON's "dp" and "parallel", its fields in order) and run; --memory on 4
            ranks: a budget below every candidate exits 2 naming the least that fits and which,
-           that budget runs it, a byte less refuses; bad uses exit 2.
+           that budget runs it, a byte less refuses; between it and twice it the gpt's units mix
+           FSDP and DDP (a per-unit model: one device's losses, its --save within 1e-5 of FSDP's,
+           a mix of both, every one of the 8 mixes searched), with --checkpoint a whole-model
+           candidate; bad uses exit 2.
   mpi      mpirun -np D*T --backend mpi against --backend sim (2x4, 4x2, 2x3, 3x2, 5x1, 16, and
            -np 6 without --mesh: a 1-d mesh of the world size; shuffled epochs on 2x2):
            bit-identical losses and --save files; a wrong process count exits 2; a refusal on every process (a checkpoint of
            another optimizer) is one line and exit 2, with no abort banner; --parallel auto, the
-           same bits as the simulation.
+           same bits as the simulation (a per-unit mix on 2x2 too, its --save files equal).
 SPMD_TRAIN_TEST_MESHES=3,2x4 (comma-separated) runs the curves on those meshes only (the
 sanitizer build, where each run costs ten times more), saying which it leaves out.
 Python's numpy and safetensors are needed (make_inputs.py); without them the test skips (77).
@@ -423,7 +426,8 @@ def cost_file(d, name, mesh, alpha, beta):
 
 
 def auto(d):
-    fields = ["choice", "step_s", "unrestricted_step_s", "optimal", "candidates", "search_ms"]
+    fields = ["choice", "step_s", "unrestricted_step_s", "optimal", "candidates", "search_ms", "units", "mixes",
+              "exhaustive"]
     for model in ("mlp", "gpt"):
         f = Files(d, model)
         one = train_json(*f.args(model, "1"))
@@ -477,6 +481,8 @@ def auto(d):
                 check(worst <= 1e-5, f"{model} --memory {least}: losses differ from one device's by {worst:.3g}")
             p, cmd = run(*f.args(model, "4", "--parallel", "auto", "--memory", str(int(least) - 1)))
             check(p.returncode == 2 and f"needs is {least} bytes ({name})" in p.stderr, f"{cmd}: exit {p.returncode}\n{p.stderr}")
+            if model == "gpt":
+                per_unit(d, f, one, int(least))
         free = train_json(*f.args(model, "4", "--parallel", "auto", "--memory", "1e30"))
         none = train_json(*f.args(model, "4", "--parallel", "auto"))
         if free is not None and none is not None:
@@ -501,6 +507,46 @@ def auto(d):
         p, cmd = run(*f.args("mlp", "2x4", *args))
         check(p.returncode == 2 and said in p.stderr and p.stderr.startswith("spmd-train: --"),
               f"{cmd}: exit {p.returncode}\n{p.stderr}")
+
+
+def per_unit(d, f, one, least):
+    """Budgets between the least (every unit FSDP) and twice it: the gpt's units mix FSDP and DDP."""
+    import numpy as np
+    from safetensors.numpy import load_file
+    fsdp_file = os.path.join(d, "gpt-fsdp-4.st")
+    fsdp = train_json(*f.args("gpt", "4", "--dp", "fsdp", "--save", fsdp_file))
+    mixed = 0
+    for k in (1.2, 1.5, 2.0):
+        budget = str(int(least * k))
+        what = f"gpt 4 --parallel auto --memory {budget}"
+        saved = os.path.join(d, f"gpt-mix-{k}.st")
+        r = train_json(*f.args("gpt", "4", "--parallel", "auto", "--memory", budget, "--save", saved))
+        if r is None:
+            continue
+        c = r["parallel"]
+        check(list(c["units"]) == ["", "blocks.0", "blocks.1"] and c["mixes"] == 8 and c["exhaustive"],
+              f"{what}: units {c['units']}, {c['mixes']} mixes")
+        if c["choice"] != "per-unit":
+            continue
+        mixed += 1
+        check(r["dp"] == "per-unit" and set(c["units"].values()) == {"fsdp", "ddp"}, f"{what}: ran {r['dp']}, units {c['units']}")
+        check(c["step_s"] < c["candidates"]["fsdp"]["step_s"] and
+              (c["candidates"]["ddp"]["step_s"] is None or c["step_s"] <= c["candidates"]["ddp"]["step_s"]) and
+              c["step_s"] == c["candidates"]["per-unit"]["step_s"], f"{what}: {c['step_s']} of {c['candidates']}")
+        worst = max(rel(a, b) for a, b in zip(r["losses"], one["losses"]))
+        check(worst <= 1e-5, f"{what}: losses differ from one device's by {worst:.3g} (relative)")
+        if fsdp is not None:
+            a, b = load_file(saved), load_file(fsdp_file)
+            check(list(a) == list(b), f"{what}: --save holds {list(a)}, FSDP's {list(b)}")
+            diff = max(float(np.abs(a[n] - b[n]).max()) for n in a if n in b)
+            check(diff <= 1e-5, f"{what}: --save differs from FSDP's by {diff:.3g}")
+        # no training checkpoint of a mix yet: with --checkpoint the whole-model candidates alone
+        ck = os.path.join(d, "mix-ck.st")
+        w = train_json(*f.args("gpt", "4", "--parallel", "auto", "--memory", budget, "--checkpoint", ck, "--checkpoint-at", "1"))
+        if w is not None:
+            check(w["dp"] in ("fsdp", "ddp", "replicate") and w["parallel"]["mixes"] == 0 and os.path.exists(ck),
+                  f"{what} --checkpoint: ran {w['dp']} after {w['parallel']['mixes']} mixes")
+    check(mixed > 0, f"gpt 4 --parallel auto: no budget between {least} and twice it chose a per-unit mix")
 
 
 def mpi(d):
@@ -542,6 +588,19 @@ def mpi(d):
             check(sim["losses"] == par["losses"] and sim["dp"] == par["dp"] and
                   sim["collectives_per_step"] == par["collectives_per_step"],
                   f"{model} {mesh} --parallel auto: MPI ({par['dp']}) differs from the simulation ({sim['dp']})")
+    # a per-unit mix of FSDP and DDP (the gpt's model DDP, its blocks FSDP or DDP): the same bits, the same file
+    f = files["gpt"]
+    a, b = os.path.join(d, "mix-sim.st"), os.path.join(d, "mix-mpi.st")
+    more = ["--parallel", "auto", "--memory", "1000000", "--clip", "0.5"]
+    sim = train_json(*f.args("gpt", "2x2", *more, "--save", a))
+    par = train_json(*f.args("gpt", "2x2", *more, "--save", b, "--backend", "mpi"), mpi=4)
+    if sim and par:
+        check(sim["dp"] == "per-unit" and par["dp"] == "per-unit" and sim["parallel"]["units"] == par["parallel"]["units"] and
+              sim["losses"] == par["losses"] and sim["grad_norms"] == par["grad_norms"] and
+              sim["collectives_per_step"] == par["collectives_per_step"],
+              f"gpt 2x2 {' '.join(more)}: MPI ({par['dp']}) differs from the simulation ({sim['dp']})")
+        with open(a, "rb") as x, open(b, "rb") as y:
+            check(x.read() == y.read(), "gpt 2x2 per-unit: the --save files differ")
     f = files["mlp"]
     p, cmd = run(*f.args("mlp", "2x4", "--backend", "mpi"), mpi=4)
     check(p.returncode == 2 and "needs 8 processes" in p.stderr, f"{cmd}: exit {p.returncode}\n{p.stderr}")
