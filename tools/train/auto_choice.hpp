@@ -5,13 +5,16 @@
 //   fsdp        Megatron's plan on tp, FSDP on dp (the batch split on dp)
 //   ddp         Megatron's plan on tp, DDP on dp (on dp > 1)
 //   replicate   every parameter and the batch whole on every rank: no collective
+//   per-unit    each FSDP unit (the gpt: the model, each block) FSDP or DDP: every mix is
+//               searched (autoshard::choose_mix) and one that beats the three runs, as
+//               nn::parallelize_per_unit builds it (two instantiations per distinct unit)
 //
 // Each is the model's step graph (nn/step_graph.hpp) with its parameters' layouts at rest (read
 // from the parallel model's types: nn/parallel_pins.hpp), the layouts its operators read them
 // in (whole on dp, as FSDP gathers them) and its batch's pinned; the search places the
 // activations. The search without pins runs too: when the best candidate is as fast
-// as it, the tool runs a step the cost model calls optimal over every placement. Three
-// candidates, each one instantiation of the model: linear in the candidates, never a product.
+// as it, the tool runs a step the cost model calls optimal over every placement. Each
+// candidate is one instantiation of the model: linear in the candidates, never a product.
 #pragma once
 
 #include <chrono>
