@@ -266,3 +266,77 @@ TEST_CASE("resume: bad checkpoints are refused naming what is wrong, and change 
   std::filesystem::remove(path);
   std::filesystem::remove(other);
 }
+
+namespace {
+/// Two optimizers stepped as one (an optimizer per unit, as spmd-train's per-unit models train).
+template <class A, class B>
+struct both {
+  A& a;
+  B& b;
+  void step() {
+    a.step();
+    b.step();
+  }
+  void zero_grad() {
+    a.zero_grad();
+    b.zero_grad();
+  }
+};
+}  // namespace
+
+TEST_CASE("resume: optimizers of parts of a model share one checkpoint, read by one optimizer and back", "[resume]") {
+  using M = mesh<4>;
+  const std::string path = temp_path("parts"), back = temp_path("parts_back");
+  auto straight = model<M, mode::fsdp>::make();
+  auto opt = adamw_of(straight);
+  const std::vector<double> losses = straight.train(opt, 0, 6);
+
+  // two optimizers, (w1, b1) and (w2, b2), saved as parts of one file at step 2
+  auto a = model<M, mode::fsdp>::make();
+  rt::adamw up({.lr = 0.01}, a.w1, a.b1);
+  rt::adamw down({.lr = 0.01}, a.w2, a.b2);
+  both<decltype(up), decltype(down)> two{up, down};
+  std::vector<double> got = a.train(two, 0, 2);
+  io::save_training_state<sim::backend>(path, {io::state_part_of(up), io::state_part_of(down)}, {.step = 2, .generator = {}});
+  // the format one optimizer writes: its names, states and steps
+  const io::safetensors_file f(path);
+  CHECK(f.metadata().at("spmd.optimizer") == "adamw");
+  CHECK(f.metadata().at("b2.step") == "2");
+  CHECK_NOTHROW(f.expect<double>("w2.exp_avg_sq", {out, hidden}));
+
+  // one optimizer over all four reads it and goes on, bit for bit
+  auto b = model<M, mode::fsdp>::make();
+  auto opt_b = adamw_of(b);
+  CHECK(io::load_training_state(path, opt_b).step == 2);
+  const std::vector<double> mid = b.train(opt_b, 2, 4);
+  got.insert(got.end(), mid.begin(), mid.end());
+  io::save_training_state(back, opt_b, {.step = 4, .generator = {}});
+
+  // and parts read a file of one optimizer
+  auto c = model<M, mode::fsdp>::make();
+  rt::adamw up_c({.lr = 0.01}, c.w1, c.b1);
+  rt::adamw down_c({.lr = 0.01}, c.w2, c.b2);
+  CHECK(io::load_training_state(back, {io::state_part_of(up_c), io::state_part_of(down_c)}).step == 4);
+  both<decltype(up_c), decltype(down_c)> two_c{up_c, down_c};
+  const std::vector<double> last = c.train(two_c, 4, 6);
+  got.insert(got.end(), last.begin(), last.end());
+  CHECK(got == losses);
+  CHECK(c.all() == straight.all());
+
+  // parts that do not fit change no part: a name twice, two optimizer kinds, and a second part
+  // whose parameter has another shape (the first part's, read, is not set)
+  auto d = model<M, mode::fsdp>::make();
+  rt::adamw up_d({.lr = 0.01}, d.w1, d.b1);
+  const std::vector<double> before = d.all();
+  CHECK_THROWS_WITH(io::load_training_state(path, {io::state_part_of(up_d), io::state_part_of(up_d)}),
+                    Catch::Contains("two parameters are named 'w1'"));
+  rt::sgd sgd_d({.lr = 0.1}, d.w2, d.b2);
+  CHECK_THROWS_WITH(io::load_training_state(path, {io::state_part_of(up_d), io::state_part_of(sgd_d)}),
+                    Catch::Contains("one optimizer kind"));
+  auto wrong = rt::requires_grad(sim::distribute_tensor<layout<M, placements<replicate>, extents<3>>>(std::vector<double>(3, 0.)), "w2");
+  rt::adamw other({.lr = 0.01}, wrong);
+  CHECK_THROWS_AS(io::load_training_state(path, {io::state_part_of(up_d), io::state_part_of(other)}), io::checkpoint_error);
+  CHECK(d.all() == before);
+  std::filesystem::remove(path);
+  std::filesystem::remove(back);
+}

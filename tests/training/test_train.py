@@ -29,8 +29,8 @@ One build trains on every mesh (its sizes are run-time values). Groups:
            ranks: a budget below every candidate exits 2 naming the least that fits and which,
            that budget runs it, a byte less refuses; between it and twice it the gpt's units mix
            FSDP and DDP (a per-unit model: one device's losses, its --save within 1e-5 of FSDP's,
-           a mix of both, every one of the 8 mixes searched), with --checkpoint a whole-model
-           candidate; bad uses exit 2.
+           a mix of both, every one of the 8 mixes searched; its checkpoint resumed by the mix bit
+           for bit and by FSDP on 2 as one device); bad uses exit 2.
   mpi      mpirun -np D*T --backend mpi against --backend sim (2x4, 4x2, 2x3, 3x2, 5x1, 16, and
            -np 6 without --mesh: a 1-d mesh of the world size; shuffled epochs on 2x2):
            bit-identical losses and --save files; a wrong process count exits 2; a refusal on every process (a checkpoint of
@@ -540,12 +540,21 @@ def per_unit(d, f, one, least):
             check(list(a) == list(b), f"{what}: --save holds {list(a)}, FSDP's {list(b)}")
             diff = max(float(np.abs(a[n] - b[n]).max()) for n in a if n in b)
             check(diff <= 1e-5, f"{what}: --save differs from FSDP's by {diff:.3g}")
-        # no training checkpoint of a mix yet: with --checkpoint the whole-model candidates alone
+        # a mix's checkpoint (an optimizer per unit, one file): resumed by the mix bit for bit, and
+        # by FSDP (any parallelisation reads it) as one device
         ck = os.path.join(d, "mix-ck.st")
-        w = train_json(*f.args("gpt", "4", "--parallel", "auto", "--memory", budget, "--checkpoint", ck, "--checkpoint-at", "1"))
+        w = train_json(*f.args("gpt", "4", "--parallel", "auto", "--memory", budget, "--checkpoint", ck, "--checkpoint-at", "10"))
         if w is not None:
-            check(w["dp"] in ("fsdp", "ddp", "replicate") and w["parallel"]["mixes"] == 0 and os.path.exists(ck),
-                  f"{what} --checkpoint: ran {w['dp']} after {w['parallel']['mixes']} mixes")
+            check(w["dp"] == "per-unit" and w["losses"] == r["losses"] and os.path.exists(ck),
+                  f"{what} --checkpoint: ran {w['dp']}, losses {'equal' if w['losses'] == r['losses'] else 'differ'}")
+            same = train_json(*f.args("gpt", "4", "--parallel", "auto", "--memory", budget, "--resume", ck))
+            if same is not None:
+                check(same["dp"] == "per-unit" and same["losses"] == r["losses"][10:] and same["grad_norms"] == r["grad_norms"][10:],
+                      f"{what} --resume: not the uninterrupted run's losses bit for bit")
+            other = train_json(*f.args("gpt", "2", "--dp", "fsdp", "--resume", ck))
+            if other is not None:
+                worst = max(rel(a, b) for a, b in zip(other["losses"], one["losses"][10:]))
+                check(len(other["losses"]) == 10 and worst <= 1e-5, f"{what}: its checkpoint resumed as FSDP on 2, {worst:.3g} from one device")
     check(mixed > 0, f"gpt 4 --parallel auto: no budget between {least} and twice it chose a per-unit mix")
 
 

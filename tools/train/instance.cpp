@@ -43,10 +43,8 @@ train_result SPMD_TRAIN_FN(SPMD_TRAIN_MODEL, SPMD_TRAIN_BACKEND)(const train_opt
   if (o.parallel == "auto") {
     using fsdp_t = f32_model_t<dp_kind::fsdp>;
     constexpr bool mixes = spmd::nn::unit_count<typename fsdp_t::host_type, typename fsdp_t::units>() > 1;
-    // A per-unit mix has no training checkpoint yet: with --checkpoint or --resume the whole-model
-    // candidates alone are searched.
     const parallel_choice c = choose_parallel<fsdp_t, f32_model_t<dp_kind::ddp>, f32_model_t<dp_kind::replicate>>(
-        o.cost_model, spmd::mesh_shape_vec{{o.dp, o.tp}, 2}, mixes && o.checkpoint.empty() && o.resume.empty());
+        o.cost_model, spmd::mesh_shape_vec{{o.dp, o.tp}, 2}, mixes);
     train_result r;
     if (c.kind_index == static_cast<int>(dp_kind::per_unit)) {
       if constexpr (mixes) {

@@ -109,6 +109,7 @@ struct unit_parts {
     std::function<void(std::vector<spmd::io::saved_tensor>&)> to_save;
   };
   std::vector<part> parts;
+  std::vector<spmd::io::state_part> states;  // each unit's optimizer's share of a checkpoint
 
   unit_parts(Model& model, const train_options& o) {
     model.for_each_unit([&](std::string_view, nn::dp_hold, auto params) {
@@ -122,6 +123,7 @@ struct unit_parts {
   }
   template <class Params, class Opt>
   void add(Params params, std::shared_ptr<Opt> opt) {
+    states.push_back(spmd::io::state_part_of(*opt));
     parts.push_back(part{
         [params] { return std::apply([](auto&... p) { return rt::grad_square_sum(p...); }, params); },
         [params](double c, const norm_type& n) { std::apply([&](auto&... p) { rt::clip_grads_with_norm_(c, n, p...); }, params); },
@@ -162,11 +164,12 @@ struct unit_parts {
       throw std::logic_error("spmd-train: the units hold other parameters than the spec lists");
     spmd::io::save_tensors<backend_type>(path, {}, ordered);
   }
-  [[noreturn]] static void no_state() {
-    throw usage_error("--checkpoint and --resume: a per-unit choice of FSDP and DDP has no training checkpoint yet");
+  /// One checkpoint of every unit's optimizer, in the whole model's format: any parallelisation
+  /// resumes it.
+  void save_state(const std::string& path, std::int64_t step) {
+    spmd::io::save_training_state<backend_type>(path, states, {.step = step, .generator = {}});
   }
-  void save_state(const std::string&, std::int64_t) { no_state(); }
-  std::int64_t load_state(const std::string&) { no_state(); }
+  std::int64_t load_state(const std::string& path) { return spmd::io::load_training_state(path, states).step; }
 };
 
 template <class Model, class Params>
@@ -252,10 +255,9 @@ train_result train(const train_options& o, const inputs& in, const model_spec& s
 }
 
 /// Trains Model (a model of per-unit data parallelism) with each unit held as `choose` says: an
-/// optimizer per unit (trainer_detail::unit_parts). No training checkpoint yet (exit 2).
+/// optimizer per unit (trainer_detail::unit_parts).
 template <class Model>
 train_result train_per_unit(const train_options& o, const inputs& in, const model_spec& spec, const nn::unit_chooser& choose) {
-  if (!o.checkpoint.empty() || !o.resume.empty()) trainer_detail::unit_parts<Model>::no_state();
   Model model = Model::load(in, &choose);
   trainer_detail::unit_parts<Model> ps(model, o);
   train_result r = trainer_detail::run(o, in, model, ps);

@@ -25,6 +25,7 @@
 #include <functional>
 #include <optional>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -154,6 +155,13 @@ template <class T, class L, class B>
 saved_tensor to_save(std::string_view name, const runtime::dtensor<T, L, B>& x) {
   return {detail::entry_of<T>(name, x.layout().extents().to_vec()),
           [&x, n = std::string(name)](atomic_file& f, const safetensors_layout& lay) { detail::save_one(f, lay, n, x); }};
+}
+/// x, held by the saved_tensor itself (a value made for the save: an optimizer's zero state).
+template <class T, class L, class B>
+saved_tensor to_save(std::string_view name, runtime::dtensor<T, L, B>&& x) {
+  auto held = std::make_shared<const runtime::dtensor<T, L, B>>(std::move(x));
+  return {detail::entry_of<T>(name, held->layout().extents().to_vec()),
+          [held, n = std::string(name)](atomic_file& f, const safetensors_layout& lay) { detail::save_one(f, lay, n, *held); }};
 }
 
 /// Saves `tensors` (to_save's) as one safetensors file at `path`, every process of backend B

@@ -16,6 +16,13 @@
 // parameter is (f32 parameters: f32 state), so a resume on the same mesh and backend continues
 // bit for bit.
 //
+// Several optimizers (an optimizer per unit of a model whose units chose FSDP or DDP at run
+// time) write one checkpoint as parts, in the same format, and read it back, or any one
+// optimizer over the same parameters does:
+//
+//   spmd::io::save_training_state<B>("ck.safetensors", {io::state_part_of(up), io::state_part_of(down)}, meta);
+//   spmd::io::load_training_state("ck.safetensors", {io::state_part_of(up2), io::state_part_of(down2)});
+//
 // Errors are checkpoint_error naming the file and what is wrong — another optimizer, a missing
 // parameter or state entry, another shape or dtype (another model), a missing or malformed
 // step — and are found before anything is changed: a failed load leaves the optimizer and its
@@ -23,8 +30,11 @@
 // when every rank's blocks are written, so the previous checkpoint stays whole if it fails.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -105,19 +115,6 @@ struct optimizer_state<runtime::sgd<Ps...>> {
   }
 };
 
-/// Leaf names, checked unique (they are the checkpoint's keys).
-template <class Opt>
-std::vector<std::string> parameter_names(const Opt& opt, const std::string& path) {
-  std::vector<std::string> names;
-  std::apply([&](const auto&... p) { (names.push_back(p.name()), ...); }, opt.parameters());
-  std::set<std::string> seen;
-  for (const std::string& n : names)
-    if (!seen.insert(n).second)
-      throw checkpoint_error(path + ": two parameters are named '" + n +
-                             "'; a training checkpoint keys tensors by the names given to requires_grad");
-  return names;
-}
-
 inline std::int64_t parse_int(const std::map<std::string, std::string>& meta, const std::string& key,
                               const std::string& path) {
   const auto it = meta.find(key);
@@ -154,69 +151,147 @@ auto load_parameter(const safetensors_file& file, const std::string& name, const
 
 }  // namespace detail
 
-/// Saves opt's parameters and state, and `meta`, at `path` (see the header comment).
+/// One optimizer's share of a training checkpoint: several optimizers can write one file (an
+/// optimizer per unit whose holding was chosen at run time, nn/unit_choice.hpp), with the
+/// format one optimizer writes, so any of them reads it back. It refers to the optimizer,
+/// which must outlive it.
+struct state_part {
+  std::string optimizer;            // Opt::name
+  std::vector<std::string> names;   // its parameters' leaf names
+  /// Adds its parameters and state (in parameter order, each value then its state) and its
+  /// per-parameter metadata.
+  std::function<void(std::vector<saved_tensor>&, std::map<std::string, std::string>&)> save;
+  /// Reads its parameters and state from the file (throwing checkpoint_error, changing nothing,
+  /// when they do not fit) and returns what sets them.
+  std::function<std::function<void()>(const safetensors_file&, const std::string& path)> stage;
+};
+
+namespace detail {
+/// Parameter I of opt and its state, to save under `name`.
+template <std::size_t I, class Opt>
+void add_saved(const Opt& opt, const std::string& name, std::vector<saved_tensor>& out) {
+  using S = optimizer_state<Opt>;
+  out.push_back(to_save(name, std::get<I>(opt.parameters()).value()));
+  auto state = S::template tensors<I>(opt);  // copies share the optimizer's buffers where the backend can
+  [&]<std::size_t... K>(std::index_sequence<K...>) {
+    (out.push_back(to_save(name + S::suffix[K], std::move(std::get<K>(state)))), ...);
+  }(std::make_index_sequence<S::count>{});
+}
+
+/// opt's share of a checkpoint to write (no stage: a const optimizer is only saved).
 template <class Opt>
-void save_training_state(const std::string& path, const Opt& opt, const training_meta& meta = {},
-                         save_options options = {}) {
+state_part saved_part_of(const Opt& opt) {
+  using S = optimizer_state<Opt>;
+  state_part part;
+  part.optimizer = Opt::name;
+  std::apply([&](const auto&... p) { (part.names.push_back(p.name()), ...); }, opt.parameters());
+  part.save = [&opt, names = part.names](std::vector<saved_tensor>& out, std::map<std::string, std::string>& metadata) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ((metadata[names[I] + ".step"] = std::to_string(S::template step<I>(opt))), ...);
+      (add_saved<I>(opt, names[I], out), ...);
+    }(std::make_index_sequence<Opt::size>{});
+  };
+  return part;
+}
+}  // namespace detail
+
+/// opt's share of a checkpoint.
+template <class Opt>
+state_part state_part_of(Opt& opt) {
   using S = detail::optimizer_state<Opt>;
-  const std::vector<std::string> names = detail::parameter_names(opt, path);
-  options.metadata["spmd.optimizer"] = Opt::name;
+  state_part part = detail::saved_part_of(opt);
+  part.stage = [&opt, names = part.names](const safetensors_file& file, const std::string& path) {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      const auto& md = file.metadata();
+      const std::array<std::int64_t, sizeof...(I)> steps{detail::parse_int(md, names[I] + ".step", path)...};
+      auto loaded = std::make_shared<decltype(std::make_tuple(detail::load_parameter<I, S>(file, names[I], opt)...))>(
+          std::make_tuple(detail::load_parameter<I, S>(file, names[I], opt)...));
+      return std::function<void()>([&opt, loaded, steps] {
+        (
+            [&] {
+              auto& [value, state] = std::get<I>(*loaded);
+              std::get<I>(opt.parameters()).value() = std::move(value);
+              S::template set<I>(opt, std::move(state), steps[I]);
+            }(),
+            ...);
+      });
+    }(std::make_index_sequence<Opt::size>{});
+  };
+  return part;
+}
+
+namespace detail {
+/// The parts' names, checked unique across them (they are the checkpoint's keys), and their
+/// optimizer, checked one.
+inline std::string check_parts(const std::vector<state_part>& parts, const std::string& path) {
+  if (parts.empty()) throw std::invalid_argument("spmd::io: a training checkpoint of no optimizer (" + path + ")");
+  std::set<std::string> seen;
+  for (const state_part& p : parts) {
+    if (p.optimizer != parts.front().optimizer)
+      throw std::invalid_argument("spmd::io: a training checkpoint of one optimizer kind; " + path + " was given " +
+                                  parts.front().optimizer + " and " + p.optimizer);
+    for (const std::string& n : p.names)
+      if (!seen.insert(n).second)
+        throw checkpoint_error(path + ": two parameters are named '" + n +
+                               "'; a training checkpoint keys tensors by the names given to requires_grad");
+  }
+  return parts.front().optimizer;
+}
+}  // namespace detail
+
+/// Saves the parts' parameters and state, and `meta`, at `path` as one file, every process of
+/// backend B writing its blocks (see the header comment).
+template <class B>
+void save_training_state(const std::string& path, const std::vector<state_part>& parts, const training_meta& meta = {},
+                         save_options options = {}) {
+  options.metadata["spmd.optimizer"] = detail::check_parts(parts, path);
   options.metadata["spmd.step"] = std::to_string(meta.step);
   if (meta.generator) {
     options.metadata["spmd.generator.seed"] = std::to_string(meta.generator->seed);
     options.metadata["spmd.generator.offset"] = std::to_string(meta.generator->offset);
   }
-  [&]<std::size_t... I>(std::index_sequence<I...>) {
-    ((options.metadata[names[I] + ".step"] = std::to_string(S::template step<I>(opt))), ...);
-    // Every tensor's value (the state's copies share the optimizer's buffers where the backend can).
-    auto values = std::tuple_cat(std::tuple_cat(std::make_tuple(std::get<I>(opt.parameters()).value()),
-                                                S::template tensors<I>(opt))...);
-    std::vector<std::string> keys;
-    for (std::size_t i = 0; i < names.size(); ++i) {
-      keys.push_back(names[i]);
-      for (const char* suf : S::suffix) keys.push_back(names[i] + suf);
-    }
-    using Values = decltype(values);
-    using B = typename std::tuple_element_t<0, Values>::backend_type;
-    [&]<std::size_t... J>(std::index_sequence<J...>) {
-      save_tensors<B>(path, options,
-                      std::pair<std::string_view, const std::tuple_element_t<J, Values>&>(keys[J], std::get<J>(values))...);
-    }(std::make_index_sequence<std::tuple_size_v<Values>>{});
-  }(std::make_index_sequence<Opt::size>{});
+  std::vector<saved_tensor> tensors;
+  for (const state_part& p : parts) p.save(tensors, options.metadata);
+  save_tensors<B>(path, options, tensors);
 }
 
-/// Loads a checkpoint of save_training_state into opt's parameters and state (their own
+/// Saves opt's parameters and state, and `meta`, at `path` (see the header comment).
+template <class Opt>
+  requires requires(const Opt& o) { o.parameters(); }
+void save_training_state(const std::string& path, const Opt& opt, const training_meta& meta = {}, save_options options = {}) {
+  using B = typename std::remove_cvref_t<std::tuple_element_t<0, std::remove_cvref_t<decltype(opt.parameters())>>>::backend_type;
+  save_training_state<B>(path, std::vector<state_part>{detail::saved_part_of(opt)}, meta, std::move(options));
+}
+
+/// Loads a checkpoint of save_training_state into the parts' parameters and state (their own
 /// layouts: the load reshards) and returns its step and generator state. Throws
 /// checkpoint_error, changing nothing, when the file does not fit (see the header comment).
-template <class Opt>
-training_meta load_training_state(const std::string& path, Opt& opt) {
-  using S = detail::optimizer_state<Opt>;
+inline training_meta load_training_state(const std::string& path, const std::vector<state_part>& parts) {
+  const std::string name = detail::check_parts(parts, path);
   const safetensors_file file(path);
-  const std::vector<std::string> names = detail::parameter_names(opt, path);
   const auto& md = file.metadata();
   const auto kind = md.find("spmd.optimizer");
   if (kind == md.end())
     throw checkpoint_error(path + ": holds no training state (no 'spmd.optimizer' in its metadata)");
-  if (kind->second != Opt::name)
-    throw checkpoint_error(path + ": was saved by the " + kind->second + " optimizer; this one is " + Opt::name);
+  if (kind->second != name)
+    throw checkpoint_error(path + ": was saved by the " + kind->second + " optimizer; this one is " + name);
   training_meta meta;
   meta.step = detail::parse_int(md, "spmd.step", path);
   if (md.count("spmd.generator.seed") || md.count("spmd.generator.offset"))
     meta.generator = generator_state{static_cast<std::uint64_t>(detail::parse_int(md, "spmd.generator.seed", path)),
                                      static_cast<std::uint64_t>(detail::parse_int(md, "spmd.generator.offset", path))};
-  [&]<std::size_t... I>(std::index_sequence<I...>) {
-    const std::int64_t steps[] = {detail::parse_int(md, names[I] + ".step", path)...};
-    // Everything is read before anything is set.
-    auto loaded = std::make_tuple(detail::load_parameter<I, S>(file, names[I], opt)...);
-    (
-        [&] {
-          auto& [value, state] = std::get<I>(loaded);
-          std::get<I>(opt.parameters()).value() = std::move(value);
-          S::template set<I>(opt, std::move(state), steps[I]);
-        }(),
-        ...);
-  }(std::make_index_sequence<Opt::size>{});
+  // Everything is read before anything is set.
+  std::vector<std::function<void()>> set;
+  for (const state_part& p : parts) set.push_back(p.stage(file, path));
+  for (const auto& f : set) f();
   return meta;
+}
+
+/// Loads a checkpoint of save_training_state into opt (see the parts' form).
+template <class Opt>
+  requires requires(Opt& o) { o.parameters(); }
+training_meta load_training_state(const std::string& path, Opt& opt) {
+  return load_training_state(path, std::vector<state_part>{state_part_of(opt)});
 }
 
 }  // namespace spmd::io
