@@ -76,8 +76,11 @@ parallel_choice choose_parallel(const spmd::autoshard::cost_model& cm, const spm
   if (per_unit) {
     std::vector<int> unit_of(s.g.tensors.size(), -1);
     constexpr auto paths = nn::parameter_paths<typename Fsdp::host_type>();
-    for (std::size_t i = 0; i < paths.size(); ++i)
-      unit_of[static_cast<std::size_t>(s.model.params[i])] = static_cast<int>(nn::owning_unit(paths[i], units));
+    for (std::size_t i = 0; i < paths.size(); ++i) {
+      const std::size_t u = nn::owning_unit(paths[i], units);
+      if (u == units.size()) throw std::logic_error("spmd-train: no unit holds the parameter " + std::string(paths[i]));
+      unit_of[static_cast<std::size_t>(s.model.params[i])] = static_cast<int>(u);
+    }
     m = spmd::autoshard::choose_mix(s.g, cm, {pins[0], pins[1]}, unit_of, static_cast<int>(units.size()));
   }
   const bool mix_wins = per_unit && !m.best.empty() && !m.uniform() &&
