@@ -103,10 +103,11 @@ struct run_result {
   std::array<int, 4> forward{};  // the first step's forward: all_gather, all_reduce, reduce_scatter, all_to_all
 };
 
-template <class Mesh, class... Ps>
-run_result train(const tiny_gpt& host) {
-  auto m = nn::parallelize<Mesh, B, Ps...>(host);
-  auto opt = std::apply([](auto&... p) { return rt::adamw({.lr = 0.02}, p...); }, nn::parameters(m));
+/// Three steps of model m on a counting sequence's batch (split on dp): the losses, the first
+/// forward's collectives, the first step's gradients (grads(out) appends them in
+/// parameter_paths' order); step() runs the optimizers.
+template <class Mesh, class M, class Grads, class Step>
+run_result run_steps(const M& m, Grads&& grads, Step&& step) {
   using LT = spmd::layout<Mesh, spmd::placements<spmd::shard<0>, spmd::replicate>, spmd::extents<batch, context>>;
   std::vector<std::int64_t> tok(batch * context), next(batch * context);
   for (index_t i = 0; i < batch * context; ++i) {
@@ -116,20 +117,34 @@ run_result train(const tiny_gpt& host) {
   const auto tokens = spmd::sim::distribute_tensor<LT>(tok);
   const auto targets = spmd::sim::distribute_tensor<LT>(next);
   run_result r;
-  for (int step = 0; step < 3; ++step) {
+  for (int s = 0; s < 3; ++s) {
     std::optional<rt::comm_counter> c(std::in_place);
     auto loss = rt::vocab_parallel_cross_entropy<vocab>(m(tokens), targets);
-    if (step == 0)
+    if (s == 0)
       r.forward = {c->count(spmd::step_kind::all_gather), c->count(spmd::step_kind::all_reduce),
                    c->count(spmd::step_kind::reduce_scatter), c->count(spmd::step_kind::all_to_all)};
     c.reset();
     loss.backward();
     r.losses.push_back(static_cast<double>(loss.value().full_tensor()[0]));
-    if (step == 0) std::apply([&](auto&... p) { (r.grads.push_back(p.grad().full_tensor()), ...); }, nn::parameters(m));
-    opt.step();
-    opt.zero_grad();
+    if (s == 0) grads(r.grads);
+    step();
   }
   return r;
+}
+
+template <class Mesh, class... Ps>
+run_result train(const tiny_gpt& host) {
+  auto m = nn::parallelize<Mesh, B, Ps...>(host);
+  auto opt = std::apply([](auto&... p) { return rt::adamw({.lr = 0.02}, p...); }, nn::parameters(m));
+  return run_steps<Mesh>(
+      m,
+      [&](std::vector<std::vector<float>>& out) {
+        std::apply([&](auto&... p) { (out.push_back(p.grad().full_tensor()), ...); }, nn::parameters(m));
+      },
+      [&] {
+        opt.step();
+        opt.zero_grad();
+      });
 }
 
 /// train's run with each unit held as `hold` says (nn::parallelize_per_unit): an AdamW per unit,
@@ -141,41 +156,25 @@ run_result train_per_unit(const tiny_gpt& host, const nn::unit_chooser& hold, st
   std::vector<std::function<void()>> steps;
   nn::for_each_unit(m, [&](std::string_view unit, nn::dp_hold how, auto params) {
     if (order) order->push_back(std::string(unit) + ":" + nn::name_of(how));
-    auto opt = std::make_shared<decltype(std::apply([](auto&... p) { return rt::adamw({.lr = 0.02}, p...); }, params))>(
-        std::apply([](auto&... p) { return rt::adamw({.lr = 0.02}, p...); }, params));
+    auto opt = std::apply([](auto&... p) { return std::make_shared<decltype(rt::adamw({}, p...))>(rt::adamw({.lr = 0.02}, p...)); },
+                          params);
     steps.push_back([opt] {
       opt->step();
       opt->zero_grad();
     });
   });
-  using LT = spmd::layout<Mesh, spmd::placements<spmd::shard<0>, spmd::replicate>, spmd::extents<batch, context>>;
-  std::vector<std::int64_t> tok(batch * context), next(batch * context);
-  for (index_t i = 0; i < batch * context; ++i) {
-    tok[static_cast<std::size_t>(i)] = (3 * i + 1) % vocab;
-    next[static_cast<std::size_t>(i)] = (3 * i + 4) % vocab;
-  }
-  const auto tokens = spmd::sim::distribute_tensor<LT>(tok);
-  const auto targets = spmd::sim::distribute_tensor<LT>(next);
-  run_result r;
-  for (int step = 0; step < 3; ++step) {
-    std::optional<rt::comm_counter> c(std::in_place);
-    auto loss = rt::vocab_parallel_cross_entropy<vocab>(m(tokens), targets);
-    if (step == 0)
-      r.forward = {c->count(spmd::step_kind::all_gather), c->count(spmd::step_kind::all_reduce),
-                   c->count(spmd::step_kind::reduce_scatter), c->count(spmd::step_kind::all_to_all)};
-    c.reset();
-    loss.backward();
-    r.losses.push_back(static_cast<double>(loss.value().full_tensor()[0]));
-    if (step == 0) {
-      std::map<std::string, std::vector<float>> by_path;
-      nn::for_each_unit(m, [&](std::string_view, nn::dp_hold, auto params) {
-        std::apply([&](auto&... p) { ((by_path[p.name()] = p.grad().full_tensor()), ...); }, params);
+  return run_steps<Mesh>(
+      m,
+      [&](std::vector<std::vector<float>>& out) {
+        std::map<std::string, std::vector<float>> by_path;
+        nn::for_each_unit(m, [&](std::string_view, nn::dp_hold, auto params) {
+          std::apply([&](auto&... p) { ((by_path[p.name()] = p.grad().full_tensor()), ...); }, params);
+        });
+        for (const std::string_view path : nn::parameter_paths<tiny_gpt>()) out.push_back(by_path.at(std::string(path)));
+      },
+      [&] {
+        for (auto& s : steps) s();
       });
-      for (const std::string_view path : nn::parameter_paths<tiny_gpt>()) r.grads.push_back(by_path.at(std::string(path)));
-    }
-    for (auto& s : steps) s();
-  }
-  return r;
 }
 
 }  // namespace

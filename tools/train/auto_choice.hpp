@@ -111,7 +111,7 @@ parallel_choice choose_parallel(const spmd::autoshard::cost_model& cm, const spm
   out.kind_index = static_cast<int>(kind);
   out.step_s = best.step_s();
   out.unrestricted_step_s = c.unrestricted.step_s();
-  out.optimal = c.unrestricted.ok() && best.step_s() - c.unrestricted.step_s() <= 1e-9 * (c.unrestricted.step_s() > 0 ? c.unrestricted.step_s() : 1);
+  out.optimal = spmd::autoshard::reaches(best, c.unrestricted);
   for (std::size_t i = 0; i < kinds.size(); ++i)
     out.candidates.push_back({name_of(kinds[i]), c.candidates[i].ok() ? c.candidates[i].step_s()
                                                                       : std::numeric_limits<double>::quiet_NaN(),

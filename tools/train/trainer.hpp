@@ -54,6 +54,13 @@ inline void progress(std::int64_t step, std::int64_t steps, double loss, double 
   std::fflush(stdout);
 }
 
+/// f(the optimizer --optimizer names, over the tuple of parameters `params`).
+template <class Params, class F>
+decltype(auto) with_optimizer(const train_options& o, const Params& params, F&& f) {
+  if (o.optimizer == "sgd") return f(std::apply([&](auto&... p) { return rt::sgd({.lr = o.lr, .momentum = 0.9}, p...); }, params));
+  return f(std::apply([&](auto&... p) { return rt::adamw({.lr = o.lr}, p...); }, params));
+}
+
 /// The parameters of a model with one optimizer over its parameter tuple: what the loop does
 /// with them (the norm, clipping, the optimizer's step, --save, checkpoints).
 template <class Model, class Opt>
@@ -113,12 +120,7 @@ struct unit_parts {
 
   unit_parts(Model& model, const train_options& o) {
     model.for_each_unit([&](std::string_view, nn::dp_hold, auto params) {
-      if (o.optimizer == "sgd")
-        add(params, std::apply([&](auto&... p) { return std::make_shared<decltype(rt::sgd({}, p...))>(rt::sgd({.lr = o.lr, .momentum = 0.9}, p...)); },
-                               params));
-      else
-        add(params, std::apply([&](auto&... p) { return std::make_shared<decltype(rt::adamw({}, p...))>(rt::adamw({.lr = o.lr}, p...)); },
-                               params));
+      with_optimizer(o, params, [&](auto opt) { add(params, std::make_shared<decltype(opt)>(std::move(opt))); });
     });
   }
   template <class Params, class Opt>
@@ -242,15 +244,10 @@ train_result train(const train_options& o, const inputs& in, const model_spec& s
   if constexpr (Model::config::dp_mode == dp_kind::per_unit) {
     throw std::logic_error("spmd-train: a per-unit model trains with train_per_unit");
   } else {
-    auto params = model.params();
-    if (o.optimizer == "sgd") {
-      auto opt = std::apply([&](auto&... p) { return rt::sgd({.lr = o.lr, .momentum = 0.9}, p...); }, params);
+    return trainer_detail::with_optimizer(o, model.params(), [&](auto opt) {
       trainer_detail::whole_model<Model, decltype(opt)> ps{model, opt};
       return go(ps);
-    }
-    auto opt = std::apply([&](auto&... p) { return rt::adamw({.lr = o.lr}, p...); }, params);
-    trainer_detail::whole_model<Model, decltype(opt)> ps{model, opt};
-    return go(ps);
+    });
   }
 }
 

@@ -30,17 +30,20 @@
 
 namespace spmd::autoshard {
 
+/// Whether step s is as fast as the unrestricted search's (up to rounding of the sums).
+constexpr bool reaches(const solution& s, const solution& unrestricted) {
+  if (!s.ok() || !unrestricted.ok()) return false;
+  const double b = unrestricted.step_s();
+  return s.step_s() - b <= 1e-9 * (b > 0 ? b : 1);
+}
+
 struct choice {
   int best = -1;                      // -1: no candidate fits
   std::vector<solution> candidates{};
   solution unrestricted{};
   /// Whether running the best candidate is running a step the unrestricted search finds
   /// optimal (the same modelled time, up to rounding of the sums).
-  constexpr bool optimal() const {
-    if (best < 0 || !unrestricted.ok()) return false;
-    const double a = candidates[static_cast<std::size_t>(best)].step_s(), b = unrestricted.step_s();
-    return a - b <= 1e-9 * (b > 0 ? b : 1);
-  }
+  constexpr bool optimal() const { return best >= 0 && reaches(candidates[static_cast<std::size_t>(best)], unrestricted); }
 };
 
 /// Whether a is a better candidate than b: faster, or as fast (up to rounding of the sums)

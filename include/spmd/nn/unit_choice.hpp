@@ -51,14 +51,23 @@ struct dp_per_unit {
 /// Each unit's choice, by the unit's path ("" the model itself).
 using unit_chooser = std::function<dp_hold(std::string_view unit)>;
 
+namespace detail {
+/// Whether a pattern of Units (units<...>) matches module path m.
+template <class Units>
+constexpr bool names_unit(std::string_view m) {
+  return []<fixed_string... U>(std::string_view p, units<U...>*) {
+    return (path_matches(U.view(), p) || ...);
+  }(m, static_cast<Units*>(nullptr));
+}
+}  // namespace detail
+
 /// The paths of the units of host model S under Units (every module a pattern matches), depth
 /// first: the order nn::for_each_unit visits them.
 template <class S, class Units>
 std::vector<std::string_view> unit_paths() {
   std::vector<std::string_view> out;
   for (const std::string_view m : module_paths<S>())
-    if ([&]<fixed_string... U>(units<U...>*) { return (path_matches(U.view(), m) || ...); }(static_cast<Units*>(nullptr)))
-      out.push_back(m);
+    if (detail::names_unit<Units>(m)) out.push_back(m);
   return out;
 }
 
@@ -66,8 +75,7 @@ std::vector<std::string_view> unit_paths() {
 template <class S, class Units>
 constexpr std::size_t unit_count() {
   std::size_t n = 0;
-  for (const std::string_view m : module_paths<S>())
-    if ([&]<fixed_string... U>(units<U...>*) { return (path_matches(U.view(), m) || ...); }(static_cast<Units*>(nullptr))) ++n;
+  for (const std::string_view m : module_paths<S>()) n += detail::names_unit<Units>(m) ? 1 : 0;
   return n;
 }
 
@@ -100,13 +108,11 @@ struct choice_leaves {
       return base::template make<Path>(host);
     } else {
       using rest = typename parameter_layout<Mesh, Path, E, Tp, fsdp_type>::placements_type;
-      using L = layout<Mesh, dp_detail_replace<rest>, E>;
+      using L = layout<Mesh, runtime::dp_detail::replace_at<rest, dp, replicate>, E>;
       return runtime::requires_grad(runtime::factories<B>::template distribute_tensor<L>(host.data),
                                     std::string(Path.view()));
     }
   }
-  template <class P>
-  using dp_detail_replace = runtime::dp_detail::replace_at<P, dp, replicate>;
 
   /// Units are built by build_switch; other modules take their tensor-parallel style.
   template <fixed_string Path>

@@ -44,6 +44,30 @@ auto contribution(const G& g, bool inf) {
   return Out(runtime::mul(n, n));
 }
 
+/// The sum of squares of the gradients of `params` in placements P (every mesh dim Partial(sum),
+/// or all Replicate when every gradient is whole); none when no parameter has a gradient.
+template <class P, class... Ps>
+auto square_sum(const Ps&... params) {
+  using First = std::tuple_element_t<0, std::tuple<Ps...>>;
+  using Mesh = typename First::mesh_type;
+  using T = typename First::element_type;
+  static_assert(((std::is_same_v<typename Ps::mesh_type, Mesh> && std::is_same_v<typename Ps::element_type, T>) && ...),
+                "spmd::total_grad_norm: every parameter must be on one mesh with one element type.");
+  using Sum = dtensor<T, layout<Mesh, P, extents<>>, typename First::backend_type>;
+  std::optional<Sum> acc;
+  auto fold = [&](const auto& p) {
+    if (!p.has_grad()) return;
+    const auto& g = p.grad();
+    // The reduction's own placements (Partial where g is sharded), then Replicate -> Partial
+    // (a local step): forcing the reduction's output instead can move g first.
+    Sum c = runtime::redistribute<P>(runtime::reduce<ops::reduce_kind::sum, over<>>(runtime::mul(g, g)));
+    if (!acc) acc.emplace(std::move(c));
+    else acc.emplace(runtime::add<P>(*acc, c));
+  };
+  (fold(params), ...);
+  return acc;
+}
+
 }  // namespace clip_detail
 
 /// The sum of squares of the gradients of `params`, each rank's part of it: a 0-d dtensor
@@ -54,23 +78,10 @@ template <class... Ps>
   requires(sizeof...(Ps) > 0 && (is_variable<Ps> && ...))
 auto grad_square_sum(const Ps&... params) {
   using First = std::tuple_element_t<0, std::tuple<Ps...>>;
-  using Mesh = typename First::mesh_type;
-  using T = typename First::element_type;
-  using B = typename First::backend_type;
-  static_assert(((std::is_same_v<typename Ps::mesh_type, Mesh> && std::is_same_v<typename Ps::element_type, T>) && ...),
-                "spmd::grad_square_sum: every parameter must be on one mesh with one element type.");
-  using P = typename detail::all_partial<Mesh, reduce_op::sum>::type;
-  using Partial = dtensor<T, layout<Mesh, P, extents<>>, B>;
-  std::optional<Partial> acc;
-  auto fold = [&](const auto& p) {
-    if (!p.has_grad()) return;
-    const auto& g = p.grad();
-    Partial c = runtime::redistribute<P>(runtime::reduce<ops::reduce_kind::sum, over<>>(runtime::mul(g, g)));
-    if (!acc) acc.emplace(std::move(c));
-    else acc.emplace(runtime::add<P>(*acc, c));
-  };
-  (fold(params), ...);
-  if (!acc) return factories<B>::template full<T>(T(0), layout<Mesh, P, extents<>>{});
+  using P = typename detail::all_partial<typename First::mesh_type, reduce_op::sum>::type;
+  auto acc = clip_detail::square_sum<P>(params...);
+  if (!acc) return factories<typename First::backend_type>::template full<typename First::element_type>(
+      typename First::element_type(0), typename decltype(acc)::value_type::layout_type{});
   return std::move(*acc);
 }
 
@@ -95,27 +106,13 @@ auto total_grad_norm(const Ps&... params) {
   using First = std::tuple_element_t<0, std::tuple<Ps...>>;
   using Mesh = typename First::mesh_type;
   using T = typename First::element_type;
-  using B = typename First::backend_type;
-  static_assert(((std::is_same_v<typename Ps::mesh_type, Mesh> && std::is_same_v<typename Ps::element_type, T>) && ...),
-                "spmd::total_grad_norm: every parameter must be on one mesh with one element type.");
   using R = typename detail::all_replicate<Mesh>::type;
   // Every gradient whole on every rank: the sum is the same everywhere, no collective;
   // otherwise each rank's part of it, Partial, and one all_reduce.
   constexpr bool whole = (std::is_same_v<typename Ps::layout_type::placements_type, R> && ...);
   using P = std::conditional_t<whole, R, typename detail::all_partial<Mesh, reduce_op::sum>::type>;
-  using Partial = dtensor<T, layout<Mesh, P, extents<>>, B>;
-  std::optional<Partial> acc;
-  auto fold = [&](const auto& p) {
-    if (!p.has_grad()) return;
-    const auto& g = p.grad();
-    // The reduction's own placements (Partial where g is sharded), then Replicate -> Partial
-    // (a local step): forcing the reduction's output instead can move g first.
-    Partial c = runtime::redistribute<P>(runtime::reduce<ops::reduce_kind::sum, over<>>(runtime::mul(g, g)));
-    if (!acc) acc.emplace(std::move(c));
-    else acc.emplace(runtime::add<P>(*acc, c));
-  };
-  (fold(params), ...);
-  if (!acc) return factories<B>::template full<T>(T(0), layout<Mesh, R, extents<>>{});
+  const auto acc = clip_detail::square_sum<P>(params...);
+  if (!acc) return factories<typename First::backend_type>::template full<T>(T(0), layout<Mesh, R, extents<>>{});
   return runtime::sqrt(runtime::redistribute<R>(*acc));
 }
 
