@@ -604,11 +604,11 @@ SPMD_VL_LOOP void adamw(const float* p_in, const float* g, const float* m_in, co
 /// softmax of row r of an n x n block at s (row stride ld) over its first r + 1 entries, the
 /// rest 0: attention's causal mask, in place. The masked entries are set to -inf first, so
 /// every row runs whole blocks (exp(-inf - max) is 0 exactly).
-SPMD_VL_LOOP void causal_softmax_rows(float* s, std::int64_t ld, std::int64_t n) {
+SPMD_VL_LOOP void causal_softmax_rows(float* s, std::int64_t ld, std::int64_t rows, std::int64_t n, std::int64_t first) {
   const float ninf = -__builtin_inff();
-  for (std::int64_t r = 0; r + 1 < n; ++r)
-    for (std::int64_t j = r + 1; j < n; ++j) s[r * ld + j] = ninf;
-  softmax_rows<false>(s, ld, s, ld, n, n, false);
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t j = first + r + 1; j < n; ++j) s[r * ld + j] = ninf;
+  softmax_rows<false>(s, ld, s, ld, rows, n, false);
 }
 
 /// softmax's backward over rows of n at stride ld, in place into dp: dp = scale · p (dp − Σ dp p).

@@ -176,9 +176,19 @@ inline void adamw(const float* p_in, const float* g, const float* m_in, const fl
   SPMD_VM_DISPATCH(adamw(p_in, g, m_in, v_in, p, m, v, n, c))
 }
 
-/// Attention's causal softmax of an n x n block (row stride ld), in place.
-inline void causal_softmax_rows(float* s, std::int64_t ld, std::int64_t n) {
-  SPMD_VM_DISPATCH(causal_softmax_rows(s, ld, n))
+/// Attention's causal softmax of `rows` rows of n scores (row stride ld), in place: row r is
+/// the query at position first + r, which sees the keys j <= first + r (a block of queries
+/// whose sequence is split over ranks starts at its first position; first = 0, rows = n is
+/// one device's square block).
+inline void causal_softmax_rows(float* s, std::int64_t ld, std::int64_t rows, std::int64_t n, std::int64_t first) {
+  SPMD_VM_DISPATCH(causal_softmax_rows(s, ld, rows, n, first))
+}
+/// The n x n block of one device.
+inline void causal_softmax_rows(float* s, std::int64_t ld, std::int64_t n) { causal_softmax_rows(s, ld, n, n, 0); }
+
+/// softmax over `rows` rows of n scores (row stride ld), in place: attention without a mask.
+inline void softmax_rows_in_place(float* s, std::int64_t ld, std::int64_t rows, std::int64_t n) {
+  softmax_rows<false>(s, ld, s, ld, rows, n);
 }
 
 /// softmax's backward, in place into dp: dp = scale · p (dp − Σ_row dp p), rows of n at stride ld.

@@ -1,7 +1,8 @@
 // tests/ops/nn/attention.cpp — causal_attention as one operator (runtime/ops/attention.hpp)
 // and its backward, over every layout of q drawn from {R, S(d), P(sum)} on 1-d and 2-d meshes,
-// against a reference written out per head in double; the rule's choices (the width sharded
-// by whole heads stays so; the positions never); float against double; run-time misuse.
+// against a reference written out per head in double (attention_reference.hpp); the rule's
+// choices (the width sharded by whole heads stays so; split positions keep the queries split);
+// float against double; run-time misuse. Split positions in full: context_parallel.cpp.
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "../common/op_test.hpp"
+#include "attention_reference.hpp"
 #include "spmd/backends/sim/sim.hpp"
 #include "spmd/runtime/ops/attention.hpp"
 
@@ -25,9 +27,11 @@ using M2 = mesh<2>;
 using QW = layout<M2, placements<shard<2>>, extents<Bn, C, W>>;
 using RW = ops::resolved<ops::causal_attention<D>, float, void, QW, QW, QW>;
 static_assert(std::is_same_v<RW::out_placements, placements<shard<2>>> && !RW::input_moves<0>);
-using QC = layout<M2, placements<shard<1>>, extents<Bn, C, W>>;  // positions: gathered first
+// positions (context parallelism): the queries stay split, the keys and values are gathered
+using QC = layout<M2, placements<shard<1>>, extents<Bn, C, W>>;
 using RC = ops::resolved<ops::causal_attention<D>, float, void, QC, QC, QC>;
-static_assert(RC::input_moves<0> && !std::is_same_v<RC::out_placements, placements<shard<1>>>);
+static_assert(!RC::input_moves<0> && RC::input_moves<1> && RC::input_moves<2> &&
+              std::is_same_v<RC::out_placements, placements<shard<1>>>);
 // 2 heads of 2 on a 2 x 2 mesh with the width split over both dims: a column each, so the
 // width is gathered (on one dim) rather than a head split
 using Q22 = layout<mesh<2, 2>, placements<shard<2>, shard<2>>, extents<Bn, C, 4>>;
@@ -42,46 +46,13 @@ struct reference {
 };
 reference attend(const std::vector<double>& q, const std::vector<double>& k, const std::vector<double>& v,
                  const std::vector<double>& g, double scale) {
-  reference r{host_tensor<double>::zeros({Bn, C, W}), host_tensor<double>::zeros({Bn, C, W}),
-              host_tensor<double>::zeros({Bn, C, W}), host_tensor<double>::zeros({Bn, C, W})};
-  auto at = [](index_t b, index_t i, index_t h, index_t e) { return static_cast<std::size_t>((b * C + i) * W + h * D + e); };
-  for (index_t b = 0; b < Bn; ++b)
-    for (index_t h = 0; h < W / D; ++h) {
-      double p[C][C] = {}, dp[C][C] = {};
-      for (index_t i = 0; i < C; ++i) {
-        double m = -INFINITY, s = 0;
-        for (index_t j = 0; j <= i; ++j) {
-          double dot = 0;
-          for (index_t e = 0; e < D; ++e) dot += q[at(b, i, h, e)] * k[at(b, j, h, e)];
-          p[i][j] = dot * scale;
-          m = std::max(m, p[i][j]);
-        }
-        for (index_t j = 0; j <= i; ++j) s += (p[i][j] = std::exp(p[i][j] - m));
-        for (index_t j = 0; j <= i; ++j) p[i][j] /= s;
-      }
-      for (index_t i = 0; i < C; ++i)
-        for (index_t e = 0; e < D; ++e)
-          for (index_t j = 0; j <= i; ++j) r.y.data[at(b, i, h, e)] += p[i][j] * v[at(b, j, h, e)];
-      // backward: dP = g vᵀ, dv = Pᵀ g, dS = P (dP - Σ dP P) scale, dq = dS k, dk = dSᵀ q
-      for (index_t i = 0; i < C; ++i)
-        for (index_t j = 0; j < C; ++j)
-          for (index_t e = 0; e < D; ++e) dp[i][j] += g[at(b, i, h, e)] * v[at(b, j, h, e)];
-      for (index_t j = 0; j < C; ++j)
-        for (index_t e = 0; e < D; ++e)
-          for (index_t i = 0; i < C; ++i) r.dv.data[at(b, j, h, e)] += p[i][j] * g[at(b, i, h, e)];
-      for (index_t i = 0; i < C; ++i) {
-        double dot = 0;
-        for (index_t j = 0; j < C; ++j) dot += dp[i][j] * p[i][j];
-        for (index_t j = 0; j < C; ++j) dp[i][j] = p[i][j] * (dp[i][j] - dot) * scale;
-      }
-      for (index_t i = 0; i < C; ++i)
-        for (index_t j = 0; j < C; ++j)
-          for (index_t e = 0; e < D; ++e) {
-            r.dq.data[at(b, i, h, e)] += dp[i][j] * k[at(b, j, h, e)];
-            r.dk.data[at(b, j, h, e)] += dp[i][j] * q[at(b, i, h, e)];
-          }
-    }
-  return r;
+  const auto r = attention_test::attend(q, k, v, g, Bn, C, C, W, D, true, scale);
+  auto t = [](const std::vector<double>& x) {
+    host_tensor<double> h = host_tensor<double>::zeros({Bn, C, W});
+    h.data = x;
+    return h;
+  };
+  return {t(r.y), t(r.dq), t(r.dk), t(r.dv)};
 }
 
 /// The stacked backward's part i (dq, dk, dv) as a (Bn, C, W) host tensor.

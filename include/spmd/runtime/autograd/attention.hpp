@@ -1,6 +1,7 @@
-// spmd/runtime/autograd/attention.hpp — causal self-attention on variables.
+// spmd/runtime/autograd/attention.hpp — attention, causal or not, on variables.
 //
 //   auto y = spmd::runtime::causal_attention<64>(q, k, v);   // q, k, v (b, c, heads x 64)
+//   auto z = spmd::runtime::attention<64>(q, k, v);          // no mask
 //
 // Each head: softmax(q kᵀ / √HeadDim + causal mask) v, the heads side by side as in q: what
 // a transformer block writes as split heads, bmm, mask, softmax, bmm, merge heads. On host
@@ -9,7 +10,9 @@
 // head's scores, the backward recomputes them), so no transposed or split copy of a head is
 // made and nothing of c x c per head is kept between the forward and the backward. Elsewhere
 // (the devices, bfloat16) it is the composition of those operators, with the same sharding:
-// the batch on any mesh dim, the width by whole heads (Megatron's column-parallel q, k, v).
+// the batch on any mesh dim, the width by whole heads (Megatron's column-parallel q, k, v),
+// the positions on any mesh dim (context parallelism: the queries stay split, K and V are
+// all-gathered, dK and dV reduce-scattered back; docs/context_parallel.md).
 #pragma once
 
 #include <cmath>
@@ -29,41 +32,83 @@ namespace spmd::runtime {
 
 namespace autograd_detail {
 
-/// The causal mask (positions C): 0 on and below the diagonal, −inf above, replicated.
-template <class T, class Mesh, index_t C, class B>
+/// The causal mask (Q x K positions): 0 where key j <= query i, −inf after, replicated.
+template <class T, class Mesh, index_t Q, index_t K, class B>
 auto causal_mask() {
-  std::vector<T> m(static_cast<std::size_t>(C * C));
-  for (index_t i = 0; i < C; ++i)
-    for (index_t j = 0; j < C; ++j)
-      m[static_cast<std::size_t>(i * C + j)] =
+  std::vector<T> m(static_cast<std::size_t>(Q * K));
+  for (index_t i = 0; i < Q; ++i)
+    for (index_t j = 0; j < K; ++j)
+      m[static_cast<std::size_t>(i * K + j)] =
           j > i ? static_cast<T>(-std::numeric_limits<float>::infinity()) : T(0);
   using R = decltype([]<std::size_t... I>(std::index_sequence<I...>) {
     return placements<decltype((void(I), replicate{}))...>{};
   }(std::make_index_sequence<static_cast<std::size_t>(Mesh::ndim)>{}));
-  return factories<B>::template distribute_tensor<layout<Mesh, R, extents<C, C>>>(m);
+  return factories<B>::template distribute_tensor<layout<Mesh, R, extents<Q, K>>>(m);
+}
+
+/// Whether layout L may split the positions (dim 1) on some mesh dim, and whether it does on
+/// this run's mesh (a dim of one rank splits nothing).
+template <class L>
+constexpr bool may_split_positions() {
+  const placement_vec p = L::placements_type::value();
+  for (int d = 0; d < p.size(); ++d)
+    if (p[d].is_shard(1)) return true;
+  return false;
+}
+template <class L>
+bool splits_positions() {
+  const placement_vec p = L::placements_type::value();
+  const mesh_shape_vec shape = L::mesh_type::shape_vec();
+  for (int d = 0; d < p.size(); ++d)
+    if (p[d].is_shard(1) && shape[d] > 1) return true;
+  return false;
 }
 
 }  // namespace autograd_detail
 
-template <index_t HeadDim, class Q, class K, class V>
+/// Attention over heads of HeadDim (scale 1/√HeadDim) on variables: q (batch, positions, heads x
+/// HeadDim), k and v (batch, key positions, heads x HeadDim); Causal: query i sees keys j <= i.
+template <index_t HeadDim, bool Causal = false, class Q, class K, class V>
   requires grad_operands<Q, K, V>
-auto causal_attention(const Q& q, const K& k, const V& v) {
+auto attention(const Q& q, const K& k, const V& v) {
   using QV = decltype(autograd_detail::keep(q));
   using T = typename QV::element_type;
   using B = typename QV::backend_type;
   using L = typename QV::layout_type;
-  static_assert(L::rank == 3, "spmd::causal_attention: q, k and v must be (batch, positions, heads x head dim).");
+  static_assert(L::rank == 3, "spmd::attention: q, k and v must be (batch, positions, heads x head dim).");
   const double scale = 1.0 / std::sqrt(static_cast<double>(HeadDim));
   if constexpr (host_memory<B> && (std::is_same_v<T, float> || std::is_same_v<T, double>)) {
     auto qv = autograd_detail::keep(q);
     auto kv = autograd_detail::keep(k);
     auto vv = autograd_detail::keep(v);
-    auto y = runtime::causal_attention<HeadDim>(qv.value(), kv.value(), vv.value(), scale);
+    auto y = runtime::attention<HeadDim, Causal>(qv.value(), kv.value(), vv.value(), scale);
+    using Y = typename decltype(y)::layout_type;
     return autograd_detail::make_result(
-        std::move(y), "causal_attention",
+        std::move(y), Causal ? "causal_attention" : "attention",
         [qv, kv, vv, scale](const auto& g) {
           using namespace autograd_detail;
-          const auto d = runtime::causal_attention_backward<HeadDim>(g, qv.value(), kv.value(), vv.value(), scale);
+          // Queries split over ranks (context parallelism): dq where q is, dk and dv summed over
+          // the ranks' queries (Partial, reduce-scattered to k's layout by send); whole: the
+          // three from one recomputed softmax.
+          if constexpr (may_split_positions<Y>()) {
+            if (splits_positions<Y>()) {
+              // K and V gathered once for both operators; dK and dV reduce-scattered in one
+              // collective, stacked, to K's layout (each then a view of it)
+              using P = typename runtime::attention_detail::whole_positions<typename Y::placements_type>::type;
+              const auto kw = runtime::redistribute<P>(kv.value());
+              const auto vw = runtime::redistribute<P>(vv.value());
+              if (wants(qv)) send(qv, runtime::attention_backward_q<HeadDim, Causal>(g, qv.value(), kw, vw, scale));
+              if (wants(kv) || wants(vv)) {
+                using Stacked = typename decltype(runtime::unsqueeze<0>(kv.value()))::layout_type::placements_type;
+                const auto d = runtime::redistribute<Stacked>(
+                    runtime::attention_backward_kv<HeadDim, Causal>(g, qv.value(), kw, vw, scale));
+                if (wants(kv)) send(kv, runtime::squeeze<0>(runtime::narrow<0, 0, 1>(d)));
+                if (wants(vv)) send(vv, runtime::squeeze<0>(runtime::narrow<0, 1, 1>(d)));
+              }
+              return;
+            }
+          }
+          const auto d = runtime::attention_backward<HeadDim, Causal>(g, qv.value(), kv.value(), vv.value(), scale);
           if (wants(qv)) send(qv, runtime::squeeze<0>(runtime::narrow<0, 0, 1>(d)));
           if (wants(kv)) send(kv, runtime::squeeze<0>(runtime::narrow<0, 1, 1>(d)));
           if (wants(vv)) send(vv, runtime::squeeze<0>(runtime::narrow<0, 2, 1>(d)));
@@ -71,16 +116,37 @@ auto causal_attention(const Q& q, const K& k, const V& v) {
         q, k, v);
   } else {
     using E = typename L::extents_type;
-    static_assert(E::is_static(), "spmd::causal_attention: composed (on a device, or of bfloat16) it needs static extents.");
+    using KE = typename decltype(autograd_detail::keep(k))::layout_type::extents_type;
+    static_assert(E::is_static() && KE::is_static(),
+                  "spmd::attention: composed (on a device, or of bfloat16) it needs static extents.");
     constexpr index_t batch = E::static_extent(0), ctx = E::static_extent(1), width = E::static_extent(2);
-    static_assert(width % HeadDim == 0, "spmd::causal_attention: the width must be a multiple of the head dim.");
+    constexpr index_t kctx = KE::static_extent(1);
+    static_assert(width % HeadDim == 0, "spmd::attention: the width must be a multiple of the head dim.");
+    static_assert(!Causal || ctx == kctx, "spmd::causal_attention: q, k and v must have one number of positions.");
     constexpr index_t heads = width / HeadDim;
-    auto split = [](const auto& y) { return runtime::permute<0, 2, 1, 3>(runtime::reshape<batch, ctx, heads, HeadDim>(y)); };
-    const auto mask = autograd_detail::causal_mask<T, typename L::mesh_type, ctx, B>();
-    auto scores = runtime::bmm(split(q), runtime::transpose<2, 3>(split(k))) / std::sqrt(double(HeadDim)) + mask;
-    auto o = runtime::bmm(runtime::softmax<3>(scores), split(v));
+    auto split = []<index_t C>(const auto& y, std::integral_constant<index_t, C>) {
+      return runtime::permute<0, 2, 1, 3>(runtime::reshape<batch, C, heads, HeadDim>(y));
+    };
+    using cq = std::integral_constant<index_t, ctx>;
+    using ck = std::integral_constant<index_t, kctx>;
+    auto scores = runtime::bmm(split(q, cq{}), runtime::transpose<2, 3>(split(k, ck{}))) / std::sqrt(double(HeadDim));
+    auto o = [&] {
+      if constexpr (Causal) {
+        const auto mask = autograd_detail::causal_mask<T, typename L::mesh_type, ctx, kctx, B>();
+        return runtime::bmm(runtime::softmax<3>(scores + mask), split(v, ck{}));
+      } else {
+        return runtime::bmm(runtime::softmax<3>(scores), split(v, ck{}));
+      }
+    }();
     return runtime::reshape<batch, ctx, width>(runtime::permute<0, 2, 1, 3>(o));
   }
+}
+
+/// Causal self-attention: each head softmax(q kᵀ / √HeadDim + causal mask) v.
+template <index_t HeadDim, class Q, class K, class V>
+  requires grad_operands<Q, K, V>
+auto causal_attention(const Q& q, const K& k, const V& v) {
+  return attention<HeadDim, true>(q, k, v);
 }
 
 }  // namespace spmd::runtime

@@ -1,0 +1,159 @@
+// tests/ops/nn/context_parallel.cpp — attention with the positions split over ranks (context
+// parallelism, the all-gather method): q, k and v Shard(1) on a mesh dim, alone or beside the
+// batch (dp) or the heads (tp), causal or not, for lengths that 2·cp divides and lengths it
+// does not (down to ranks that hold no position). The output and the gradients of q, k and v
+// (through the autograd layer: dq split, dk and dv reduce-scattered) against a reference in
+// double (attention_reference.hpp), and in float against one device's float within 1e-5; the
+// collectives each direction runs; the layouts. One instantiation per (mesh rank, placements,
+// causal, element type): the mesh sizes and the length are run-time values.
+#include <cmath>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "../common/op_test.hpp"
+#include "attention_reference.hpp"
+#include "spmd/backends/sim/sim.hpp"
+#include "spmd/runtime/autograd.hpp"
+#include "spmd/runtime/comm_counter.hpp"
+
+namespace {
+
+using namespace spmd;
+using op_test::index_t;
+namespace rt = spmd::runtime;
+
+constexpr index_t Bn = 2, W = 8, D = 2;  // 4 heads of 2
+
+// Static layouts: the queries stay split, the keys and values are gathered; dk/dv Partial.
+using S1 = layout<mesh<4>, placements<shard<1>>, extents<Bn, 8, W>>;
+using F1 = ops::resolved<ops::attention<D, false>, float, void, S1, S1, S1>;
+static_assert(!F1::input_moves<0> && F1::input_moves<1> && F1::input_moves<2> &&
+              std::is_same_v<F1::out_placements, placements<shard<1>>>);
+using KV1 = ops::resolved<ops::attention_backward_kv<D, true>, float, void, S1, S1, S1, S1>;
+static_assert(std::is_same_v<KV1::out_placements, placements<partial<reduce_op::sum>>>);
+using Q1 = ops::resolved<ops::attention_backward_q<D, true>, float, void, S1, S1, S1, S1>;
+static_assert(std::is_same_v<Q1::out_placements, placements<shard<1>>>);
+// with tp: heads on dim 0, positions on dim 1
+using S2 = layout<mesh<2, 2>, placements<shard<2>, shard<1>>, extents<Bn, 8, W>>;
+static_assert(std::is_same_v<ops::resolved<ops::causal_attention<D>, float, void, S2, S2, S2>::out_placements,
+                             placements<shard<2>, shard<1>>>);
+
+std::vector<double> values(index_t n, unsigned seed) {
+  const auto t = op_test::random<double>({n}, seed);
+  return {t.data.begin(), t.data.end()};
+}
+
+template <class T>
+std::vector<T> as(const std::vector<double>& v) {
+  return std::vector<T>(v.begin(), v.end());
+}
+
+struct result {
+  std::vector<double> y, dq, dk, dv;
+  long gathers = 0, reduce_scatters = 0, all_reduces = 0;  // in the backward
+  long forward_gathers = 0;
+};
+
+/// y = attention(q, k, v) on variables of layout (Mesh, P, (Bn, c, W)), then backward from g.
+template <class Mesh, class P, bool Causal, class T>
+result run(index_t c, const std::vector<double>& q, const std::vector<double>& k, const std::vector<double>& v,
+           const std::vector<double>& g) {
+  using E = extents<Bn, dyn, W>;
+  using L = layout<Mesh, P, E>;
+  const L l{E(c)};
+  auto qv = sim::requires_grad(sim::distribute_tensor(as<T>(q), l), "q");
+  auto kv = sim::requires_grad(sim::distribute_tensor(as<T>(k), l), "k");
+  auto vv = sim::requires_grad(sim::distribute_tensor(as<T>(v), l), "v");
+  result r;
+  rt::comm_counter fwd;
+  auto y = rt::attention<D, Causal>(qv, kv, vv);
+  r.forward_gathers = fwd.count(step_kind::all_gather);
+  static_assert(std::is_same_v<typename decltype(y)::layout_type::placements_type, P>,
+                "the output is split as q is");
+  rt::comm_counter bwd;
+  y.backward(sim::distribute_tensor(as<T>(g), l));
+  r.gathers = bwd.count(step_kind::all_gather);
+  r.reduce_scatters = bwd.count(step_kind::reduce_scatter);
+  r.all_reduces = bwd.count(step_kind::all_reduce);
+  auto full = [](const auto& x) {
+    const auto f = x.full_tensor();
+    return std::vector<double>(f.begin(), f.end());
+  };
+  static_assert(std::is_same_v<typename std::remove_cvref_t<decltype(kv.grad())>::layout_type::placements_type, P>);
+  r.y = full(y.value());
+  r.dq = full(qv.grad());
+  r.dk = full(kv.grad());
+  r.dv = full(vv.grad());
+  return r;
+}
+
+void check_near(const std::vector<double>& got, const std::vector<double>& want, double tol, const char* what) {
+  REQUIRE(got.size() == want.size());
+  for (std::size_t e = 0; e < got.size(); ++e) {
+    INFO(what << " element " << e << ": " << got[e] << " against " << want[e]);
+    CHECK(std::fabs(got[e] - want[e]) <= tol * std::max(1.0, std::fabs(want[e])));
+  }
+}
+
+/// Every length of `lengths` on the bound mesh: double against the reference, float against
+/// float on one device (the same inputs replicated: the whole sequence on each rank).
+template <class Mesh, class P, bool Causal>
+void sweep(const std::vector<index_t>& lengths, index_t position_ranks) {
+  using R = boost::mp11::mp_apply<placements, boost::mp11::mp_repeat_c<boost::mp11::mp_list<replicate>, Mesh::ndim>>;
+  for (index_t c : lengths) {
+    INFO("q " << op_test::placements_text<P>() << (Causal ? " causal" : "") << ", "
+                 << c << " positions over " << position_ranks << " ranks");
+    const index_t n = Bn * c * W;
+    const auto q = values(n, 11 + unsigned(c)), k = values(n, 12 + unsigned(c)), v = values(n, 13 + unsigned(c)),
+               g = values(n, 14 + unsigned(c));
+    const auto want = attention_test::attend(q, k, v, g, Bn, c, c, W, D, Causal, 1 / std::sqrt(double(D)));
+    const result d = run<Mesh, P, Causal, double>(c, q, k, v, g);
+    check_near(d.y, want.y, 1e-12, "y");
+    check_near(d.dq, want.dq, 1e-12, "dq");
+    check_near(d.dk, want.dk, 1e-12, "dk");
+    check_near(d.dv, want.dv, 1e-12, "dv");
+    // the all-gather method: K and V gathered once each way (the backward gathers them again
+    // rather than keep them), dK and dV reduce-scattered together, nothing all-reduced
+    if (position_ranks > 1) {
+      CHECK(d.forward_gathers == 2);
+      CHECK(d.gathers == 2);
+      CHECK(d.reduce_scatters == 1);
+      CHECK(d.all_reduces == 0);
+    }
+    const result f = run<Mesh, P, Causal, float>(c, q, k, v, g);
+    const result one = run<Mesh, R, Causal, float>(c, q, k, v, g);
+    check_near(f.y, one.y, 1e-5, "float y");
+    check_near(f.dq, one.dq, 1e-5, "float dq");
+    check_near(f.dk, one.dk, 1e-5, "float dk");
+    check_near(f.dv, one.dv, 1e-5, "float dv");
+    check_near(f.y, want.y, 2e-5, "float y against double");
+  }
+}
+
+template <bool Causal>
+void all_meshes() {
+  using M1 = mesh<dyn>;
+  // cp = 2: 8 (2·cp divides it), 6 (cp does, 2·cp not), 5 (neither); cp = 3: 7; cp = 4: 8, 7,
+  // and 3 (a rank holds no position); cp = 8: 16, 11
+  for (const auto& [cp, lengths] : std::vector<std::pair<index_t, std::vector<index_t>>>{
+           {2, {8, 6, 5}}, {3, {7}}, {4, {8, 7, 3}}, {8, {16, 11}}}) {
+    bind_mesh<M1>(dims<1>{cp});
+    sweep<M1, placements<shard<1>>, Causal>(lengths, cp);
+  }
+  using M2 = mesh<dyn, dyn>;
+  bind_mesh<M2>(dims<2>{2, 2});
+  sweep<M2, placements<shard<0>, shard<1>>, Causal>({8, 5}, 2);  // dp x cp
+  sweep<M2, placements<shard<2>, shard<1>>, Causal>({8, 5}, 2);  // tp x cp
+  sweep<M2, placements<shard<1>, shard<1>>, Causal>({8, 7}, 4);  // the positions over both dims
+}
+
+}  // namespace
+
+TEST_CASE("causal attention with the positions split: output and gradients as one device's", "[nn][attention][cp]") {
+  all_meshes<true>();
+}
+
+TEST_CASE("attention without a mask, the positions split: output and gradients as one device's", "[nn][attention][cp]") {
+  all_meshes<false>();
+}
