@@ -8,15 +8,17 @@
 //              [--save OUT.safetensors] [--checkpoint CK.safetensors --checkpoint-at K]
 //              [--resume CK.safetensors] [--json]
 //
-// The mesh is N (data parallel over N) or DxT (data x tensor parallel), any sizes the model
-// can be split over (T divides the gpt's heads, the mlp's hidden features): one build trains
-// on every mesh (the sizes are run-time values). --backend mpi and nccl run under
-// `mpirun -np D*T`, where --mesh may be left out (a 1-d mesh of the world size); the first
+// The mesh is N (data parallel over N), DxT (data x tensor parallel) or dp=D,tp=T,cp=C (any
+// order, a dim left out of size 1; cp: context parallel, the gpt's positions split), any sizes
+// the model can be split over (T divides the gpt's heads, the mlp's hidden features; C the
+// gpt's context): one build trains on every mesh (the sizes are run-time values). --backend mpi
+// and nccl run under `mpirun -np D*T*C`, where --mesh may be left out (a 1-d mesh of the world size); the first
 // process prints. Exit codes: 0 success, 2 bad input (a flag, a mesh the model cannot be split
 // over, a file that does not fit the model, an output in a directory that is missing or not
 // writable; nothing is written), 1 an unexpected failure. Errors go to stderr.
 #include <cmath>
 #include <cstdio>
+#include <algorithm>
 #include <cstdlib>
 #include <exception>
 #include <stdexcept>
@@ -57,22 +59,65 @@ bool first_process() {
   return true;
 }
 
-/// The sizes of --mesh N or DxT (each 1..999999; their product at most max_mesh_ranks).
+/// The sizes of --mesh N, DxT or the named form dp=D,tp=T,cp=C (any order, a dim left out of
+/// size 1); each 1..999999, their product at most max_mesh_ranks.
 void parse_mesh(train_options& o) {
   const std::string& m = o.mesh;
   auto number = [&](const std::string& s) {
     if (s.empty() || s.size() > 6 || s.find_first_not_of("0123456789") != std::string::npos) return -1;
     return std::stoi(s);
   };
-  const auto x = m.find('x');
-  o.dp = number(x == std::string::npos ? m : m.substr(0, x));
-  o.tp = x == std::string::npos ? 1 : number(m.substr(x + 1));
-  if (o.dp < 1 || o.tp < 1)
-    throw usage_error("--mesh " + m + ": give N (data parallel over N) or DxT (data parallel over D, tensor "
-                      "parallel over T), each a size from 1 to 999999");
-  if (static_cast<long long>(o.dp) * o.tp > spmd::max_mesh_ranks)
-    throw usage_error("--mesh " + m + ": " + std::to_string(static_cast<long long>(o.dp) * o.tp) +
-                      " ranks, more than a mesh holds (" + std::to_string(spmd::max_mesh_ranks) + ")");
+  if (m.find('=') != std::string::npos) {
+    o.dp = o.tp = o.cp = 1;
+    bool seen[3] = {};
+    std::size_t at = 0;
+    while (at <= m.size()) {
+      const std::size_t end = std::min(m.find(',', at), m.size());
+      const std::string part = m.substr(at, end - at);
+      const auto eq = part.find('=');
+      const std::string name = part.substr(0, eq == std::string::npos ? part.size() : eq);
+      const int size = eq == std::string::npos ? -1 : number(part.substr(eq + 1));
+      const int which = name == "dp" ? 0 : name == "tp" ? 1 : name == "cp" ? 2 : -1;
+      if (which < 0)
+        throw usage_error("--mesh " + m + ": '" + part + "' names no mesh dim; the dims are dp (data), tp (tensor) "
+                          "and cp (context parallel): dp=D,tp=T,cp=C in any order");
+      if (seen[which]) throw usage_error("--mesh " + m + ": " + name + " is given twice");
+      if (size < 1)
+        throw usage_error("--mesh " + m + ": " + name + " needs a size from 1 to 999999 (" + name + "=N), not '" +
+                          part + "'");
+      seen[which] = true;
+      (which == 0 ? o.dp : which == 1 ? o.tp : o.cp) = size;
+      at = end + 1;
+    }
+  } else {
+    const auto x = m.find('x');
+    o.dp = number(x == std::string::npos ? m : m.substr(0, x));
+    o.tp = x == std::string::npos ? 1 : number(m.substr(x + 1));
+    o.cp = 1;
+    if (o.dp < 1 || o.tp < 1)
+      throw usage_error("--mesh " + m + ": give N (data parallel over N), DxT (data parallel over D, tensor "
+                        "parallel over T) or dp=D,tp=T,cp=C, each a size from 1 to 999999");
+  }
+  const long long ranks = static_cast<long long>(o.dp) * o.tp * o.cp;
+  if (ranks > spmd::max_mesh_ranks)
+    throw usage_error("--mesh " + m + ": " + std::to_string(ranks) + " ranks, more than a mesh holds (" +
+                      std::to_string(spmd::max_mesh_ranks) + ")");
+}
+
+/// Context parallelism splits a sequence's positions: the gpt's context into cp equal pieces
+/// (cp divides it); the mlp has no sequence.
+void check_cp(const train_options& o, const model_spec& spec) {
+  if (o.cp == 1) return;
+  if (spec.context == 0)
+    throw usage_error("--mesh " + o.mesh + ": context parallel over " + std::to_string(o.cp) + " splits a sequence; the " +
+                      o.model + " has none (cp must be 1)");
+  if (spec.context % o.cp != 0)
+    throw usage_error("--mesh " + o.mesh + ": context parallel over " + std::to_string(o.cp) + " does not divide the " +
+                      std::to_string(spec.context) + " positions of the " + o.model + " (C must divide " +
+                      std::to_string(spec.context) + ")");
+  if (!o.parallel.empty())
+    throw usage_error("--mesh " + o.mesh + ": --parallel auto searches meshes without context parallelism (cp = 1); "
+                      "give --dp fsdp or ddp with cp = " + std::to_string(o.cp));
 }
 
 /// Tensor parallelism over tp ranks splits units of the model: whole heads (tp divides them),
@@ -170,7 +215,7 @@ void check(train_options& o) {
                       std::to_string(o.steps));
   check_output("--save", o.save);
   check_output("--checkpoint", o.checkpoint);
-  if (!o.mesh.empty()) check_tp(o, spec_of(o.model));
+  if (!o.mesh.empty()) check_tp(o, spec_of(o.model)), check_cp(o, spec_of(o.model));
 }
 
 int run(train_options& o, int& argc, char**& argv) {
@@ -183,9 +228,9 @@ int run(train_options& o, int& argc, char**& argv) {
   inputs in = read_inputs(o, spec);
   if (!o.resume.empty()) check_resume(o);  // readable, and of this model, before anything runs
   auto train_and_report = [&] {
-    if (!o.cost.empty()) {  // the file's mesh is --mesh as written: N (one dim) or DxT
-      const spmd::mesh_shape_vec shape =
-          o.mesh.find('x') == std::string::npos ? spmd::mesh_shape_vec{{o.dp}, 1} : spmd::mesh_shape_vec{{o.dp, o.tp}, 2};
+    if (!o.cost.empty()) {  // the file's mesh is --mesh as written: N (one dim), DxT or named (dp, tp)
+      const bool one_dim = o.mesh.find('x') == std::string::npos && o.mesh.find('=') == std::string::npos;
+      const spmd::mesh_shape_vec shape = one_dim ? spmd::mesh_shape_vec{{o.dp}, 1} : spmd::mesh_shape_vec{{o.dp, o.tp}, 2};
       try {
         o.cost_model = spmd::io::load_cost_model(o.cost, shape);
       } catch (const std::exception& e) {
@@ -208,9 +253,9 @@ int run(train_options& o, int& argc, char**& argv) {
       if (o.mesh.empty()) {  // the world size: a 1-d mesh, data parallel over every process
         o.mesh = std::to_string(world);
         o.dp = world;
-        o.tp = 1;
+        o.tp = o.cp = 1;
       }
-      const long long ranks = static_cast<long long>(o.dp) * o.tp;
+      const long long ranks = static_cast<long long>(o.dp) * o.tp * o.cp;
       if (world != ranks) {
         if (rank == 0)
           std::fprintf(stderr, "spmd-train: --mesh %s needs %lld processes (mpirun -np %lld), this job has %d\n",
@@ -251,9 +296,11 @@ int main(int argc, char** argv) {
                "(docs/training.md)"};
   train_options o;
   app.add_option("--model", o.model, "mlp or gpt")->required();
-  app.add_option("--mesh", o.mesh, "1, N (data parallel) or DxT (data x tensor parallel; T divides the gpt's 4 heads, "
-                                  "T <= the mlp's 64 hidden features); under mpirun it may be left out: N = the world size");
-  app.add_option("--backend", o.backend, "sim (default), mpi, cuda or nccl (mpi, nccl: under mpirun -np D*T)");
+  app.add_option("--mesh", o.mesh, "1, N (data parallel), DxT (data x tensor parallel; T divides the gpt's 4 heads, "
+                                  "T <= the mlp's 64 hidden features) or dp=D,tp=T,cp=C (any order, a dim left out is 1; "
+                                  "C, context parallel, divides the gpt's 16 positions); under mpirun it may be left "
+                                  "out: N = the world size");
+  app.add_option("--backend", o.backend, "sim (default), mpi, cuda or nccl (mpi, nccl: under mpirun -np D*T*C)");
   app.add_option("--dp", o.dp_mode, "fsdp (default) or ddp: how the data-parallel dim holds the parameters");
   app.add_option("--parallel", o.parallel, "auto: the automatic-sharding search chooses FSDP, DDP (each with "
                  "Megatron's plan on tp) or replicating everything, by its cost model on this mesh (instead of --dp)");

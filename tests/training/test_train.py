@@ -25,13 +25,20 @@ One build trains on every mesh (its sizes are run-time values). Groups:
   auto     --parallel auto: mlp and gpt on 2x4, 3 and 1 under the default cost model (it
            replicates these small models: no collective) and under a --cost file of free links
            (FSDP or DDP chosen): every loss within 1e-5 relative of the one-device run, the choice
-           reported (the JSON's "dp" and "parallel", its fields in order) and run; --memory on 4
+           reported (the JSON's "dp" and "auto", its fields in order) and run; --memory on 4
            ranks: a budget below every candidate exits 2 naming the least that fits and which,
            that budget runs it, a byte less refuses; between it and twice it the gpt's units mix
            FSDP and DDP (a per-unit model: one device's losses, its --save within 1e-5 of FSDP's,
            a mix of both, every one of the 8 mixes searched; its checkpoint resumed by the mix bit
            for bit and by FSDP on 2 as one device); bad uses exit 2.
-  mpi      mpirun -np D*T --backend mpi against --backend sim (2x4, 4x2, 2x3, 3x2, 5x1, 16, and
+  cp       --mesh dp=D,tp=T,cp=C (context parallelism: the gpt's positions split): cp 1, 2, 4, 8,
+           beside dp (FSDP and DDP) and tp, in any order: every loss within 1e-5 relative of the
+           one-device run, the final parameters within the tolerance below, K and V gathered, the
+           JSON's "parallel" {dp, tp, cp} last; a cp that does not divide the 16 positions, a
+           dim named twice or unknown, a size missing, the mlp (no sequence) or --parallel auto
+           with cp > 1 exit 2 naming it.
+  mpi      mpirun -np D*T*C --backend mpi against --backend sim (2x4, 4x2, 2x3, 3x2, 5x1, 16,
+           dp=2,cp=2, cp=2 (DDP), tp=2,cp=4, and
            -np 6 without --mesh: a 1-d mesh of the world size; shuffled epochs on 2x2):
            bit-identical losses and --save files; a wrong process count exits 2; a refusal on every process (a checkpoint of
            another optimizer) is one line and exit 2, with no abort banner; --parallel auto, the
@@ -195,7 +202,8 @@ def options(d):
     if base and sgd:
         check(list(sgd) == ["model", "mesh", "backend", "dp", "dtype", "optimizer", "lr", "steps", "losses",
                             "grad_norms", "bytes_per_rank", "collectives_per_step", "clip", "shuffle",
-                            "steps_per_epoch", "epoch"], f"JSON fields: {list(sgd)}")  # "parallel" only with --parallel auto
+                            "steps_per_epoch", "epoch", "parallel"], f"JSON fields: {list(sgd)}")  # "auto" only with --parallel auto
+        check(sgd["parallel"] == {"dp": 2, "tp": 4, "cp": 1}, f"mesh {mesh}: JSON parallel {sgd['parallel']}")
         check(sgd["clip"] is None, f"no --clip, JSON clip {sgd['clip']!r}")
         check(sgd["shuffle"] is None and sgd["steps_per_epoch"] == STEPS and sgd["epoch"] == 0,
               f"the data's order, one epoch of {STEPS} batches: {sgd['shuffle']}, {sgd['steps_per_epoch']}, {sgd['epoch']}")
@@ -442,9 +450,9 @@ def auto(d):
             r = train_json(*f.args(model, mesh, *more))
             if r is None:
                 continue
-            c = r.get("parallel")
-            check(list(r)[-1] == "parallel" and c is not None and list(c) == fields,
-                  f"{what}: the JSON's last field is {list(r)[-1]}, parallel {c}")
+            c = r.get("auto")
+            check(list(r)[-2:] == ["auto", "parallel"] and c is not None and list(c) == fields,
+                  f"{what}: the JSON's last fields are {list(r)[-2:]}, auto {c}")
             if not c:
                 continue
             worst = max(rel(a, b) for a, b in zip(r["losses"], one["losses"]))
@@ -476,7 +484,7 @@ def auto(d):
             least, name = said.group(1), said.group(2)
             r = train_json(*f.args(model, "4", "--parallel", "auto", "--memory", least))
             if r is not None:
-                check(r["dp"] == name and r["parallel"]["choice"] == name, f"{model} --memory {least}: ran {r['dp']}, not {name}")
+                check(r["dp"] == name and r["auto"]["choice"] == name, f"{model} --memory {least}: ran {r['dp']}, not {name}")
                 worst = max(rel(a, b) for a, b in zip(r["losses"], one["losses"]))
                 check(worst <= 1e-5, f"{model} --memory {least}: losses differ from one device's by {worst:.3g}")
             p, cmd = run(*f.args(model, "4", "--parallel", "auto", "--memory", str(int(least) - 1)))
@@ -486,7 +494,7 @@ def auto(d):
         free = train_json(*f.args(model, "4", "--parallel", "auto", "--memory", "1e30"))
         none = train_json(*f.args(model, "4", "--parallel", "auto"))
         if free is not None and none is not None:
-            a, b = dict(free["parallel"]), dict(none["parallel"])
+            a, b = dict(free["auto"]), dict(none["auto"])
             a.pop("search_ms"), b.pop("search_ms")
             check(a == b, f"{model} --memory 1e30 chose {a}, without a budget {b}")
     f = Files(d, "mlp")
@@ -523,7 +531,7 @@ def per_unit(d, f, one, least):
         r = train_json(*f.args("gpt", "4", "--parallel", "auto", "--memory", budget, "--save", saved))
         if r is None:
             continue
-        c = r["parallel"]
+        c = r["auto"]
         check(list(c["units"]) == ["", "blocks.0", "blocks.1"] and c["mixes"] == 8 and c["exhaustive"],
               f"{what}: units {c['units']}, {c['mixes']} mixes")
         if c["choice"] != "per-unit":
@@ -558,10 +566,58 @@ def per_unit(d, f, one, least):
     check(mixed > 0, f"gpt 4 --parallel auto: no budget between {least} and twice it chose a per-unit mix")
 
 
+def cp(d):
+    f = Files(d, "gpt")
+    ref_save = os.path.join(d, "gpt-one.st")
+    one = train_json(*f.args("gpt", "1", "--save", ref_save))
+    if one is None:
+        return
+    # (mesh, dp mode, {dp, tp, cp}): every cp that divides the 16 positions, beside dp and tp,
+    # the named form in any order
+    cases = (("cp=1", "fsdp", (1, 1, 1)), ("cp=2", "fsdp", (1, 1, 2)), ("cp=4", "fsdp", (1, 1, 4)),
+             ("cp=8", "fsdp", (1, 1, 8)), ("dp=2,cp=2", "fsdp", (2, 1, 2)), ("cp=2,dp=2", "ddp", (2, 1, 2)),
+             ("tp=2,cp=4", "fsdp", (1, 2, 4)), ("dp=2,tp=2,cp=2", "fsdp", (2, 2, 2)),
+             ("tp=2,cp=2,dp=2", "ddp", (2, 2, 2)), ("dp=4,tp=2", "fsdp", (4, 2, 1)), ("2x2", "fsdp", (2, 2, 1)))
+    worst_loss = worst_param = 0.0
+    for mesh, dp, (D, T, C) in cases:
+        save = os.path.join(d, f"gpt-{mesh}-{dp}.st")
+        r = train_json(*f.args("gpt", mesh, "--dp", dp, "--save", save))
+        if r is None:
+            continue
+        what = f"gpt on {mesh} ({dp})"
+        check(r["mesh"] == mesh and r["parallel"] == {"dp": D, "tp": T, "cp": C} and list(r)[-1] == "parallel",
+              f"{what}: JSON mesh {r['mesh']!r}, parallel {r.get('parallel')}, last field {list(r)[-1]}")
+        for s, (a, b) in enumerate(zip(r["losses"], one["losses"])):
+            worst_loss = max(worst_loss, rel(a, b))
+            check(rel(a, b) <= 1e-5, f"{what}: step {s} loss {a} against one device's {b}")
+        for s, (a, b) in enumerate(zip(r["grad_norms"], one["grad_norms"])):
+            check(rel(a, b) <= 1e-4, f"{what}: step {s} grad norm {a} against one device's {b}")
+        worst_param = max(worst_param, close_params(save, ref_save, what))
+        c = r["collectives_per_step"]
+        if C > 1:  # K and V gathered (each block, forward and backward), dK and dV reduce-scattered
+            check(c["all_gather"] >= 2 * 2 * 2 and c["reduce_scatter"] >= 2, f"{what}: collectives {c}")
+    print(f"gpt with cp: worst loss difference {worst_loss:.3g} (relative), worst parameter difference {worst_param:.3g}")
+    # misuse: exit 2, naming the numbers
+    for mesh, said in (("cp=3", "context parallel over 3 does not divide the 16 positions"),
+                       ("cp=32", "context parallel over 32 does not divide the 16 positions"),
+                       ("dp=2,cp=5", "context parallel over 5 does not divide"),
+                       ("dp=2,dp=2", "dp is given twice"), ("pp=2", "'pp=2' names no mesh dim"),
+                       ("cp=0", "cp needs a size from 1"), ("cp=", "cp needs a size from 1"),
+                       ("dp=2,,cp=2", "'' names no mesh dim"), ("tp=3,cp=2", "tensor parallel over 3 does not divide")):
+        p, cmd = run(*f.args("gpt", mesh))
+        check(p.returncode == 2 and said in p.stderr and not p.stdout, f"{cmd}: exit {p.returncode}\n{p.stderr}")
+    p, cmd = run(*f.args("gpt", "cp=2", "--parallel", "auto"))
+    check(p.returncode == 2 and "cp = 1" in p.stderr, f"{cmd}: exit {p.returncode}\n{p.stderr}")
+    g = Files(d, "mlp")
+    p, cmd = run(*g.args("mlp", "dp=2,cp=2"))
+    check(p.returncode == 2 and "the mlp has none (cp must be 1)" in p.stderr, f"{cmd}: exit {p.returncode}\n{p.stderr}")
+
+
 def mpi(d):
     # (model, mesh, dp mode, processes); mesh None: --mesh left out, the world size's 1-d mesh.
     cases = (("gpt", "2x4", "fsdp", 8), ("mlp", "4x2", "ddp", 8), ("gpt", None, "fsdp", 6), ("mlp", "2x3", "fsdp", 6),
-             ("gpt", "3x2", "ddp", 6), ("gpt", "5x1", "fsdp", 5), ("mlp", "16", "ddp", 16))
+             ("gpt", "3x2", "ddp", 6), ("gpt", "5x1", "fsdp", 5), ("mlp", "16", "ddp", 16),
+             ("gpt", "dp=2,cp=2", "fsdp", 4), ("gpt", "cp=2", "ddp", 2), ("gpt", "tp=2,cp=4", "fsdp", 8))
     files = {m: Files(d, m) for m in ("mlp", "gpt")}
     for model, mesh, dp, n in cases:
         f = files[model]
@@ -604,7 +660,7 @@ def mpi(d):
     sim = train_json(*f.args("gpt", "2x2", *more, "--save", a))
     par = train_json(*f.args("gpt", "2x2", *more, "--save", b, "--backend", "mpi"), mpi=4)
     if sim and par:
-        check(sim["dp"] == "per-unit" and par["dp"] == "per-unit" and sim["parallel"]["units"] == par["parallel"]["units"] and
+        check(sim["dp"] == "per-unit" and par["dp"] == "per-unit" and sim["auto"]["units"] == par["auto"]["units"] and
               sim["losses"] == par["losses"] and sim["grad_norms"] == par["grad_norms"] and
               sim["collectives_per_step"] == par["collectives_per_step"],
               f"gpt 2x2 {' '.join(more)}: MPI ({par['dp']}) differs from the simulation ({sim['dp']})")
@@ -626,7 +682,8 @@ def mpi(d):
 
 def main():
     with tempfile.TemporaryDirectory() as d:
-        {"curves": curves, "resume": resume, "options": options, "errors": errors, "auto": auto, "mpi": mpi}[GROUP](d)
+        {"curves": curves, "resume": resume, "options": options, "errors": errors, "auto": auto, "cp": cp,
+         "mpi": mpi}[GROUP](d)
     if FAILS:
         print(f"{len(FAILS)} check(s) failed")
         return 1

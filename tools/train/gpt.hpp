@@ -38,6 +38,8 @@ struct gpt_model {
   static_assert(static_tp == spmd::dyn || heads % static_tp == 0, "spmd-train gpt: tp must divide the heads");
   /// Whether tensor parallelism over tp ranks can split the model (whole heads per rank).
   static constexpr bool tp_fits(index_t tp) { return tp >= 1 && heads % tp == 0; }
+  /// The tokens and targets: the batch on dp, the positions on cp (context parallelism).
+  using seq = typename Cfg::sequence_placements;
 
   using units = nn::gpt_fsdp_units;
   using parallel_type = decltype(Cfg::template parallelize<nn::gpt_megatron, units>(std::declval<const host_type&>()));
@@ -69,7 +71,7 @@ struct gpt_model {
   /// Step s: the forward of its batch, then finish(loss) (the backward).
   template <class Finish>
   auto step(const inputs& in, std::int64_t s, Finish&& finish) {
-    const auto targets = Cfg::template batch_of<std::int64_t, batch, context>(in, "targets", in.targets, s);
+    const auto targets = Cfg::template data_of<std::int64_t, seq, batch, context>(in, "targets", in.targets, s);
     const auto logits = model(tokens(in, s));
     if constexpr (std::is_same_v<Tc, float>) return finish(rt::vocab_parallel_cross_entropy<vocab>(logits, targets));
     else return finish(rt::vocab_parallel_cross_entropy<vocab>(rt::cast<float>(logits), targets));  // the loss in f32
@@ -83,7 +85,7 @@ struct gpt_model {
 
  private:
   static auto tokens(const inputs& in, std::int64_t s) {
-    return Cfg::template batch_of<std::int64_t, batch, context>(in, "tokens", in.tokens, s);
+    return Cfg::template data_of<std::int64_t, seq, batch, context>(in, "tokens", in.tokens, s);
   }
 };
 

@@ -1,5 +1,5 @@
 // tools/train/instance.cpp — the training function of one (model, backend) pair, over a
-// (dp, tp) mesh whose sizes are given at run time (spmd::dyn; docs/design.md, "Static and
+// (dp, tp, cp) mesh whose sizes are given at run time (spmd::dyn; docs/design.md, "Static and
 // dynamic mesh sizes"): meson compiles this file once per pair (tools/meson.build), with
 //   SPMD_TRAIN_MODEL    mlp or gpt            SPMD_TRAIN_BACKEND_TYPE    its backend type
 //   SPMD_TRAIN_BACKEND  sim, mpi, cuda, nccl  SPMD_TRAIN_BACKEND_HEADER  the header that declares it
@@ -39,12 +39,12 @@ using f32_model_t = model_t<Dp, float>;
 train_result SPMD_TRAIN_FN(SPMD_TRAIN_MODEL, SPMD_TRAIN_BACKEND)(const train_options& o, const inputs& in,
                                                                  const model_spec& spec) {
   // Every variant shares the one mesh type: its sizes are this run's.
-  spmd::bind_mesh<typename dyn_config<backend_t, dp_kind::fsdp, float>::mesh>(spmd::dims<2>{o.dp, o.tp});
+  spmd::bind_mesh<typename dyn_config<backend_t, dp_kind::fsdp, float>::mesh>(spmd::dims<3>{o.dp, o.tp, o.cp});
   if (o.parallel == "auto") {
     using fsdp_t = f32_model_t<dp_kind::fsdp>;
     constexpr bool mixes = spmd::nn::unit_count<typename fsdp_t::host_type, typename fsdp_t::units>() > 1;
     const parallel_choice c = choose_parallel<fsdp_t, f32_model_t<dp_kind::ddp>, f32_model_t<dp_kind::replicate>>(
-        o.cost_model, spmd::mesh_shape_vec{{o.dp, o.tp}, 2}, mixes);
+        o.cost_model, spmd::mesh_shape_vec{{o.dp, o.tp, o.cp}, 3}, mixes);
     train_result r;
     if (c.kind_index == static_cast<int>(dp_kind::per_unit)) {
       if constexpr (mixes) {

@@ -1,4 +1,4 @@
-// tools/train/model_common.hpp — what the two models share: the (dp, tp) mesh, how the library's
+// tools/train/model_common.hpp — what the two models share: the (dp, tp, cp) mesh, how the library's
 // parallelisms place them (nn/parallelize.hpp: Megatron's plan on tp, FSDP or DDP on dp), the
 // host model read from INIT, and a step's batch distributed.
 //
@@ -8,8 +8,10 @@
 //              (out features) (DTensor's _StridedShard)
 //   rowwise    Shard(1)      Shard(0)                      Replicate
 //   replicated Replicate     Shard(0)                      Replicate
-// so that gathering dp (FSDP's unshard) gives the TP layout. Activations: the batch on dp,
-// replicated on tp except between a column- and a row-parallel layer.
+// so that gathering dp (FSDP's unshard) gives the TP layout; every parameter replicated on cp.
+// Activations: the batch on dp, replicated on tp except between a column- and a row-parallel
+// layer; a sequence model's positions on cp (context parallelism: attention gathers K and V,
+// docs/context_parallel.md), a model without positions replicated there (cp = 1).
 #pragma once
 
 #include <cstdint>
@@ -55,11 +57,11 @@ constexpr const char* name_of(dp_kind k) {
   return k == dp_kind::fsdp ? "fsdp" : k == dp_kind::ddp ? "ddp" : k == dp_kind::replicate ? "replicate" : "per-unit";
 }
 
-/// A model's configuration: a 2-d (dp, tp) mesh (sizes static or spmd::dyn), backend B, how dp
-/// holds parameters, the compute type.
+/// A model's configuration: a 3-d (dp, tp, cp) mesh (sizes static or spmd::dyn), backend B, how
+/// dp holds parameters, the compute type.
 template <class Mesh, class B, dp_kind Dp, class Compute>
 struct config_on {
-  static_assert(Mesh::ndim == 2, "spmd-train: the models' mesh is (dp, tp)");
+  static_assert(Mesh::ndim == 3, "spmd-train: the models' mesh is (dp, tp, cp)");
   static constexpr dp_kind dp_mode = Dp;
   using backend = B;
   using compute = Compute;  // float, or bfloat16 (FSDP's mixed precision: f32 parameters)
@@ -67,14 +69,22 @@ struct config_on {
   /// The sizes of dp and tp (a dynamic mesh's as bound).
   static index_t dp() { return mesh::shape_vec()[0]; }
   static index_t tp() { return mesh::shape_vec()[1]; }
+  static index_t cp() { return mesh::shape_vec()[2]; }
   using factories = rt::factories<B>;
   using policy = rt::mixed_precision<Compute, float>;
 
-  /// Activations and data: the batch (dim 0) on dp, replicated on tp (replicate: whole).
-  using batch_placements = std::conditional_t<Dp == dp_kind::replicate, spmd::placements<spmd::replicate, spmd::replicate>,
-                                              spmd::placements<spmd::shard<0>, spmd::replicate>>;
+  /// Activations and data: the batch (dim 0) on dp, replicated on tp and cp (replicate: whole).
+  using batch_placements =
+      std::conditional_t<Dp == dp_kind::replicate, spmd::placements<spmd::replicate, spmd::replicate, spmd::replicate>,
+                         spmd::placements<spmd::shard<0>, spmd::replicate, spmd::replicate>>;
+  /// A sequence's data (batch, positions, ...): the batch on dp, the positions on cp.
+  using sequence_placements =
+      std::conditional_t<Dp == dp_kind::replicate, batch_placements,
+                         spmd::placements<spmd::shard<0>, spmd::replicate, spmd::shard<1>>>;
+  template <class U, class P, index_t... E>
+  using data_tensor = rt::dtensor<U, spmd::layout<mesh, P, spmd::extents<E...>>, B>;
   template <class U, index_t... E>
-  using batch_tensor = rt::dtensor<U, spmd::layout<mesh, batch_placements, spmd::extents<E...>>, B>;
+  using batch_tensor = data_tensor<U, batch_placements, E...>;
 
   /// The host model H with INIT's parameters, found by their paths (read_inputs checked their
   /// names and shapes against the spec; a spec that lists other names is a bug, said here).
@@ -110,24 +120,30 @@ struct config_on {
     }
   }
 
-  /// Step s's batch of field `name`, distributed, as U: from the loader (each rank reads its
-  /// rows), or without one step s's slice of `all`, a per-step tensor (steps, E...).
-  template <class U, index_t... E, class V>
-  static batch_tensor<U, E...> batch_of(const inputs& in, const char* name, const std::vector<V>& all, std::int64_t s) {
-    if (in.loader) return in.loader->template batch<U, typename batch_tensor<U, E...>::layout_type, B>(name, s);
+  /// Step s's batch of field `name`, distributed in placements P (batch_placements, or
+  /// sequence_placements), as U: from the loader (each rank reads its block), or without one
+  /// step s's slice of `all`, a per-step tensor (steps, E...).
+  template <class U, class P, index_t... E, class V>
+  static data_tensor<U, P, E...> data_of(const inputs& in, const char* name, const std::vector<V>& all, std::int64_t s) {
+    using L = typename data_tensor<U, P, E...>::layout_type;
+    if (in.loader) return in.loader->template batch<U, L, B>(name, s);
     constexpr std::size_t n = (std::size_t{1} * ... * static_cast<std::size_t>(E));
     const auto first = all.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(s) * n);
-    return factories::template distribute_tensor<typename batch_tensor<U, E...>::layout_type>(
-        std::vector<U>(first, first + static_cast<std::ptrdiff_t>(n)));
+    return factories::template distribute_tensor<L>(std::vector<U>(first, first + static_cast<std::ptrdiff_t>(n)));
+  }
+  template <class U, index_t... E, class V>
+  static batch_tensor<U, E...> batch_of(const inputs& in, const char* name, const std::vector<V>& all, std::int64_t s) {
+    return data_of<U, batch_placements, E...>(in, name, all, s);
   }
 };
 
-/// The configuration on the static mesh D×T.
-template <int D, int T, class B, dp_kind Dp, class Compute>
-using config = config_on<typename spmd::mesh<D, T>::template named<"dp", "tp">, B, Dp, Compute>;
-/// The configuration on a (dp, tp) mesh whose sizes are given at run time (bind_mesh).
+/// The configuration on the static mesh D×T×C.
+template <int D, int T, class B, dp_kind Dp, class Compute, int C = 1>
+using config = config_on<typename spmd::mesh<D, T, C>::template named<"dp", "tp", "cp">, B, Dp, Compute>;
+/// The configuration on a (dp, tp, cp) mesh whose sizes are given at run time (bind_mesh).
 template <class B, dp_kind Dp, class Compute>
-using dyn_config = config_on<typename spmd::mesh<spmd::dyn, spmd::dyn>::template named<"dp", "tp">, B, Dp, Compute>;
+using dyn_config =
+    config_on<typename spmd::mesh<spmd::dyn, spmd::dyn, spmd::dyn>::template named<"dp", "tp", "cp">, B, Dp, Compute>;
 
 /// One training step of `model` with `opt`: step s's forward and backward, the optimizer's
 /// step, zero_grad; returns the loss (bench/train_step, tests/training/train_cuda.cpp; the

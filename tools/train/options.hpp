@@ -1,9 +1,8 @@
 // tools/train/options.hpp — what `spmd-train` is asked to do.
 //
-// Every model is compiled once per backend over a (dp, tp) mesh whose sizes are run-time
-// values (instances.hpp lists what this build has). A 1-d mesh N runs as N×1 (the tp dim of
-// size 1 costs nothing: a plan over a dim of one rank has no steps), so both models have one
-// code path.
+// Every model is compiled once per backend over a (dp, tp, cp) mesh whose sizes are run-time
+// values (instances.hpp lists what this build has). A 1-d mesh N runs as N×1×1 (a dim of size 1
+// costs nothing: a plan over a dim of one rank has no steps), so every mesh has one code path.
 #pragma once
 
 #include <cstdint>
@@ -22,8 +21,8 @@ struct usage_error : std::runtime_error {
 
 struct train_options {
   std::string model;               // mlp, gpt
-  std::string mesh;                // as given: "8", "2x4" (under mpirun, empty: the world size)
-  int dp = 1, tp = 1;              // its sizes
+  std::string mesh;                // as given: "8", "2x4", "dp=2,cp=4" (under mpirun, empty: the world size)
+  int dp = 1, tp = 1, cp = 1;      // its sizes (cp: context parallel, the gpt's positions split)
   std::string backend = "sim";     // sim, mpi, cuda, nccl
   std::string dp_mode = "fsdp";    // fsdp, ddp
   bool dp_given = false;           // --dp was given

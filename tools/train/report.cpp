@@ -72,7 +72,9 @@ void print_result(const train_options& o, const train_result& r) {
     j += ",\"shuffle\":" + (o.shuffle ? std::to_string(*o.shuffle) : std::string("null"));
     j += ",\"steps_per_epoch\":" + std::to_string(r.steps_per_epoch);
     j += ",\"epoch\":" + std::to_string(r.epoch);
-    if (r.parallel) j += ",\"parallel\":" + choice_json(*r.parallel);  // only with --parallel auto: the fields above are a contract
+    if (r.parallel) j += ",\"auto\":" + choice_json(*r.parallel);  // only with --parallel auto: the fields above are a contract
+    j += ",\"parallel\":{\"dp\":" + std::to_string(o.dp) + ",\"tp\":" + std::to_string(o.tp) +
+         ",\"cp\":" + std::to_string(o.cp) + "}";
     j += "}";
     std::printf("%s\n", j.c_str());
     return;
