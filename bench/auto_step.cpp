@@ -86,7 +86,7 @@ void measure(const char* name, const char* backend, const inputs& in, const spmd
   using F = M<config<2, 1, B, dp_kind::fsdp, float>>;
   using D = M<config<2, 1, B, dp_kind::ddp, float>>;
   using R = M<config<2, 1, B, dp_kind::replicate, float>>;
-  const parallel_choice c = choose_parallel<F, D, R>(cm, spmd::mesh_shape_vec{{2, 1}, 2});
+  const parallel_choice c = choose_parallel<F, D, R>(cm, spmd::mesh_shape_vec{{2, 1, 1}, 3});
   runner<F> f(in);
   runner<D> d(in);
   runner<R> r(in);
