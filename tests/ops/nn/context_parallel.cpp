@@ -134,10 +134,11 @@ void sweep(const std::vector<index_t>& lengths, index_t position_ranks) {
 template <bool Causal>
 void all_meshes() {
   using M1 = mesh<dyn>;
-  // cp = 2: 8 (2·cp divides it), 6 (cp does, 2·cp not), 5 (neither); cp = 3: 7; cp = 4: 8, 7,
-  // and 3 (a rank holds no position); cp = 8: 16, 11
+  // cp = 2: 8 (2·cp divides it), 6 (cp does, 2·cp not), 5 (neither), 301 (the kernels' tiles
+  // of 128 query rows: 2 on each rank, 3 on one device); cp = 3: 7; cp = 4: 8, 7, and 3 (a rank
+  // holds no position); cp = 8: 16, 11
   for (const auto& [cp, lengths] : std::vector<std::pair<index_t, std::vector<index_t>>>{
-           {2, {8, 6, 5}}, {3, {7}}, {4, {8, 7, 3}}, {8, {16, 11}}}) {
+           {2, {8, 6, 5, 301}}, {3, {7}}, {4, {8, 7, 3}}, {8, {16, 11}}}) {
     bind_mesh<M1>(dims<1>{cp});
     sweep<M1, placements<shard<1>>, Causal>(lengths, cp);
   }

@@ -108,7 +108,19 @@ auto attention(const Q& q, const K& k, const V& v) {
               return;
             }
           }
-          const auto d = runtime::attention_backward<HeadDim, Causal>(g, qv.value(), kv.value(), vv.value(), scale);
+          const auto d = [&] {
+            if constexpr (may_split_positions<Y>()) {
+              // a layout that may split the positions, on a mesh that does not: each input
+              // gathered (no step on a dim of one rank) to the layout with the positions
+              // whole, so the fused operator's resolution has nothing to search
+              using P = typename runtime::attention_detail::whole_positions<typename Y::placements_type>::type;
+              return runtime::attention_backward<HeadDim, Causal>(
+                  runtime::redistribute<P>(g), runtime::redistribute<P>(qv.value()), runtime::redistribute<P>(kv.value()),
+                  runtime::redistribute<P>(vv.value()), scale);
+            } else {
+              return runtime::attention_backward<HeadDim, Causal>(g, qv.value(), kv.value(), vv.value(), scale);
+            }
+          }();
           if (wants(qv)) send(qv, runtime::squeeze<0>(runtime::narrow<0, 0, 1>(d)));
           if (wants(kv)) send(kv, runtime::squeeze<0>(runtime::narrow<0, 1, 1>(d)));
           if (wants(vv)) send(vv, runtime::squeeze<0>(runtime::narrow<0, 2, 1>(d)));

@@ -8,9 +8,11 @@
 // Per (batch, head): S = scale · q kᵀ, P = softmax(S [+ causal mask]), out = P v — the two
 // products read the head's columns where they lie in the (b, c, w) blocks (BLAS's leading
 // dimensions: no copy of a transposed or split head), the mask and the softmax one pass over
-// S (float: host/vector_math.hpp's rows). The backward recomputes S and P per block (a c x c
-// scratch, not saved between the passes: the products are cheap next to the memory a saved P
-// of every head would take) and writes dq, dk, dv stacked. With the positions split
+// S (float: host/vector_math.hpp's rows), in tiles of 128 query rows (a scratch of 128 x the
+// keys, whatever the length: a whole c x c block of 64k positions would be 16 GiB). The
+// backward recomputes S and P per tile (not saved between the passes: the products are cheap
+// next to the memory a saved P of every head would take) and writes dq, dk, dv stacked, dk and
+// dv summed over the tiles. With the positions split
 // (context parallelism) a rank's queries are a slice of rows starting at its block's offset:
 // the causal mask is shifted by it, and the keys after its last query are neither computed
 // nor, in dk/dv, more than zeros. The rules are ops/attention.hpp's; the autograd layer's
@@ -83,10 +85,10 @@ void check_blocks(const char* name, index_t w, const V&... v) {
     throw std::logic_error(std::string("spmd::") + name + ": a local block is not contiguous");
 }
 
-/// The c x c scratch of the calling thread (two of them for the backward).
+/// A scratch of the calling thread (which < 3: scores, their gradient, a tile's dk/dv).
 template <class T>
 T* scratch(index_t elems, int which) {
-  thread_local std::vector<T> s[2];
+  thread_local std::vector<T> s[3];
   auto& v = s[which];
   if (v.size() < static_cast<std::size_t>(elems)) v.resize(static_cast<std::size_t>(elems));
   return v.data();
@@ -118,45 +120,82 @@ struct attention_kernel {
 
 namespace attention_detail {
 
-/// One rank's blocks of one op: q (nb, cq, w), k and v (nb, ck, w), heads of D, the queries
-/// starting at global position `first`. A causal query block sees the keys before its last
-/// query only (kn of them: the rest of its scores are masked, so they are not computed).
+/// One rank's blocks of one op, q (nb, cq, w), k and v (nb, ck, w), heads of D, as tiles of
+/// query rows: a tile is `rows` queries from row r0, at global positions first + r0 on. Its
+/// scores are a rows x kn scratch: a causal tile sees the keys before its last query only (kn
+/// of them: the rest are masked, so they are not computed), and tiling bounds the scratch by
+/// tile_rows x the keys whatever the sequence's length (a whole c x c block of 64k positions
+/// would be 16 GiB).
+inline constexpr index_t tile_rows = 128;
 template <class T>
 struct blocks {
-  index_t nb, cq, ck, w, d, first, kn;
+  index_t nb, cq, ck, w, d, first;  // first: the global position of q's row 0
+  index_t r0 = 0, rows = 0, kn = 0;  // the tile
   index_t heads() const { return nb * (w / d); }
-  index_t q_at(index_t i) const { return (i / (w / d)) * cq * w + (i % (w / d)) * d; }  // head i's first column
+  index_t q_at(index_t i) const { return (i / (w / d)) * cq * w + r0 * w + (i % (w / d)) * d; }  // head i, the tile's row 0
   index_t k_at(index_t i) const { return (i / (w / d)) * ck * w + (i % (w / d)) * d; }
+  index_t tiles() const { return (cq + tile_rows - 1) / tile_rows; }
+  /// Tile t of a causal (or not) op.
+  blocks tile(index_t t, bool causal) const {
+    blocks b = *this;
+    b.r0 = t * tile_rows;
+    b.rows = std::min(tile_rows, cq - b.r0);
+    b.kn = causal ? std::max<index_t>(0, std::min(ck, first + b.r0 + b.rows)) : ck;
+    return b;
+  }
 };
 template <bool Causal, index_t D, class T>
 blocks<T> blocks_of(const op_rank_info& info, int q_input, strided_view<const T> q, strided_view<const T> k) {
-  blocks<T> b{q.extent(0), q.extent(1), k.extent(1), q.extent(2), D, 0, k.extent(1)};
-  if constexpr (Causal) {
-    b.first = info.in_offset(q_input)[1];
-    b.kn = std::max<index_t>(0, std::min(b.ck, b.first + b.cq));
-  }
+  blocks<T> b{q.extent(0), q.extent(1), k.extent(1), q.extent(2), D, 0};
+  if constexpr (Causal) b.first = info.in_offset(q_input)[1];
   return b;
 }
 
-/// P = softmax(scale · q kᵀ [+ mask]) of head i: cq x kn at p (row stride kn).
+/// P = softmax(scale · q kᵀ [+ mask]) of head i's tile: rows x kn at p (row stride kn).
 template <bool Causal, class T>
 void probabilities(const blocks<T>& b, index_t i, T* p, const T* q, const T* k, T scale) {
-  detail::gemm_ld(p, b.kn, q + b.q_at(i), b.w, k + b.k_at(i), b.w, b.cq, b.kn, b.d, false, true, scale);
-  masked_softmax<Causal>(p, b.cq, b.kn, b.first);
+  detail::gemm_ld(p, b.kn, q + b.q_at(i), b.w, k + b.k_at(i), b.w, b.rows, b.kn, b.d, false, true, scale);
+  masked_softmax<Causal>(p, b.rows, b.kn, b.first + b.r0);
 }
 
-/// dS = scale · P (dP − Σ_row dP P), dP = g vᵀ, of head i: cq x kn at dp (P at p).
+/// dS = scale · P (dP − Σ_row dP P), dP = g vᵀ, of head i's tile: rows x kn at dp (P at p).
 template <class T>
 void score_gradient(const blocks<T>& b, index_t i, const T* p, T* dp, const T* g, const T* v, T scale) {
-  detail::gemm_ld(dp, b.kn, g + b.q_at(i), b.w, v + b.k_at(i), b.w, b.cq, b.kn, b.d, false, true, T(1));
-  softmax_backward(p, dp, b.cq, b.kn, scale);
+  detail::gemm_ld(dp, b.kn, g + b.q_at(i), b.w, v + b.k_at(i), b.w, b.rows, b.kn, b.d, false, true, T(1));
+  softmax_backward(p, dp, b.rows, b.kn, scale);
 }
 
-/// Zeroes rows kn.. of head i's columns in a (nb, ck, w) block: keys no query of this block sees.
-template <class T>
-void zero_unseen(const blocks<T>& b, index_t i, T* x) {
-  for (index_t r = b.kn; r < b.ck; ++r)
-    for (index_t e = 0; e < b.d; ++e) x[b.k_at(i) + r * b.w + e] = T(0);
+/// Head i's dk and dv (in (nb, ck, w) blocks at dk, dv) from its tiles: sums over the query
+/// rows. The first tile writes the keys it sees and zeroes the others (keys no query of this
+/// block sees); each later tile adds its part, made in a scratch. With (Q) dq too.
+template <bool Causal, bool Q, class T>
+void key_gradients(const blocks<T>& whole, index_t i, T* dq, T* dk, T* dv, const T* g, const T* q, const T* k,
+                   const T* v, T scale) {
+  const index_t at = whole.k_at(i), w = whole.w, d = whole.d;
+  for (index_t t = 0; t < whole.tiles(); ++t) {
+    const blocks<T> b = whole.tile(t, Causal);
+    T* p = scratch<T>(b.rows * b.kn, 0);
+    T* dp = scratch<T>(b.rows * b.kn, 1);
+    probabilities<Causal>(b, i, p, q, k, scale);
+    T* acc = t == 0 ? nullptr : scratch<T>(2 * b.kn * d, 2);
+    T* dvt = t == 0 ? dv + at : acc;  // Pᵀ g
+    T* dkt = t == 0 ? dk + at : acc + b.kn * d;
+    const index_t ld = t == 0 ? w : d;
+    detail::gemm_ld(dvt, ld, p, b.kn, g + b.q_at(i), w, b.kn, d, b.rows, true, false, T(1));
+    score_gradient(b, i, p, dp, g, v, scale);
+    if constexpr (Q) detail::gemm_ld(dq + b.q_at(i), w, dp, b.kn, k + at, w, b.rows, d, b.kn, false, false, T(1));  // dS k
+    detail::gemm_ld(dkt, ld, dp, b.kn, q + b.q_at(i), w, b.kn, d, b.rows, true, false, T(1));  // dSᵀ q
+    if (t == 0) {
+      for (index_t r = b.kn; r < whole.ck; ++r)
+        for (index_t e = 0; e < d; ++e) dk[at + r * w + e] = dv[at + r * w + e] = T(0);
+    } else {
+      for (index_t r = 0; r < b.kn; ++r)
+        for (index_t e = 0; e < d; ++e) {
+          dv[at + r * w + e] += dvt[r * d + e];
+          dk[at + r * w + e] += dkt[r * d + e];
+        }
+    }
+  }
 }
 
 }  // namespace attention_detail
@@ -168,11 +207,15 @@ struct op_kernel<ops::attention<D, Causal>> : attention_kernel {
                   strided_view<const T> q, strided_view<const T> k, strided_view<const T> v) {
     attention_detail::check_blocks<D>(op.name, q.extent(2), q, k, v, out);
     if (out.size() == 0) return;
-    const auto b = attention_detail::blocks_of<Causal, D>(info, 0, q, k);
-    attention_detail::for_each_head(b.heads(), [&](index_t i) {
-      T* p = attention_detail::scratch<T>(b.cq * b.kn, 0);
-      attention_detail::probabilities<Causal>(b, i, p, q.data(), k.data(), static_cast<T>(op.scale));
-      detail::gemm_ld(out.data() + b.q_at(i), b.w, p, b.kn, v.data() + b.k_at(i), b.w, b.cq, b.d, b.kn, false, false, T(1));
+    const auto whole = attention_detail::blocks_of<Causal, D>(info, 0, q, k);
+    attention_detail::for_each_head(whole.heads(), [&](index_t i) {
+      for (index_t t = 0; t < whole.tiles(); ++t) {
+        const auto b = whole.tile(t, Causal);
+        T* p = attention_detail::scratch<T>(b.rows * b.kn, 0);
+        attention_detail::probabilities<Causal>(b, i, p, q.data(), k.data(), static_cast<T>(op.scale));
+        detail::gemm_ld(out.data() + b.q_at(i), b.w, p, b.kn, v.data() + b.k_at(i), b.w, b.rows, b.d, b.kn, false, false,
+                        T(1));
+      }
     });
   }
 };
@@ -184,19 +227,13 @@ struct op_kernel<ops::attention_backward<D, Causal>> : attention_kernel {
                   strided_view<const T> g, strided_view<const T> q, strided_view<const T> k, strided_view<const T> v) {
     attention_detail::check_blocks<D>(op.name, q.extent(2), g, q, k, v, out);
     if (out.size() == 0) return;
-    const attention_detail::blocks<T> b{q.extent(0), q.extent(1), k.extent(1), q.extent(2), D, 0, k.extent(1)};
+    const attention_detail::blocks<T> whole{q.extent(0), q.extent(1), k.extent(1), q.extent(2), D, 0};
     T* dq = out.data();
-    T* dk = dq + b.nb * b.cq * b.w;
-    T* dv = dk + b.nb * b.ck * b.w;
-    const T scale = static_cast<T>(op.scale);
-    attention_detail::for_each_head(b.heads(), [&](index_t i) {
-      T* p = attention_detail::scratch<T>(b.cq * b.kn, 0);
-      T* dp = attention_detail::scratch<T>(b.cq * b.kn, 1);
-      attention_detail::probabilities<Causal>(b, i, p, q.data(), k.data(), scale);  // recomputed
-      detail::gemm_ld(dv + b.k_at(i), b.w, p, b.kn, g.data() + b.q_at(i), b.w, b.kn, b.d, b.cq, true, false, T(1));  // Pᵀ g
-      attention_detail::score_gradient(b, i, p, dp, g.data(), v.data(), scale);
-      detail::gemm_ld(dq + b.q_at(i), b.w, dp, b.kn, k.data() + b.k_at(i), b.w, b.cq, b.d, b.kn, false, false, T(1));  // dS k
-      detail::gemm_ld(dk + b.k_at(i), b.w, dp, b.kn, q.data() + b.q_at(i), b.w, b.kn, b.d, b.cq, true, false, T(1));  // dSᵀ q
+    T* dk = dq + whole.nb * whole.cq * whole.w;
+    T* dv = dk + whole.nb * whole.ck * whole.w;
+    attention_detail::for_each_head(whole.heads(), [&](index_t i) {
+      attention_detail::key_gradients<Causal, true>(whole, i, dq, dk, dv, g.data(), q.data(), k.data(), v.data(),
+                                                   static_cast<T>(op.scale));
     });
   }
 };
@@ -208,14 +245,18 @@ struct op_kernel<ops::attention_backward_q<D, Causal>> : attention_kernel {
                   strided_view<const T> g, strided_view<const T> q, strided_view<const T> k, strided_view<const T> v) {
     attention_detail::check_blocks<D>(op.name, q.extent(2), g, q, k, v, out);
     if (out.size() == 0) return;
-    const auto b = attention_detail::blocks_of<Causal, D>(info, 1, q, k);
+    const auto whole = attention_detail::blocks_of<Causal, D>(info, 1, q, k);
     const T scale = static_cast<T>(op.scale);
-    attention_detail::for_each_head(b.heads(), [&](index_t i) {
-      T* p = attention_detail::scratch<T>(b.cq * b.kn, 0);
-      T* dp = attention_detail::scratch<T>(b.cq * b.kn, 1);
-      attention_detail::probabilities<Causal>(b, i, p, q.data(), k.data(), scale);
-      attention_detail::score_gradient(b, i, p, dp, g.data(), v.data(), scale);
-      detail::gemm_ld(out.data() + b.q_at(i), b.w, dp, b.kn, k.data() + b.k_at(i), b.w, b.cq, b.d, b.kn, false, false, T(1));
+    attention_detail::for_each_head(whole.heads(), [&](index_t i) {
+      for (index_t t = 0; t < whole.tiles(); ++t) {
+        const auto b = whole.tile(t, Causal);
+        T* p = attention_detail::scratch<T>(b.rows * b.kn, 0);
+        T* dp = attention_detail::scratch<T>(b.rows * b.kn, 1);
+        attention_detail::probabilities<Causal>(b, i, p, q.data(), k.data(), scale);
+        attention_detail::score_gradient(b, i, p, dp, g.data(), v.data(), scale);
+        detail::gemm_ld(out.data() + b.q_at(i), b.w, dp, b.kn, k.data() + b.k_at(i), b.w, b.rows, b.d, b.kn, false, false,
+                        T(1));
+      }
     });
   }
 };
@@ -227,24 +268,17 @@ struct op_kernel<ops::attention_backward_kv<D, Causal>> : attention_kernel {
                   strided_view<const T> g, strided_view<const T> q, strided_view<const T> k, strided_view<const T> v) {
     attention_detail::check_blocks<D>(op.name, q.extent(2), g, q, k, v, out);
     if (out.size() == 0) return;
-    const auto b = attention_detail::blocks_of<Causal, D>(info, 1, q, k);
+    const auto whole = attention_detail::blocks_of<Causal, D>(info, 1, q, k);
     T* dk = out.data();
-    T* dv = dk + b.nb * b.ck * b.w;
-    const T scale = static_cast<T>(op.scale);
-    attention_detail::for_each_head(b.heads(), [&](index_t i) {
-      attention_detail::zero_unseen(b, i, dk);
-      attention_detail::zero_unseen(b, i, dv);
-      if (b.cq == 0 || b.kn == 0) {  // no query here: this rank's part of the sum is zero
-        for (index_t r = 0; r < b.kn; ++r)
-          for (index_t e = 0; e < b.d; ++e) dk[b.k_at(i) + r * b.w + e] = dv[b.k_at(i) + r * b.w + e] = T(0);
+    T* dv = dk + whole.nb * whole.ck * whole.w;
+    attention_detail::for_each_head(whole.heads(), [&](index_t i) {
+      if (whole.cq == 0) {  // no query here: this rank's part of the sum is zero
+        for (index_t r = 0; r < whole.ck; ++r)
+          for (index_t e = 0; e < whole.d; ++e) dk[whole.k_at(i) + r * whole.w + e] = dv[whole.k_at(i) + r * whole.w + e] = T(0);
         return;
       }
-      T* p = attention_detail::scratch<T>(b.cq * b.kn, 0);
-      T* dp = attention_detail::scratch<T>(b.cq * b.kn, 1);
-      attention_detail::probabilities<Causal>(b, i, p, q.data(), k.data(), scale);
-      detail::gemm_ld(dv + b.k_at(i), b.w, p, b.kn, g.data() + b.q_at(i), b.w, b.kn, b.d, b.cq, true, false, T(1));  // Pᵀ g
-      attention_detail::score_gradient(b, i, p, dp, g.data(), v.data(), scale);
-      detail::gemm_ld(dk + b.k_at(i), b.w, dp, b.kn, q.data() + b.q_at(i), b.w, b.kn, b.d, b.cq, true, false, T(1));  // dSᵀ q
+      attention_detail::key_gradients<Causal, false>(whole, i, static_cast<T*>(nullptr), dk, dv, g.data(), q.data(), k.data(), v.data(),
+                                                    static_cast<T>(op.scale));
     });
   }
 };

@@ -1,0 +1,189 @@
+// bench/context_parallel — one causal attention, forward and backward through the autograd
+// layer, with its sequence split over cp ranks (the all-gather method, docs/context_parallel.md)
+// against the same on one device:
+//
+//   context_parallel [--lengths 1024,4096,16384]    the simulation, then mpirun -np 2 ... --mpi
+//   context_parallel --sim [--lengths ...]          cp of 1, 2 and 4 in this process
+//   mpirun -np 2 context_parallel --mpi [--lengths ...]   cp 2, one process per rank
+//
+// Batch 1, width 256 (4 heads of 64), f32; per length the median of 3 steps after a warm one.
+// For each: the step's time, the bytes a rank receives (K and V gathered forward and again
+// backward, dK and dV reduce-scattered: 6 (cp−1)/cp · L·W·4 bytes), and the floors: compute,
+// the rank's multiply-adds (the kernels' own count: tiles of 128 queries, each against the keys
+// up to its last one) over the machine's GEMM rate measured here; communication, its bytes over
+// the rate of the same all-gather (a plain MPI_Allgather under MPI, memcpy in the simulation).
+//   RESULT context_parallel backend=B method=all_gather positions=L cp=C ms=<step>
+//     one_device_ms=<cp 1> bytes_per_rank=<received> compute_floor_ms=<...> comm_floor_ms=<...>
+// The ring (K/V passed around in cp−1 steps) is not built yet: this measures the all-gather
+// method alone (issue 58).
+#include <cblas.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "spmd/backends/mpi/mpi.hpp"
+#include "spmd/backends/sim/sim.hpp"
+#include "spmd/runtime/autograd.hpp"
+#include "timing.hpp"
+
+namespace {
+
+namespace rt = spmd::runtime;
+using spmd::index_t;
+constexpr index_t W = 256, D = 64;
+using M = spmd::mesh<spmd::dyn>;
+using E = spmd::extents<1, spmd::dyn, W>;
+using L = spmd::layout<M, spmd::placements<spmd::shard<1>>, E>;
+
+std::vector<float> values(index_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> x(0.f, 1.f);
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (float& e : v) e = x(rng);
+  return v;
+}
+
+/// Multiply-adds of rank r's causal forward and backward (split: seven products per tile and
+/// head; whole, cp 1: five), by the kernels' tiles.
+double rank_flops(index_t len, index_t cp, index_t r) {
+  const index_t base = len / cp, extra = len % cp;
+  const index_t rows = base + (r < extra ? 1 : 0), first = r * base + std::min(r, extra);
+  double units = 0;  // rows x keys x D, summed over tiles
+  for (index_t r0 = 0; r0 < rows; r0 += 128) {
+    const index_t t = std::min<index_t>(128, rows - r0);
+    units += static_cast<double>(t) * static_cast<double>(std::min(len, first + r0 + t)) * D;
+  }
+  const double products = 2 + (cp > 1 ? 7 : 5);
+  return 2 * products * units * (W / D);  // two flops per multiply-add, every head
+}
+
+double gemm_gflops() {
+  const int n = 1024;
+  std::vector<float> a(n * n, 1.f), b(n * n, 0.5f), c(n * n);
+  const double s = bench::median_s([&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.f, a.data(), n, b.data(), n, 0.f, c.data(), n);
+  }, 3);
+  return 2.0 * n * n * n / s / 1e9;
+}
+
+/// One step on backend B over the bound mesh: ms (median).
+template <class B>
+double step_ms(index_t len) {
+  using F = rt::factories<B>;
+  const L l{E(len)};
+  const auto n = len * W;
+  auto q = rt::requires_grad(F::distribute_tensor(values(n, 1), l), "q");
+  auto k = rt::requires_grad(F::distribute_tensor(values(n, 2), l), "k");
+  auto v = rt::requires_grad(F::distribute_tensor(values(n, 3), l), "v");
+  const auto g = F::distribute_tensor(values(n, 4), l);
+  std::vector<double> ms;
+  for (int i = 0; i < 4; ++i) {
+    if constexpr (requires { B::barrier(); }) B::barrier();
+    const auto t0 = std::chrono::steady_clock::now();
+    rt::causal_attention<D>(q, k, v).backward(g);
+    if constexpr (requires { B::barrier(); }) B::barrier();
+    if (i > 0) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    q.zero_grad(), k.zero_grad(), v.zero_grad();
+  }
+  return bench::median(ms);
+}
+
+double received_bytes(index_t len, index_t cp) { return 6.0 * double(cp - 1) / double(cp) * double(len * W) * 4; }
+
+void report(const char* backend, index_t len, index_t cp, double ms, double one_ms, double gflops, double comm_gbps) {
+  double worst = 0;
+  for (index_t r = 0; r < cp; ++r) worst = std::max(worst, rank_flops(len, cp, r));
+  const double bytes = received_bytes(len, cp);
+  std::printf("RESULT context_parallel backend=%s method=all_gather positions=%lld cp=%lld ms=%.2f one_device_ms=%.2f "
+              "bytes_per_rank=%.0f compute_floor_ms=%.2f comm_floor_ms=%.3f\n",
+              backend, static_cast<long long>(len), static_cast<long long>(cp), ms, one_ms, bytes,
+              worst / (gflops * 1e9) * 1e3, comm_gbps > 0 ? bytes / (comm_gbps * 1e9) * 1e3 : 0.0);
+  std::fflush(stdout);
+}
+
+std::vector<index_t> parse_lengths(const std::string& s) {
+  std::vector<index_t> out;
+  std::size_t at = 0;
+  while (at < s.size()) {
+    const std::size_t end = std::min(s.find(',', at), s.size());
+    out.push_back(std::stoll(s.substr(at, end - at)));
+    at = end + 1;
+  }
+  return out;
+}
+
+void sim_mode(const std::vector<index_t>& lengths) {
+  const double gflops = gemm_gflops();
+  // the simulation's "communication" is copying: memcpy's rate
+  std::vector<char> a(64 << 20, 1), b(64 << 20);
+  const double copy_gbps = double(a.size()) / bench::median_s([&] { std::memcpy(b.data(), a.data(), a.size()); }) / 1e9;
+  std::printf("context_parallel, the simulation: GEMM %.1f GFLOP/s, memcpy %.1f GB/s\n", gflops, copy_gbps);
+  for (index_t len : lengths) {
+    spmd::bind_mesh<M>(spmd::dims<1>{1});
+    const double one = step_ms<spmd::sim::backend>(len);
+    report("sim", len, 1, one, one, gflops, 0);
+    for (index_t cp : {2, 4}) {
+      spmd::bind_mesh<M>(spmd::dims<1>{cp});
+      report("sim", len, cp, step_ms<spmd::sim::backend>(len), one, gflops, copy_gbps);
+    }
+  }
+}
+
+void mpi_mode(const std::vector<index_t>& lengths, int& argc, char**& argv) {
+  openblas_set_num_threads(1);
+  setenv("SPMD_SIM_THREADS", "1", 1);
+  spmd::mpi::environment env(argc, argv);
+  const int rank = env.rank(), size = env.size();
+  const double gflops = gemm_gflops();
+  for (index_t len : lengths) {
+    // one device: every process computes the whole step alone (a 1-rank mesh on a sub-communicator
+    // is not what the backend offers; the simulation's one-device step on one thread is the same
+    // kernels)
+    spmd::bind_mesh<M>(spmd::dims<1>{1});
+    double one = 0;
+    if (rank == 0) one = step_ms<spmd::sim::backend>(len);
+    MPI_Bcast(&one, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    spmd::bind_mesh<M>(spmd::dims<1>{size});
+    const double ms = step_ms<spmd::mpi::backend>(len);
+    // the all-gather's own rate: MPI_Allgather of one of K's blocks
+    const index_t block = len * W / size;
+    std::vector<float> mine(static_cast<std::size_t>(block), 1.f), all(static_cast<std::size_t>(block * size));
+    const double s = bench::median_s([&] {
+      MPI_Allgather(mine.data(), static_cast<int>(block), MPI_FLOAT, all.data(), static_cast<int>(block), MPI_FLOAT,
+                    MPI_COMM_WORLD);
+    });
+    const double gbps = double(block) * (size - 1) * 4 / s / 1e9;
+    if (rank == 0) report("mpi", len, size, ms, one, gflops, gbps);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string mode, lengths = "1024,4096,16384";
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--lengths" && i + 1 < argc) lengths = argv[++i];
+    else if (a == "--sim" || a == "--mpi") mode = a;
+    else {
+      std::fprintf(stderr, "context_parallel: %s: give --sim, --mpi (under mpirun -np 2) or nothing, and --lengths L,L\n",
+                   a.c_str());
+      return 2;
+    }
+  }
+  const std::vector<index_t> ls = parse_lengths(lengths);
+  if (mode == "--sim") return sim_mode(ls), 0;
+  if (mode == "--mpi") return mpi_mode(ls, argc, argv), 0;
+  const std::string self = argv[0];
+  const int a = std::system((self + " --sim --lengths " + lengths).c_str());
+  const int b = std::system((std::string(SPMD_MPIRUN) + " -np 2 " + self + " --mpi --lengths " + lengths).c_str());
+  return a == 0 && b == 0 ? 0 : 1;
+}
