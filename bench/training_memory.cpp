@@ -6,19 +6,16 @@
 // Then (with MPI) context parallelism's activations (issue 58): a transformer's attention
 // sublayer — x (1, L, 256) split by position over cp, q, k, v = x W, causal attention over 4
 // heads of 64, y Wo — run under mpirun -np C for C = 1, 2, 4 (one process per rank, so each
-// measures its own memory): the bytes the autograd graph holds after the forward (the saved
-// activations), and the peak above the inputs during the forward and the backward, counted by
-// this program's operator new.
+// measures its own memory), after a warm-up step: the bytes the autograd graph holds after
+// the forward (the saved activations), and the peak above the inputs during the forward and the backward, as the
+// process's resident memory (/proc/self/status) with the buffer pool's cache released.
 //   RESULT cp_activation_bytes cp=C positions=L saved=<bytes> forward_peak=<bytes> backward_peak=<bytes>
 //
 //   meson compile -C build training_memory && build/bench/training_memory
-#include <malloc.h>
-
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <cstdlib>
-#include <new>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -31,30 +28,32 @@
 #include "spmd/backends/mpi/mpi.hpp"
 #endif
 
-// Every allocation of this program counted: the bytes live now and the most since a reset.
+// The process's resident memory, read from /proc: now (VmRSS) and the most since a reset
+// (VmHWM, reset by writing 5 to /proc/self/clear_refs). Large buffers are mapped (host/buffer.hpp),
+// so releasing the pool's cache gives their pages back and the resident bytes are what is held.
 namespace {
-std::atomic<long long> live_bytes{0}, peak_bytes{0};
-void* counted(std::size_t n) {
-  void* p = std::malloc(n ? n : 1);
-  if (!p) throw std::bad_alloc();
-  const long long now = live_bytes += static_cast<long long>(malloc_usable_size(p));
-  long long peak = peak_bytes.load();
-  while (now > peak && !peak_bytes.compare_exchange_weak(peak, now)) {
-  }
-  return p;
+long long status_bytes(const char* field) {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (!f) return -1;
+  char line[256];
+  long long kb = -1;
+  const std::size_t n = std::strlen(field);
+  while (std::fgets(line, sizeof line, f))
+    if (std::strncmp(line, field, n) == 0) kb = std::atoll(line + n + 1);
+  std::fclose(f);
+  return kb * 1024;
 }
-void uncounted(void* p) {
-  if (!p) return;
-  live_bytes -= static_cast<long long>(malloc_usable_size(p));
-  std::free(p);
+long long resident() {
+  spmd::host::release_cached_memory();
+  return status_bytes("VmRSS");
+}
+void reset_peak() {
+  if (std::FILE* f = std::fopen("/proc/self/clear_refs", "w")) {
+    std::fputs("5", f);
+    std::fclose(f);
+  }
 }
 }  // namespace
-void* operator new(std::size_t n) { return counted(n); }
-void* operator new[](std::size_t n) { return counted(n); }
-void operator delete(void* p) noexcept { uncounted(p); }
-void operator delete[](void* p) noexcept { uncounted(p); }
-void operator delete(void* p, std::size_t) noexcept { uncounted(p); }
-void operator delete[](void* p, std::size_t) noexcept { uncounted(p); }
 
 namespace {
 
@@ -141,16 +140,22 @@ int context_parallel(int& argc, char**& argv, index_t len) {
   auto weight = [](unsigned seed) { return rt::requires_grad(F::template distribute_tensor<LW>(values(W * W, seed)), "w"); };
   auto wq = weight(1), wk = weight(2), wv = weight(3), wo = weight(4);
   auto x = rt::requires_grad(F::distribute_tensor(values(static_cast<std::size_t>(len * W), 5), LX{E(len)}), "x");
+  auto sublayer = [&] {
+    return rt::matmul_t(rt::causal_attention<64>(rt::matmul_t(x, wq), rt::matmul_t(x, wk), rt::matmul_t(x, wv)), wo);
+  };
+  {  // a warm-up step: what the backend keeps between steps (its staging buffers) is in the base
+    auto y = sublayer();
+    rt::sum<>(y * y).backward();
+  }
   B::barrier();
-  const long long base = live_bytes.load();
-  peak_bytes = base;
-  auto y = rt::matmul_t(rt::causal_attention<64>(rt::matmul_t(x, wq), rt::matmul_t(x, wk), rt::matmul_t(x, wv)), wo);
+  const long long base = resident();
+  reset_peak();
+  auto y = sublayer();
   auto loss = rt::sum<>(y * y);
-  const long long saved = live_bytes.load() - base, forward_peak = peak_bytes.load() - base;
-  peak_bytes = live_bytes.load();
-  const long long before = live_bytes.load();
+  const long long forward_peak = status_bytes("VmHWM") - base, saved = resident() - base;
+  reset_peak();
   loss.backward();
-  const long long backward_peak = peak_bytes.load() - before + saved;
+  const long long backward_peak = status_bytes("VmHWM") - base;
   long long mine[3] = {saved, forward_peak, backward_peak}, most[3];
   MPI_Reduce(mine, most, 3, MPI_LONG_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
   if (env.rank() == 0)
