@@ -116,6 +116,17 @@ def close_params(a, b, what):
     return worst
 
 
+def against_one(r, one, what):
+    """Checks run r's losses (1e-5) and norms (1e-4) against the one-device run; the worst loss difference."""
+    worst = 0.0
+    for s, (a, b) in enumerate(zip(r["losses"], one["losses"])):
+        worst = max(worst, rel(a, b))
+        check(rel(a, b) <= 1e-5, f"{what}: step {s} loss {a} against one device's {b}")
+    for s, (a, b) in enumerate(zip(r["grad_norms"], one["grad_norms"])):
+        check(rel(a, b) <= 1e-4, f"{what}: step {s} grad norm {a} against one device's {b}")
+    return worst
+
+
 def curves(d):
     for model in ("mlp", "gpt"):
         f = Files(d, model)
@@ -145,11 +156,7 @@ def curves(d):
                     continue
                 what = f"{model} on {mesh} ({dp})"
                 check(len(r["losses"]) == STEPS, f"{what}: {len(r['losses'])} losses")
-                for s, (a, b) in enumerate(zip(r["losses"], one["losses"])):
-                    worst_loss = max(worst_loss, rel(a, b))
-                    check(rel(a, b) <= 1e-5, f"{what}: step {s} loss {a} against one device's {b}")
-                for s, (a, b) in enumerate(zip(r["grad_norms"], one["grad_norms"])):
-                    check(rel(a, b) <= 1e-4, f"{what}: step {s} grad norm {a} against one device's {b}")
+                worst_loss = max(worst_loss, against_one(r, one, what))
                 worst_param = max(worst_param, close_params(save, ref_save, what))
                 c = r["collectives_per_step"]
                 if dp == "fsdp":
@@ -587,11 +594,7 @@ def cp(d):
         what = f"gpt on {mesh} ({dp})"
         check(r["mesh"] == mesh and r["parallel"] == {"dp": D, "tp": T, "cp": C} and list(r)[-1] == "parallel",
               f"{what}: JSON mesh {r['mesh']!r}, parallel {r.get('parallel')}, last field {list(r)[-1]}")
-        for s, (a, b) in enumerate(zip(r["losses"], one["losses"])):
-            worst_loss = max(worst_loss, rel(a, b))
-            check(rel(a, b) <= 1e-5, f"{what}: step {s} loss {a} against one device's {b}")
-        for s, (a, b) in enumerate(zip(r["grad_norms"], one["grad_norms"])):
-            check(rel(a, b) <= 1e-4, f"{what}: step {s} grad norm {a} against one device's {b}")
+        worst_loss = max(worst_loss, against_one(r, one, what))
         worst_param = max(worst_param, close_params(save, ref_save, what))
         c = r["collectives_per_step"]
         if C > 1:  # K and V gathered (each block, forward and backward), dK and dV reduce-scattered
