@@ -13,7 +13,9 @@
 // inside them). Local steps (chunk, partition, fill) are not collectives and are not
 // counted. The collectives on local tensors (collectives.hpp) are counted the same way,
 // by kind and group mask; broadcast, which no plan step uses, has its own count
-// (count_broadcast).
+// (count_broadcast). The point-to-point slots of a schedule (plan/p2p_schedule.hpp: context
+// parallelism's ring) are counted apart too (count_p2p: one per slot run over a group mask;
+// bytes_p2p: what the ranks received).
 //
 // Bytes: for each rank, the bytes it receives from OTHER ranks, summed over ranks, on exact
 // boxes (no padding), times the size of the element type communicated (the forward dtype,
@@ -44,6 +46,7 @@ inline comm_counter*& comm_counter_top() {
 }
 inline void record_collective(step_kind k, dim_mask mask, std::int64_t bytes);
 inline void record_broadcast(dim_mask mask, std::int64_t bytes);
+inline void record_p2p(dim_mask mask, std::int64_t bytes);
 }  // namespace detail
 
 class comm_counter {
@@ -82,9 +85,16 @@ class comm_counter {
   int count_broadcast(dim_mask mask) const {
     return mask < max_masks ? counts_[broadcast_slot][mask] : 0;
   }
-  /// All collectives, broadcasts included.
+  /// Point-to-point slots (every rank of the mask's groups sends and receives once).
+  int count_p2p() const {
+    int n = 0;
+    for (int c : counts_[p2p_slot]) n += c;
+    return n;
+  }
+  int count_p2p(dim_mask mask) const { return mask < max_masks ? counts_[p2p_slot][mask] : 0; }
+  /// All collectives, broadcasts and point-to-point slots included.
   int total() const {
-    int n = count_broadcast();
+    int n = count_broadcast() + count_p2p();
     for (int k = 0; k < collective_kind_count; ++k) n += count(static_cast<step_kind>(k));
     return n;
   }
@@ -96,6 +106,7 @@ class comm_counter {
   }
   std::int64_t bytes(step_kind k) const { return is_collective(k) ? bytes_[slot(k)] : 0; }
   std::int64_t bytes_broadcast() const { return bytes_[broadcast_slot]; }
+  std::int64_t bytes_p2p() const { return bytes_[p2p_slot]; }
 
   void reset() {
     counts_ = {};
@@ -113,16 +124,23 @@ class comm_counter {
     if (mask < max_masks) ++counts_[broadcast_slot][mask];
     bytes_[broadcast_slot] += bytes;
   }
+  /// Called by a backend's point-to-point slot (once per slot, bytes over every rank).
+  void record_p2p(dim_mask mask, std::int64_t bytes) {
+    if (mask < max_masks) ++counts_[p2p_slot][mask];
+    bytes_[p2p_slot] += bytes;
+  }
 
  private:
   friend void detail::record_collective(step_kind, dim_mask, std::int64_t);
   friend void detail::record_broadcast(dim_mask, std::int64_t);
+  friend void detail::record_p2p(dim_mask, std::int64_t);
   static constexpr int broadcast_slot = collective_kind_count;
+  static constexpr int p2p_slot = collective_kind_count + 1;
   static int slot(step_kind k) { return is_collective(k) ? static_cast<int>(k) : 0; }
 
   comm_counter* prev_;
-  std::array<std::array<int, max_masks>, collective_kind_count + 1> counts_{};
-  std::array<std::int64_t, collective_kind_count + 1> bytes_{};
+  std::array<std::array<int, max_masks>, collective_kind_count + 2> counts_{};
+  std::array<std::int64_t, collective_kind_count + 2> bytes_{};
 };
 
 namespace detail {
@@ -131,6 +149,9 @@ inline void record_collective(step_kind k, dim_mask mask, std::int64_t bytes) {
 }
 inline void record_broadcast(dim_mask mask, std::int64_t bytes) {
   for (comm_counter* c = comm_counter_top(); c; c = c->prev_) c->record_broadcast(mask, bytes);
+}
+inline void record_p2p(dim_mask mask, std::int64_t bytes) {
+  for (comm_counter* c = comm_counter_top(); c; c = c->prev_) c->record_p2p(mask, bytes);
 }
 /// True while some counter of this thread is alive (bytes are worked out only then).
 inline bool counting() { return comm_counter_top() != nullptr; }

@@ -1,5 +1,5 @@
 // tests/ops/nn/context_parallel.cpp — attention with the positions split over ranks (context
-// parallelism, the all-gather method): q, k and v Shard(1) on a mesh dim, alone or beside the
+// parallelism, the all-gather method and the ring): q, k and v Shard(1) on a mesh dim, alone or beside the
 // batch (dp) or the heads (tp), causal or not, for lengths that 2·cp divides and lengths it
 // does not (down to ranks that hold no position). The output and the gradients of q, k and v
 // (through the autograd layer: dq split, dk and dv reduce-scattered) against a reference in
@@ -51,24 +51,29 @@ std::vector<T> as(const std::vector<double>& v) {
 
 struct result {
   std::vector<double> y, dq, dk, dv;
-  long gathers = 0, reduce_scatters = 0, all_reduces = 0;  // in the backward
-  long forward_gathers = 0;
+  long gathers = 0, reduce_scatters = 0, all_reduces = 0, p2p = 0;  // in the backward
+  long forward_gathers = 0, forward_p2p = 0, forward_total = 0;
 };
 
-/// y = attention(q, k, v) on variables of layout (Mesh, P, (Bn, c, W)), then backward from g.
-template <class Mesh, class P, bool Causal, class T>
+using rt::context_method;
+
+/// y = attention(q, k, v) on variables of layout (Mesh, P, (Bn, c, W)) (k and v of ck
+/// positions: c when 0), then backward from g.
+template <class Mesh, class P, bool Causal, class T, context_method Method = context_method::all_gather>
 result run(index_t c, const std::vector<double>& q, const std::vector<double>& k, const std::vector<double>& v,
-           const std::vector<double>& g) {
+           const std::vector<double>& g, index_t ck = 0) {
   using E = extents<Bn, dyn, W>;
   using L = layout<Mesh, P, E>;
-  const L l{E(c)};
+  const L l{E(c)}, lk{E(ck > 0 ? ck : c)};
   auto qv = sim::requires_grad(sim::distribute_tensor(as<T>(q), l), "q");
-  auto kv = sim::requires_grad(sim::distribute_tensor(as<T>(k), l), "k");
-  auto vv = sim::requires_grad(sim::distribute_tensor(as<T>(v), l), "v");
+  auto kv = sim::requires_grad(sim::distribute_tensor(as<T>(k), lk), "k");
+  auto vv = sim::requires_grad(sim::distribute_tensor(as<T>(v), lk), "v");
   result r;
   rt::comm_counter fwd;
-  auto y = rt::attention<D, Causal>(qv, kv, vv);
+  auto y = rt::attention<D, Causal, Method>(qv, kv, vv);
   r.forward_gathers = fwd.count(step_kind::all_gather);
+  r.forward_p2p = fwd.count_p2p();
+  r.forward_total = fwd.total();
   static_assert(std::is_same_v<typename decltype(y)::layout_type::placements_type, P>,
                 "the output is split as q is");
   rt::comm_counter bwd;
@@ -76,6 +81,7 @@ result run(index_t c, const std::vector<double>& q, const std::vector<double>& k
   r.gathers = bwd.count(step_kind::all_gather);
   r.reduce_scatters = bwd.count(step_kind::reduce_scatter);
   r.all_reduces = bwd.count(step_kind::all_reduce);
+  r.p2p = bwd.count_p2p();
   auto full = [](const auto& x) {
     const auto f = x.full_tensor();
     return std::vector<double>(f.begin(), f.end());
@@ -98,30 +104,39 @@ void check_near(const std::vector<double>& got, const std::vector<double>& want,
 
 /// Every length of `lengths` on the bound mesh: double against the reference, float against
 /// float on one device (the same inputs replicated: the whole sequence on each rank).
-template <class Mesh, class P, bool Causal>
+template <class Mesh, class P, bool Causal, context_method Method = context_method::all_gather>
 void sweep(const std::vector<index_t>& lengths, index_t position_ranks) {
   using R = boost::mp11::mp_apply<placements, boost::mp11::mp_repeat_c<boost::mp11::mp_list<replicate>, Mesh::ndim>>;
   for (index_t c : lengths) {
-    INFO("q " << op_test::placements_text<P>() << (Causal ? " causal" : "") << ", "
+    INFO("q " << op_test::placements_text<P>() << (Causal ? " causal" : "")
+              << (Method == context_method::ring ? " ring" : " all-gather") << ", "
                  << c << " positions over " << position_ranks << " ranks");
     const index_t n = Bn * c * W;
     const auto q = values(n, 11 + unsigned(c)), k = values(n, 12 + unsigned(c)), v = values(n, 13 + unsigned(c)),
                g = values(n, 14 + unsigned(c));
     const auto want = attention_test::attend(q, k, v, g, Bn, c, c, W, D, Causal, 1 / std::sqrt(double(D)));
-    const result d = run<Mesh, P, Causal, double>(c, q, k, v, g);
+    const result d = run<Mesh, P, Causal, double, Method>(c, q, k, v, g);
     check_near(d.y, want.y, 1e-12, "y");
     check_near(d.dq, want.dq, 1e-12, "dq");
     check_near(d.dk, want.dk, 1e-12, "dk");
     check_near(d.dv, want.dv, 1e-12, "dv");
     // the all-gather method: K and V gathered once each way (the backward gathers them again
     // rather than keep them), dK and dV reduce-scattered together, nothing all-reduced
-    if (position_ranks > 1) {
+    if (position_ranks > 1 && Method == context_method::all_gather) {
       CHECK(d.forward_gathers == 2);
       CHECK(d.gathers == 2);
       CHECK(d.reduce_scatters == 1);
       CHECK(d.all_reduces == 0);
     }
-    const result f = run<Mesh, P, Causal, float>(c, q, k, v, g);
+    // the ring: no collective; K/V passed on cp − 1 times forward, and backward K/V cp − 1
+    // times and dK/dV cp times (home again)
+    if (Method == context_method::ring) {
+      CHECK(d.forward_total == d.forward_p2p);
+      CHECK(d.forward_p2p == position_ranks - 1);
+      CHECK(d.gathers + d.reduce_scatters + d.all_reduces == 0);
+      CHECK(d.p2p == (position_ranks > 1 ? 2 * position_ranks - 1 : 0));
+    }
+    const result f = run<Mesh, P, Causal, float, Method>(c, q, k, v, g);
     const result one = run<Mesh, R, Causal, float>(c, q, k, v, g);
     check_near(f.y, one.y, 1e-5, "float y");
     check_near(f.dq, one.dq, 1e-5, "float dq");
@@ -131,7 +146,7 @@ void sweep(const std::vector<index_t>& lengths, index_t position_ranks) {
   }
 }
 
-template <bool Causal>
+template <bool Causal, context_method Method = context_method::all_gather>
 void all_meshes() {
   using M1 = mesh<dyn>;
   // cp = 2: 8 (2·cp divides it), 6 (cp does, 2·cp not), 5 (neither), 301 (the kernels' tiles
@@ -140,13 +155,17 @@ void all_meshes() {
   for (const auto& [cp, lengths] : std::vector<std::pair<index_t, std::vector<index_t>>>{
            {2, {8, 6, 5, 301}}, {3, {7}}, {4, {8, 7, 3}}, {8, {16, 11}}}) {
     bind_mesh<M1>(dims<1>{cp});
-    sweep<M1, placements<shard<1>>, Causal>(lengths, cp);
+    sweep<M1, placements<shard<1>>, Causal, Method>(lengths, cp);
   }
   using M2 = mesh<dyn, dyn>;
   bind_mesh<M2>(dims<2>{2, 2});
-  sweep<M2, placements<shard<0>, shard<1>>, Causal>({8, 5}, 2);  // dp x cp
-  sweep<M2, placements<shard<2>, shard<1>>, Causal>({8, 5}, 2);  // tp x cp
-  sweep<M2, placements<shard<1>, shard<1>>, Causal>({8, 7}, 4);  // the positions over both dims
+  sweep<M2, placements<shard<0>, shard<1>>, Causal, Method>({8, 5}, 2);  // dp x cp
+  sweep<M2, placements<shard<2>, shard<1>>, Causal, Method>({8, 5}, 2);  // tp x cp
+  // the positions over both dims (the ring goes around one mesh dim: it refuses to compile
+  // this, tests/compile_fail/ring_two_dims.cpp)
+  if constexpr (Method == context_method::all_gather) sweep<M2, placements<shard<1>, shard<1>>, Causal>({8, 7}, 4);
+  bind_mesh<M1>(dims<1>{1});
+  sweep<M1, placements<shard<1>>, Causal, Method>({5}, 1);  // one rank: nothing passed
 }
 
 }  // namespace
@@ -159,11 +178,70 @@ TEST_CASE("attention without a mask, the positions split: output and gradients a
   all_meshes<false>();
 }
 
+TEST_CASE("the ring, causal: output and gradients as one device's", "[nn][attention][cp][ring]") {
+  all_meshes<true, context_method::ring>();
+}
+
+TEST_CASE("the ring without a mask: output and gradients as one device's", "[nn][attention][cp][ring]") {
+  all_meshes<false, context_method::ring>();
+}
+
+TEST_CASE("the ring's table: every send met by a receive in its slot", "[attention][cp][ring]") {
+  static_assert(p2p::first_unpaired(p2p::ring<4, 3>()).slot < 0);
+  static_assert(p2p::first_unpaired(p2p::ring<1, 2>()).slot < 0);
+  static_assert(p2p::require_paired<p2p::ring_table<8, 7>>());
+  // a table whose rank 2 receives from rank 0 in slot 1, which sends to rank 1: unpaired there
+  constexpr auto bad = [] {
+    auto t = p2p::ring<4, 3>();
+    t(1, 2).recv_from = 0;
+    return t;
+  }();
+  static_assert(p2p::first_unpaired(bad).slot == 1 && p2p::first_unpaired(bad).rank == 1);
+  // after slot s rank r holds the block of rank r − s − 1
+  for (int n = 1; n <= 8; ++n)
+    for (int r = 0; r < n; ++r) {
+      int holds = r;
+      for (int s = 0; s < n - 1; ++s) holds = (holds - 1 + n) % n;
+      CHECK(holds == (r + 1) % n);
+    }
+}
+
+TEST_CASE("attention without a mask over keys of another length, through the autograd layer",
+          "[nn][attention][cp]") {
+  // q 5 positions, k and v 7, all Shard(1) on cp ranks (and one rank): dq, dk and dv against
+  // the reference, by both methods
+  using M1 = mesh<dyn>;
+  const index_t cq = 5, ck = 7;
+  const auto q = values(Bn * cq * W, 51), k = values(Bn * ck * W, 52), v = values(Bn * ck * W, 53),
+             g = values(Bn * cq * W, 54);
+  const auto want = attention_test::attend(q, k, v, g, Bn, cq, ck, W, D, false, 1 / std::sqrt(double(D)));
+  for (index_t cp : {1, 2, 3}) {
+    INFO(cp << " ranks");
+    bind_mesh<M1>(dims<1>{cp});
+    const result a = run<M1, placements<shard<1>>, false, double>(cq, q, k, v, g, ck);
+    const result r = run<M1, placements<shard<1>>, false, double, context_method::ring>(cq, q, k, v, g, ck);
+    for (const result* x : {&a, &r}) {
+      check_near(x->y, want.y, 1e-12, "y");
+      check_near(x->dq, want.dq, 1e-12, "dq");
+      check_near(x->dk, want.dk, 1e-12, "dk");
+      check_near(x->dv, want.dv, 1e-12, "dv");
+    }
+  }
+  // static lengths: the fused backward (one length) is not compiled beside the split one
+  using LQ = layout<mesh<2>, placements<shard<1>>, extents<Bn, 5, W>>;
+  using LK = layout<mesh<2>, placements<shard<1>>, extents<Bn, 7, W>>;
+  auto qs = sim::requires_grad(sim::distribute_tensor<LQ>(q), "q");
+  auto ks = sim::requires_grad(sim::distribute_tensor<LK>(k), "k");
+  auto vs = sim::requires_grad(sim::distribute_tensor<LK>(v), "v");
+  rt::attention<D>(qs, ks, vs).backward(sim::distribute_tensor<LQ>(g));
+  const auto dk = ks.grad().full_tensor();
+  check_near(std::vector<double>(dk.begin(), dk.end()), want.dk, 1e-12, "static dk");
+}
+
 TEST_CASE("attention without a mask over keys of another length, both split; causal refuses two lengths",
           "[nn][attention][cp]") {
   // q (2, 5, 8) and k, v (2, 7, 8), all Shard(1) on 2 ranks: the queries stay split, the keys
-  // are gathered; the operator's output against the reference. (Through the autograd layer
-  // two lengths do not compile yet: its fused backward takes one length; docs/context_parallel.md.)
+  // are gathered; the operator's output against the reference.
   using M = mesh<2>;
   using LQ = layout<M, placements<shard<1>>, extents<Bn, 5, W>>;
   using LK = layout<M, placements<shard<1>>, extents<Bn, 7, W>>;

@@ -20,6 +20,8 @@
 #include "spmd/backends/mpi/names.hpp"
 #include "spmd/core/layout_spec.hpp"
 #include "spmd/plan/lower.hpp"
+#include "spmd/plan/p2p_schedule.hpp"
+#include "spmd/runtime/comm_counter.hpp"
 
 namespace spmd::mpi {
 
@@ -112,6 +114,46 @@ struct backend {
         p, cached_per_plan<Key>(p, global, [&] { return build_schedules(p, global, "spmd::mpi::redistribute"); }),
         global, comm_ranks<M>(), std::forward<In>(in));
   }
+
+  /// One slot of a point-to-point schedule over mesh dim `dim` (plan/p2p_schedule.hpp):
+  /// action(n, j) is what group position j of n does; this rank sends its block to send_to and
+  /// replaces it by the block of recv_from, one MPI_Sendrecv (the send and the receive posted
+  /// together: a table whose slots are paired cannot deadlock). The blocks of a group are of
+  /// one shape: this rank receives its own block's size.
+  template <class T, class M, class Action>
+  static void p2p_slot(local_set<T>& x, int dim, Action&& action) {
+    const mesh_shape_vec shape = M::shape_vec();
+    const index_t n = shape[dim];
+    if (n <= 1 || x.held_ranks().count() == 0) return;
+    const index_t me = x.held_ranks().lo;
+    coord_vec c = unravel(shape, me);
+    // counted as the simulation counts it: the bytes every rank of the mesh receives
+    index_t receivers = 0;
+    for (index_t j = 0; j < n; ++j) receivers += action(static_cast<int>(n), static_cast<int>(j)).recv_from >= 0;
+    runtime::detail::record_p2p(dim_mask{1} << dim, x.size(me) * static_cast<std::int64_t>(sizeof(T)) * receivers *
+                                                        group_count(shape, dim_mask{1} << dim));
+    const p2p::action a = action(static_cast<int>(n), static_cast<int>(c[dim]));
+    if (a.send_to < 0 && a.recv_from < 0) return;
+    auto peer = [&](int j) {
+      coord_vec p = c;
+      p[dim] = j;
+      return static_cast<int>(M::rank_at(ravel(shape, p)));
+    };
+    const int count = detail::count_of(x.size(me), "a point-to-point block");
+    const MPI_Datatype t = detail::element_type(sizeof(T));
+    buffer<T> in(a.recv_from >= 0 ? x.size(me) : 0);
+    detail::check(MPI_Sendrecv(x.cdata(me), a.send_to >= 0 ? count : 0, t, a.send_to >= 0 ? peer(a.send_to) : MPI_PROC_NULL,
+                               p2p_tag, in.data(), a.recv_from >= 0 ? count : 0, t,
+                               a.recv_from >= 0 ? peer(a.recv_from) : MPI_PROC_NULL, p2p_tag, communicator(),
+                               MPI_STATUS_IGNORE),
+                  "MPI_Sendrecv");
+    if (a.recv_from >= 0) {
+      const shape_vec s = x.shape(me);
+      x.adopt(me, std::move(in), s);
+    }
+  }
+  /// The tag of point-to-point slots (the plan executor's messages are on group communicators).
+  static constexpr int p2p_tag = 7;
 
   /// The communicator rank of every mesh index of M.
   template <class M>

@@ -6,12 +6,17 @@
 // others through the schedules built once per thread and shape.
 #pragma once
 
+#include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "spmd/host/local_set.hpp"
 #include "spmd/backends/sim/execute.hpp"
 #include "spmd/backends/sim/names.hpp"
+#include "spmd/core/mesh_groups.hpp"
 #include "spmd/plan/lower.hpp"
+#include "spmd/plan/p2p_schedule.hpp"
+#include "spmd/runtime/comm_counter.hpp"
 
 namespace spmd::sim {
 
@@ -59,6 +64,37 @@ struct backend {
     const auto& reps = cached_per_plan<replica_plan_key<Key>>(p, global, [&] { return detail::replica_plans(scheds); });
     const auto& compact = cached_per_plan<compact_key<Key>>(p, global, [&] { return detail::compact_steps(scheds); });
     return detail::run_schedules<T>(p, scheds, reps, global, std::forward<In>(in), &compact);
+  }
+
+  /// One slot of a point-to-point schedule over mesh dim `dim` (plan/p2p_schedule.hpp):
+  /// action(n, j) is what group position j of n does; each rank's block becomes the one it
+  /// receives (one that receives none keeps its own). The blocks of a group are of one shape
+  /// (the sender's is what arrives; the per-process backends receive into that size). Every
+  /// rank is here: the buffers change hands, nothing is copied.
+  template <class T, class M, class Action>
+  static void p2p_slot(local_set<T>& x, int dim, Action&& action) {
+    const mesh_shape_vec shape = M::shape_vec();
+    const index_t n = shape[dim];
+    if (n <= 1) return;
+    local_set<T> y(x.ranks());
+    std::int64_t bytes = 0;
+    for (const index_t i : x.held()) {
+      coord_vec c = unravel(shape, i);
+      const p2p::action a = action(static_cast<int>(n), static_cast<int>(c[dim]));
+      if (a.recv_from < 0) {
+        y.share_from(i, x, i);
+        continue;
+      }
+      c[dim] = a.recv_from;
+      const index_t from = ravel(shape, c);
+      if (x.shape(from) != x.shape(i))
+        throw std::logic_error("spmd::sim: a point-to-point slot's blocks differ in shape (rank " +
+                               std::to_string(from) + " to rank " + std::to_string(i) + ")");
+      y.share_from(i, x, from);
+      bytes += x.size(from) * static_cast<std::int64_t>(sizeof(T));
+    }
+    x = std::move(y);
+    runtime::detail::record_p2p(dim_mask{1} << dim, bytes);
   }
 
   /// Every local is already here.

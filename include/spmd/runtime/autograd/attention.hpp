@@ -27,6 +27,7 @@
 #include "spmd/runtime/autograd/operand.hpp"
 #include "spmd/runtime/autograd/view.hpp"
 #include "spmd/runtime/ops/attention.hpp"
+#include "spmd/runtime/ops/ring_attention.hpp"
 
 namespace spmd::runtime {
 
@@ -68,7 +69,10 @@ bool splits_positions() {
 
 /// Attention over heads of HeadDim (scale 1/√HeadDim) on variables: q (batch, positions, heads x
 /// HeadDim), k and v (batch, key positions, heads x HeadDim); Causal: query i sees keys j <= i.
-template <index_t HeadDim, bool Causal = false, class Q, class K, class V>
+/// Method: with the positions split, how the keys of other ranks are reached
+/// (runtime/ops/ring_attention.hpp's context_method: gathered, or passed around a ring).
+template <index_t HeadDim, bool Causal = false, context_method Method = context_method::all_gather, class Q, class K,
+          class V>
   requires grad_operands<Q, K, V>
 auto attention(const Q& q, const K& k, const V& v) {
   using QV = decltype(autograd_detail::keep(q));
@@ -77,21 +81,52 @@ auto attention(const Q& q, const K& k, const V& v) {
   using L = typename QV::layout_type;
   static_assert(L::rank == 3, "spmd::attention: q, k and v must be (batch, positions, heads x head dim).");
   const double scale = 1.0 / std::sqrt(static_cast<double>(HeadDim));
-  if constexpr (host_memory<B> && (std::is_same_v<T, float> || std::is_same_v<T, double>)) {
+  constexpr bool host_kernels = host_memory<B> && (std::is_same_v<T, float> || std::is_same_v<T, double>);
+  static_assert(Method != context_method::ring || host_kernels,
+                "spmd::attention: the ring runs on host backends (the simulation, MPI) in float or double; "
+                "on a device, or in bfloat16, use context_method::all_gather.");
+  if constexpr (Method == context_method::ring && host_kernels) {
+    auto qv = autograd_detail::keep(q);
+    auto kv = autograd_detail::keep(k);
+    auto vv = autograd_detail::keep(v);
+    // K and V travel in the queries' placements (no step where they are already)
+    using P = typename L::placements_type;
+    auto kr = runtime::redistribute<P>(kv.value());
+    auto vr = runtime::redistribute<P>(vv.value());
+    auto [y, lse] = runtime::ring_attention<HeadDim, Causal>(qv.value(), kr, vr, scale);
+    auto saved = y;  // shares the buffers (copied on write)
+    return autograd_detail::make_result(
+        std::move(y), Causal ? "causal_attention" : "attention",
+        [qv, kv, vv, kr, vr, saved, lse = std::move(lse), scale](const auto& g) {
+          using namespace autograd_detail;
+          auto [dq, dk, dv] = runtime::ring_attention_backward<HeadDim, Causal>(g, qv.value(), kr, vr, saved, lse, scale);
+          if (wants(qv)) send(qv, std::move(dq));
+          if (wants(kv)) send(kv, std::move(dk));
+          if (wants(vv)) send(vv, std::move(dv));
+        },
+        q, k, v);
+  } else if constexpr (host_kernels) {
     auto qv = autograd_detail::keep(q);
     auto kv = autograd_detail::keep(k);
     auto vv = autograd_detail::keep(v);
     auto y = runtime::attention<HeadDim, Causal>(qv.value(), kv.value(), vv.value(), scale);
     using Y = typename decltype(y)::layout_type;
+    // The fused backward takes one length for the queries and the keys: keys of another
+    // length (attention without a mask) take the split one, decided here where both
+    // lengths are static and at run time where one is not.
+    constexpr index_t cq = L::extents_type::static_extent(1);
+    constexpr index_t ck = decltype(kv)::layout_type::extents_type::static_extent(1);
+    constexpr bool fused_compiles = cq == dyn || ck == dyn || cq == ck;
+    constexpr bool lengths_may_differ = cq == dyn || ck == dyn ? true : cq != ck;
     return autograd_detail::make_result(
         std::move(y), Causal ? "causal_attention" : "attention",
         [qv, kv, vv, scale](const auto& g) {
           using namespace autograd_detail;
-          // Queries split over ranks (context parallelism): dq where q is, dk and dv summed over
-          // the ranks' queries (Partial, reduce-scattered to k's layout by send); whole: the
-          // three from one recomputed softmax.
-          if constexpr (may_split_positions<Y>()) {
-            if (splits_positions<Y>()) {
+          // Queries split over ranks (context parallelism), or keys of another length: dq
+          // where q is, dk and dv summed over the ranks' queries (Partial, reduce-scattered to
+          // k's layout by send); else the three from one recomputed softmax.
+          if constexpr (may_split_positions<Y>() || lengths_may_differ) {
+            if (!fused_compiles || splits_positions<Y>() || qv.value().shape()[1] != kv.value().shape()[1]) {
               // K and V gathered once for both operators; dK and dV reduce-scattered in one
               // collective, stacked, to K's layout (each then a view of it)
               using P = typename runtime::attention_detail::whole_positions<typename Y::placements_type>::type;
@@ -108,22 +143,24 @@ auto attention(const Q& q, const K& k, const V& v) {
               return;
             }
           }
-          const auto d = [&] {
-            if constexpr (may_split_positions<Y>()) {
-              // a layout that may split the positions, on a mesh that does not: each input
-              // gathered (no step on a dim of one rank) to the layout with the positions
-              // whole, so the fused operator's resolution has nothing to search
-              using P = typename runtime::attention_detail::whole_positions<typename Y::placements_type>::type;
-              return runtime::attention_backward<HeadDim, Causal>(
-                  runtime::redistribute<P>(g), runtime::redistribute<P>(qv.value()), runtime::redistribute<P>(kv.value()),
-                  runtime::redistribute<P>(vv.value()), scale);
-            } else {
-              return runtime::attention_backward<HeadDim, Causal>(g, qv.value(), kv.value(), vv.value(), scale);
-            }
-          }();
-          if (wants(qv)) send(qv, runtime::squeeze<0>(runtime::narrow<0, 0, 1>(d)));
-          if (wants(kv)) send(kv, runtime::squeeze<0>(runtime::narrow<0, 1, 1>(d)));
-          if (wants(vv)) send(vv, runtime::squeeze<0>(runtime::narrow<0, 2, 1>(d)));
+          if constexpr (fused_compiles) {
+            const auto d = [&] {
+              if constexpr (may_split_positions<Y>()) {
+                // a layout that may split the positions, on a mesh that does not: each input
+                // gathered (no step on a dim of one rank) to the layout with the positions
+                // whole, so the fused operator's resolution has nothing to search
+                using P = typename runtime::attention_detail::whole_positions<typename Y::placements_type>::type;
+                return runtime::attention_backward<HeadDim, Causal>(
+                    runtime::redistribute<P>(g), runtime::redistribute<P>(qv.value()),
+                    runtime::redistribute<P>(kv.value()), runtime::redistribute<P>(vv.value()), scale);
+              } else {
+                return runtime::attention_backward<HeadDim, Causal>(g, qv.value(), kv.value(), vv.value(), scale);
+              }
+            }();
+            if (wants(qv)) send(qv, runtime::squeeze<0>(runtime::narrow<0, 0, 1>(d)));
+            if (wants(kv)) send(kv, runtime::squeeze<0>(runtime::narrow<0, 1, 1>(d)));
+            if (wants(vv)) send(vv, runtime::squeeze<0>(runtime::narrow<0, 2, 1>(d)));
+          }
         },
         q, k, v);
   } else {
@@ -155,10 +192,10 @@ auto attention(const Q& q, const K& k, const V& v) {
 }
 
 /// Causal self-attention: each head softmax(q kᵀ / √HeadDim + causal mask) v.
-template <index_t HeadDim, class Q, class K, class V>
+template <index_t HeadDim, context_method Method = context_method::all_gather, class Q, class K, class V>
   requires grad_operands<Q, K, V>
 auto causal_attention(const Q& q, const K& k, const V& v) {
-  return attention<HeadDim, true>(q, k, v);
+  return attention<HeadDim, true, Method>(q, k, v);
 }
 
 }  // namespace spmd::runtime

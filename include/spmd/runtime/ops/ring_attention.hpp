@@ -1,0 +1,397 @@
+// spmd/runtime/ops/ring_attention.hpp — context parallelism's ring: attention with the
+// positions split over a mesh dim, K and V passed from rank to rank instead of gathered.
+//
+//   auto [y, lse] = spmd::runtime::ring_attention<64, true>(q, k, v, 0.125);
+//   auto [dq, dk, dv] = spmd::runtime::ring_attention_backward<64, true>(g, q, k, v, y, lse, 0.125);
+//
+// q, k and v (batch, positions, heads x D) split on the positions (Shard(1)) over one mesh dim
+// of n ranks, in one layout (k and v of their own length where there is no mask). Each rank
+// keeps its queries and holds one K/V block at a time: in step t it holds the block of the
+// rank t places before it, computes its queries' attention to those keys (the causal mask
+// shifted by both blocks' first positions; a block wholly after the queries is skipped) and
+// merges it into its output by the log-sum-exp: with L the rows' log-sum-exp so far and b the
+// block's, L' = log(e^L + e^b), out' = out e^(L − L') + Σ e^(s − L') v — in the element type
+// (f32 for float: the merge never rounds below it). Then every rank passes its block on (one
+// slot of plan/p2p_schedule.hpp's ring, n − 1 slots). The blocks travel padded to the longest
+// block's length, so lengths n does not divide, and ranks holding none, are no special case.
+//
+// The backward passes K/V the same way and dK/dV with them: in step t the rank adds its
+// queries' part to the travelling dK/dV of the block it holds (P recomputed from the saved
+// log-sum-exp, dS = P ∘ (dP − rowsum(dO ∘ out))), and after n slots each dK/dV is home. The
+// rank keeps dq. Memory: a rank holds two K/V blocks' worth (its K/V and dK/dV in flight),
+// not the whole sequence the all-gather method holds. Collectives: none; 2(n − 1) blocks
+// forward, 4n − 2 backward, as point-to-point slots (comm_counter's count_p2p).
+//
+// Host backends (the simulation, MPI), float and double: the kernels are BLAS products over
+// the heads where they lie (runtime/ops/attention.hpp's). The autograd layer's attention takes
+// it with context_method::ring; docs/context_parallel.md compares it with the all-gather.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <initializer_list>
+#include <limits>
+#include <stdexcept>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "spmd/core/layout_spec.hpp"
+#include "spmd/core/mesh_groups.hpp"
+#include "spmd/host/vector_math.hpp"
+#include "spmd/plan/p2p_schedule.hpp"
+#include "spmd/runtime/backend.hpp"
+#include "spmd/runtime/dtensor.hpp"
+#include "spmd/runtime/ops/attention.hpp"
+#include "spmd/runtime/ops/gemm.hpp"
+
+namespace spmd::runtime {
+
+/// How attention reaches keys on other ranks when the positions are split: gather them all
+/// (the default; every backend), or pass them around a ring (host backends).
+enum class context_method { all_gather, ring };
+
+namespace ring_detail {
+
+static_assert(p2p::rings_paired(std::make_integer_sequence<int, 64>{}),
+              "spmd: the ring's table pairs every send with a receive in its slot, for 1 to 64 ranks");
+
+/// The mesh dim layout L splits the positions (dim 1) on: −1 none, −2 a Partial, −3 more than one.
+template <class L>
+constexpr int ring_dim() {
+  const placement_vec p = L::placements_type::value();
+  int dim = -1;
+  for (int d = 0; d < p.size(); ++d) {
+    if (p[d].is_partial()) return -2;
+    if (p[d].is_shard(1) || p[d].is_shard(-2)) {
+      if (dim >= 0) return -3;
+      dim = d;
+    }
+  }
+  return dim;
+}
+template <class L>
+constexpr void check_layout() {
+  constexpr int d = ring_dim<L>();
+  static_assert(d != -2, "spmd::ring_attention: q, k and v must not be Partial (softmax is not linear).");
+  static_assert(d != -3,
+                "spmd::ring_attention: the ring passes K/V around one mesh dim; these placements split "
+                "the positions over two (use the all-gather method, or split them on one).");
+}
+
+/// Where a rank sits on the ring: the group's size, its position, its queries' first global
+/// position, and every position's key block (first position, length), padded to k_max.
+struct place {
+  index_t n = 1, pos = 0, q_first = 0, k_max = 0;
+  std::vector<index_t> k_first, k_len;
+};
+template <class LQ, class LK>
+place place_of(const LQ& lq, const LK& lk, int dim, index_t i) {
+  const layout_spec qs = LQ::spec(), ks = LK::spec();
+  coord_vec c = unravel(qs.mesh, i);
+  place r;
+  r.q_first = box_at(qs, lq.extents().to_vec(), c).offset[1];
+  if (dim >= 0) {
+    r.n = qs.mesh[dim];
+    r.pos = c[dim];
+  }
+  const shape_vec kg = lk.extents().to_vec();
+  for (index_t j = 0; j < r.n; ++j) {
+    if (dim >= 0) c[dim] = j;
+    const local_box b = box_at(ks, kg, c);
+    r.k_first.push_back(b.offset[1]);
+    r.k_len.push_back(b.shape[1]);
+    r.k_max = std::max(r.k_max, b.shape[1]);
+  }
+  return r;
+}
+
+/// Rank-local scratch of the calling thread (which < 4).
+template <class T>
+T* scratch(index_t elems, int which) {
+  thread_local std::vector<T> s[4];
+  auto& v = s[which];
+  if (v.size() < static_cast<std::size_t>(elems)) v.resize(static_cast<std::size_t>(elems));
+  return v.data();
+}
+
+/// The two parts (K, V) of a rank's block, each (nb, len, w), into `out` padded to (2, nb, k_max, w).
+template <class T>
+void pack(T* out, const T* k, const T* v, index_t nb, index_t len, index_t k_max, index_t w) {
+  for (int part = 0; part < 2; ++part)
+    for (index_t b = 0; b < nb; ++b) {
+      T* o = out + (part * nb + b) * k_max * w;
+      const T* in = (part == 0 ? k : v) + b * len * w;
+      if (len > 0) std::memcpy(o, in, static_cast<std::size_t>(len * w) * sizeof(T));
+      std::fill(o + len * w, o + k_max * w, T(0));
+    }
+}
+/// Part `part` of a padded block, back to (nb, len, w).
+template <class T>
+void unpack(T* out, const T* in, int part, index_t nb, index_t len, index_t k_max, index_t w) {
+  for (index_t b = 0; b < nb; ++b)
+    if (len > 0)
+      std::memcpy(out + b * len * w, in + (part * nb + b) * k_max * w, static_cast<std::size_t>(len * w) * sizeof(T));
+}
+
+/// One rank's queries (nb, cq, w) against one key block (padded rows k_max, of which k_len
+/// hold keys from global position k_first), heads of d.
+struct block {
+  index_t nb, cq, w, d, k_max, q_first, k_first, k_len;
+  index_t per() const { return w / d; }
+  index_t heads() const { return nb * per(); }
+  index_t q_at(index_t i, index_t row) const { return (i / per()) * cq * w + row * w + (i % per()) * d; }
+  index_t k_at(index_t i) const { return (i / per()) * k_max * w + (i % per()) * d; }
+  /// The keys query row `row` sees.
+  index_t seen(index_t row, bool causal) const {
+    if (!causal) return k_len;
+    return std::clamp<index_t>(q_first + row - k_first + 1, 0, k_len);
+  }
+  /// The first row of [r0, r1) that sees a key (r1: none does).
+  index_t first_seeing(index_t r0, index_t r1, bool causal) const {
+    if (k_len == 0) return r1;
+    if (!causal) return r0;
+    return std::clamp<index_t>(k_first - q_first, r0, r1);
+  }
+};
+
+template <class T>
+T exp_of(T x) {
+  return std::exp(x);
+}
+/// row[j] = e^(row[j] − m) for j < n (float: the vector exp).
+template <class T>
+void exp_shifted(T* row, index_t n, T m) {
+  for (index_t j = 0; j < n; ++j) row[j] -= m;
+  if constexpr (std::is_same_v<T, float>) host::vector_math::map<unary_fn::exp>(row, row, n);
+  else
+    for (index_t j = 0; j < n; ++j) row[j] = std::exp(row[j]);
+}
+
+/// Head i's queries against the block: merged into out (rows of d at stride w) and lse (cq).
+template <bool Causal, class T>
+void forward_block(const block& b, index_t i, T* out, T* lse, const T* q, const T* k, const T* v, T scale) {
+  constexpr T ninf = -std::numeric_limits<T>::infinity();
+  for (index_t r0 = 0; r0 < b.cq; r0 += attention_detail::tile_rows) {
+    const index_t r1 = std::min(b.cq, r0 + attention_detail::tile_rows);
+    const index_t a = b.first_seeing(r0, r1, Causal);
+    if (a == r1) continue;
+    const index_t rows = r1 - a, kn = b.seen(r1 - 1, Causal);
+    T* s = scratch<T>(rows * kn, 0);
+    detail::gemm_ld(s, kn, q + b.q_at(i, a), b.w, k + b.k_at(i), b.w, rows, kn, b.d, false, true, scale);
+    for (index_t r = 0; r < rows; ++r) {
+      T* row = s + r * kn;
+      const index_t n = b.seen(a + r, Causal);
+      T m = ninf;
+      for (index_t j = 0; j < n; ++j) m = std::fmax(m, row[j]);
+      exp_shifted(row, n, m);
+      T sum = 0;
+      for (index_t j = 0; j < n; ++j) sum += row[j];
+      std::fill(row + n, row + kn, T(0));
+      const T here = m + std::log(sum);  // the block's log-sum-exp of the row
+      T& l = lse[a + r];
+      const T merged = l == ninf ? here : std::fmax(l, here) + std::log1p(std::exp(-std::fabs(l - here)));
+      const T keep = l == ninf ? T(0) : std::exp(l - merged), take = std::exp(m - merged);
+      T* o = out + b.q_at(i, a + r);
+      for (index_t e = 0; e < b.d; ++e) o[e] *= keep;
+      for (index_t j = 0; j < n; ++j) row[j] *= take;  // e^(s − merged)
+      l = merged;
+    }
+    T* add = scratch<T>(rows * b.d, 1);
+    detail::gemm_ld(add, b.d, s, kn, v + b.k_at(i), b.w, rows, b.d, kn, false, false, T(1));
+    for (index_t r = 0; r < rows; ++r) {
+      T* o = out + b.q_at(i, a + r);
+      for (index_t e = 0; e < b.d; ++e) o[e] += add[r * b.d + e];
+    }
+  }
+}
+
+/// Head i's part of the backward against the block: dq (rows of d at stride w) += dS k; the
+/// block's dk += dSᵀ q and dv += Pᵀ g (in the padded block's rows). delta: rowsum(g ∘ out).
+template <bool Causal, class T>
+void backward_block(const block& b, index_t i, T* dq, T* dk, T* dv, const T* g, const T* q, const T* k, const T* v,
+                    const T* lse, const T* delta, T scale) {
+  for (index_t r0 = 0; r0 < b.cq; r0 += attention_detail::tile_rows) {
+    const index_t r1 = std::min(b.cq, r0 + attention_detail::tile_rows);
+    const index_t a = b.first_seeing(r0, r1, Causal);
+    if (a == r1) continue;
+    const index_t rows = r1 - a, kn = b.seen(r1 - 1, Causal);
+    T* p = scratch<T>(rows * kn, 0);
+    T* dp = scratch<T>(rows * kn, 1);
+    T* part = scratch<T>(std::max(rows, kn) * b.d, 2);
+    detail::gemm_ld(p, kn, q + b.q_at(i, a), b.w, k + b.k_at(i), b.w, rows, kn, b.d, false, true, scale);
+    for (index_t r = 0; r < rows; ++r) {
+      T* row = p + r * kn;
+      const index_t n = b.seen(a + r, Causal);
+      exp_shifted(row, n, lse[a + r]);
+      std::fill(row + n, row + kn, T(0));
+    }
+    const index_t kat = b.k_at(i);
+    auto add_rows = [&](T* to, index_t stride_rows, index_t first) {  // to[first + r] += part[r]
+      for (index_t r = 0; r < stride_rows; ++r)
+        for (index_t e = 0; e < b.d; ++e) to[(first + r) * b.w + e] += part[r * b.d + e];
+    };
+    detail::gemm_ld(part, b.d, p, kn, g + b.q_at(i, a), b.w, kn, b.d, rows, true, false, T(1));  // Pᵀ g
+    add_rows(dv + kat, kn, 0);
+    detail::gemm_ld(dp, kn, g + b.q_at(i, a), b.w, v + kat, b.w, rows, kn, b.d, false, true, T(1));  // g vᵀ
+    for (index_t r = 0; r < rows; ++r)
+      for (index_t j = 0; j < kn; ++j) dp[r * kn + j] = p[r * kn + j] * (dp[r * kn + j] - delta[a + r]) * scale;
+    detail::gemm_ld(part, b.d, dp, kn, k + kat, b.w, rows, b.d, kn, false, false, T(1));  // dS k
+    add_rows(dq + b.q_at(i, 0), rows, a);
+    detail::gemm_ld(part, b.d, dp, kn, q + b.q_at(i, a), b.w, kn, b.d, rows, true, false, T(1));  // dSᵀ q
+    add_rows(dk + kat, kn, 0);
+  }
+}
+
+inline shape_vec shape_of(std::initializer_list<index_t> e) {
+  shape_vec s{};
+  for (const index_t x : e) s.push_back(x);
+  return s;
+}
+
+template <class T>
+void zero(local_set<T>& x, index_t i, const shape_vec& shape) {
+  x.assign(i, shape);
+  if (x.size(i) > 0) std::fill(x.data(i), x.data(i) + x.size(i), T(0));
+}
+
+}  // namespace ring_detail
+
+/// The ring's forward: the output (q's layout) and each held rank's log-sum-exp per
+/// (batch, head, query) row, which the backward reads.
+template <index_t HeadDim, bool Causal, element T, class LQ, class LK, class Bk>
+auto ring_attention(const dtensor<T, LQ, Bk>& q, const dtensor<T, LK, Bk>& k, const dtensor<T, LK, Bk>& v,
+                    double scale) {
+  attention_detail::check_api<T, Bk>();
+  static_assert(LQ::rank == 3 && LK::rank == 3, "spmd::ring_attention: q, k and v must be (batch, positions, heads x head dim).");
+  static_assert(std::is_same_v<typename LQ::placements_type, typename LK::placements_type>,
+                "spmd::ring_attention: k and v travel in the queries' placements; redistribute them to q's "
+                "first (the autograd layer's attention does).");
+  ring_detail::check_layout<LQ>();
+  constexpr int dim = ring_detail::ring_dim<LQ>();
+  using M = typename LQ::mesh_type;
+  const local_set<T>& ql = q.locals();
+  local_set<T> kv(ql.ranks(), ql.held_ranks()), out(ql.ranks(), ql.held_ranks()), lse(ql.ranks(), ql.held_ranks());
+  std::vector<ring_detail::place> places;
+  for (const index_t i : ql.held()) {
+    const shape_vec& qs = ql.shape(i);
+    attention_detail::check_blocks<HeadDim>("ring_attention", qs[2], q.locals().view(i), k.locals().view(i),
+                                            v.locals().view(i));
+    places.push_back(ring_detail::place_of(q.layout(), k.layout(), dim, i));
+    const ring_detail::place& pl = places.back();
+    const shape_vec& ks = k.locals().shape(i);
+    kv.assign(i, ring_detail::shape_of({2, ks[0], pl.k_max, ks[2]}));
+    ring_detail::pack(kv.data(i), k.locals().cdata(i), v.locals().cdata(i), ks[0], ks[1], pl.k_max, ks[2]);
+    ring_detail::zero(out, i, qs);
+    lse.assign(i, ring_detail::shape_of({qs[0] * (qs[2] / HeadDim), qs[1]}));
+    std::fill(lse.data(i), lse.data(i) + lse.size(i), -std::numeric_limits<T>::infinity());
+  }
+  const index_t n = places.empty() ? 1 : places[0].n;
+  for (index_t t = 0; t < n; ++t) {
+    std::size_t at = 0;
+    for (const index_t i : ql.held()) {
+      const ring_detail::place& pl = places[at++];
+      const index_t j = (pl.pos - t % n + n) % n;
+      const shape_vec& qs = ql.shape(i);
+      const ring_detail::block b{qs[0], qs[1], qs[2], HeadDim, pl.k_max, pl.q_first, pl.k_first[j], pl.k_len[j]};
+      if (out.size(i) == 0) continue;
+      T* o = out.data(i);
+      T* l = lse.data(i);
+      const T* qd = ql.cdata(i);
+      const T* kd = kv.cdata(i);
+      const T* vd = kd + b.nb * b.k_max * b.w;
+      attention_detail::for_each_head(b.heads(), [&](index_t h) {
+        ring_detail::forward_block<Causal>(b, h, o, l + h * b.cq, qd, kd, vd, static_cast<T>(scale));
+      });
+    }
+    if constexpr (dim >= 0)
+      if (t + 1 < n) Bk::template p2p_slot<T, M>(kv, dim, p2p::ring_action);
+  }
+  return std::make_pair(dtensor<T, LQ, Bk>(detail::internal_t{}, q.layout(), std::move(out)), std::move(lse));
+}
+
+/// The ring's backward: dq (q's layout), dk and dv (k's), from the output's gradient g, the
+/// inputs, the forward's output y and its log-sum-exp.
+template <index_t HeadDim, bool Causal, element T, class LQ, class LK, class Bk>
+auto ring_attention_backward(const dtensor<T, LQ, Bk>& g, const dtensor<T, LQ, Bk>& q, const dtensor<T, LK, Bk>& k,
+                             const dtensor<T, LK, Bk>& v, const dtensor<T, LQ, Bk>& y, const local_set<T>& lse,
+                             double scale) {
+  attention_detail::check_api<T, Bk>();
+  static_assert(std::is_same_v<typename LQ::placements_type, typename LK::placements_type>,
+                "spmd::ring_attention: k and v travel in the queries' placements; redistribute them to q's first.");
+  ring_detail::check_layout<LQ>();
+  constexpr int dim = ring_detail::ring_dim<LQ>();
+  using M = typename LQ::mesh_type;
+  const local_set<T>& ql = q.locals();
+  local_set<T> kv(ql.ranks(), ql.held_ranks()), dkv(ql.ranks(), ql.held_ranks()), dq(ql.ranks(), ql.held_ranks()),
+      delta(ql.ranks(), ql.held_ranks());
+  std::vector<ring_detail::place> places;
+  for (const index_t i : ql.held()) {
+    const shape_vec& qs = ql.shape(i);
+    places.push_back(ring_detail::place_of(q.layout(), k.layout(), dim, i));
+    const ring_detail::place& pl = places.back();
+    const shape_vec& ks = k.locals().shape(i);
+    kv.assign(i, ring_detail::shape_of({2, ks[0], pl.k_max, ks[2]}));
+    ring_detail::pack(kv.data(i), k.locals().cdata(i), v.locals().cdata(i), ks[0], ks[1], pl.k_max, ks[2]);
+    ring_detail::zero(dkv, i, kv.shape(i));
+    ring_detail::zero(dq, i, qs);
+    // delta = rowsum(g ∘ y) per (batch, head, row)
+    const index_t per = qs[2] / HeadDim;
+    delta.assign(i, ring_detail::shape_of({qs[0] * per, qs[1]}));
+    const T* gd = g.locals().cdata(i);
+    const T* yd = y.locals().cdata(i);
+    T* dd = delta.data(i);
+    for (index_t h = 0; h < qs[0] * per; ++h)
+      for (index_t r = 0; r < qs[1]; ++r) {
+        const index_t at = (h / per) * qs[1] * qs[2] + r * qs[2] + (h % per) * HeadDim;
+        T s = 0;
+        for (index_t e = 0; e < HeadDim; ++e) s += gd[at + e] * yd[at + e];
+        dd[h * qs[1] + r] = s;
+      }
+  }
+  const index_t n = places.empty() ? 1 : places[0].n;
+  for (index_t t = 0; t < n; ++t) {
+    std::size_t at = 0;
+    for (const index_t i : ql.held()) {
+      const ring_detail::place& pl = places[at++];
+      const index_t j = (pl.pos - t % n + n) % n;
+      const shape_vec& qs = ql.shape(i);
+      const ring_detail::block b{qs[0], qs[1], qs[2], HeadDim, pl.k_max, pl.q_first, pl.k_first[j], pl.k_len[j]};
+      if (dq.size(i) == 0 || b.k_len == 0) continue;
+      T* dqd = dq.data(i);
+      T* dk = dkv.data(i);
+      T* dv = dk + b.nb * b.k_max * b.w;
+      const T* kd = kv.cdata(i);
+      const T* vd = kd + b.nb * b.k_max * b.w;
+      const T* gd = g.locals().cdata(i);
+      const T* qd = ql.cdata(i);
+      const T* l = lse.cdata(i);
+      const T* dd = delta.cdata(i);
+      attention_detail::for_each_head(b.heads(), [&](index_t h) {
+        ring_detail::backward_block<Causal>(b, h, dqd, dk, dv, gd, qd, kd, vd, l + h * b.cq, dd + h * b.cq,
+                                            static_cast<T>(scale));
+      });
+    }
+    if constexpr (dim >= 0) {
+      if (t + 1 < n) Bk::template p2p_slot<T, M>(kv, dim, p2p::ring_action);
+      Bk::template p2p_slot<T, M>(dkv, dim, p2p::ring_action);  // after the last, each dK/dV is home
+    }
+  }
+  local_set<T> dk(ql.ranks(), ql.held_ranks()), dv(ql.ranks(), ql.held_ranks());
+  std::size_t at = 0;
+  for (const index_t i : ql.held()) {
+    const ring_detail::place& pl = places[at++];
+    const shape_vec& ks = k.locals().shape(i);
+    dk.assign(i, ks);
+    dv.assign(i, ks);
+    ring_detail::unpack(dk.data(i), dkv.cdata(i), 0, ks[0], ks[1], pl.k_max, ks[2]);
+    ring_detail::unpack(dv.data(i), dkv.cdata(i), 1, ks[0], ks[1], pl.k_max, ks[2]);
+  }
+  return std::make_tuple(dtensor<T, LQ, Bk>(detail::internal_t{}, q.layout(), std::move(dq)),
+                         dtensor<T, LK, Bk>(detail::internal_t{}, k.layout(), std::move(dk)),
+                         dtensor<T, LK, Bk>(detail::internal_t{}, v.layout(), std::move(dv)));
+}
+
+}  // namespace spmd::runtime
