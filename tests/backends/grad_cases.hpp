@@ -110,6 +110,25 @@ auto cp_attention_grads() {
   return std::make_tuple(q.grad(), k.grad(), v.grad());
 }
 
+/// The ring (host backends): the same layout and functions, K/V passed around mesh dim 1.
+template <class B, class Mesh>
+auto cp_ring_grads() {
+  using namespace spmd;
+  namespace rt = spmd::runtime;
+  using F = rt::factories<B>;
+  using L = layout<Mesh, placements<shard<0>, shard<1>>, extents<2, 7, 8>>;  // 4 heads of 2
+  std::vector<double> base = global_values<double>(112), kx(base.rbegin(), base.rend()), vx(112);
+  for (std::size_t i = 0; i < vx.size(); ++i) vx[i] = 0.5 * base[(i * 5) % base.size()] - 0.25;
+  auto q = rt::requires_grad(F::template distribute_tensor<L>(base), "q");
+  auto k = rt::requires_grad(F::template distribute_tensor<L>(kx), "k");
+  auto v = rt::requires_grad(F::template distribute_tensor<L>(vx), "v");
+  const auto w = F::template distribute_tensor<L>(vx);
+  constexpr auto ring = rt::context_method::ring;
+  (rt::sum<>(rt::causal_attention<2, ring>(q, k, v) * w) + rt::sum<>(rt::attention<2, false, ring>(v, q, k) * w))
+      .backward();
+  return std::make_tuple(q.grad(), k.grad(), v.grad());
+}
+
 template <class TB, class TS, std::size_t... I>
 void compare_all(report& rep, const TB& b, const TS& s, const std::string& what, std::index_sequence<I...>) {
   (close_locals(rep, std::get<I>(b), std::get<I>(s), what + " " + std::to_string(I)), ...);
@@ -132,6 +151,9 @@ void grad_cases(report& rep) {
   grad_detail::compare_all(rep, grad_detail::bmm_grads<B, Mesh>(), grad_detail::bmm_grads<S, Mesh>(), "bmm gradient");
   grad_detail::compare_all(rep, grad_detail::cp_attention_grads<B, Mesh>(), grad_detail::cp_attention_grads<S, Mesh>(),
                            "attention with the positions split (cp), gradient");
+  if constexpr (spmd::runtime::host_memory<B>)
+    grad_detail::compare_all(rep, grad_detail::cp_ring_grads<B, Mesh>(), grad_detail::cp_ring_grads<S, Mesh>(),
+                             "attention with the positions split, the ring, gradient");
   grad_detail::compare_all(rep, grad_detail::tp_mlp_trained<B, Mesh>(), grad_detail::tp_mlp_trained<S, Mesh>(),
                            "TP MLP after 3 steps of clip_grad_norm_ and AdamW, parameter");
 }
