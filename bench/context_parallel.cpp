@@ -1,21 +1,23 @@
 // bench/context_parallel — one causal attention, forward and backward through the autograd
-// layer, with its sequence split over cp ranks (the all-gather method, docs/context_parallel.md)
-// against the same on one device:
+// layer, with its sequence split over cp ranks by both methods (docs/context_parallel.md), against
+// the same on one device:
 //
 //   context_parallel [--lengths 1024,4096,16384]    the simulation, then mpirun -np 2 ... --mpi
 //   context_parallel --sim [--lengths ...]          cp of 1, 2 and 4 in this process
 //   mpirun -np 2 context_parallel --mpi [--lengths ...]   cp 2, one process per rank
 //
 // Batch 1, width 256 (4 heads of 64), f32; per length the median of 3 steps after a warm one.
-// For each: the step's time, the bytes a rank receives (K and V gathered forward and again
-// backward, dK and dV reduce-scattered: 6 (cp−1)/cp · L·W·4 bytes), and the floors: compute,
-// the rank's multiply-adds (the kernels' own count: tiles of 128 queries, each against the keys
-// up to its last one) over the machine's GEMM rate measured here; communication, its bytes over
-// the rate of the same all-gather (a plain MPI_Allgather under MPI, memcpy in the simulation).
-//   RESULT context_parallel backend=B method=all_gather positions=L cp=C ms=<step>
+// For each: the step's time, the bytes a rank receives, and the floors: compute, the busiest
+// rank's multiply-adds (the kernels' own count: tiles of 128 queries, each against the keys up to
+// its last one) over the machine's GEMM rate measured here; communication, its bytes over the
+// rate of the same kind of transfer (MPI_Allgather or MPI_Sendrecv of one block under MPI, memcpy
+// in the simulation, whose ring hands buffers over without copying).
+//   all_gather  K and V gathered forward and again backward, dK and dV reduce-scattered:
+//               6 (cp−1)/cp · L·W·4 bytes; 2 + 7 products (the split backward);
+//   ring        K/V passed cp−1 times forward and backward, dK/dV cp times: (4 (cp−1) + 2 cp)/cp ·
+//               L·W·4 bytes; 2 + 5 products (one pass per block, the saved log-sum-exp).
+//   RESULT context_parallel backend=B method=M positions=L cp=C ms=<step>
 //     one_device_ms=<cp 1> bytes_per_rank=<received> compute_floor_ms=<...> comm_floor_ms=<...>
-// The ring (K/V passed around in cp−1 steps) is not built yet: this measures the all-gather
-// method alone (issue 58).
 #include <cblas.h>
 #include <mpi.h>
 
@@ -51,9 +53,9 @@ std::vector<float> values(index_t n, unsigned seed) {
   return v;
 }
 
-/// Multiply-adds of rank r's causal forward and backward (split: seven products per tile and
-/// head; whole, cp 1: five), by the kernels' tiles.
-double rank_flops(index_t len, index_t cp, index_t r) {
+/// Multiply-adds of rank r's causal forward and backward (all-gather, split: seven products per
+/// tile and head; whole, cp 1, and the ring: five), by the kernels' tiles.
+double rank_flops(index_t len, index_t cp, index_t r, bool ring) {
   const index_t base = len / cp, extra = len % cp;
   const index_t rows = base + (r < extra ? 1 : 0), first = r * base + std::min(r, extra);
   double units = 0;  // rows x keys x D, summed over tiles
@@ -61,7 +63,7 @@ double rank_flops(index_t len, index_t cp, index_t r) {
     const index_t t = std::min<index_t>(128, rows - r0);
     units += static_cast<double>(t) * static_cast<double>(std::min(len, first + r0 + t)) * D;
   }
-  const double products = 2 + (cp > 1 ? 7 : 5);
+  const double products = 2 + (cp > 1 && !ring ? 7 : 5);
   return 2 * products * units * (W / D);  // two flops per multiply-add, every head
 }
 
@@ -75,7 +77,7 @@ double gemm_gflops() {
 }
 
 /// One step on backend B over the bound mesh: ms (median).
-template <class B>
+template <class B, rt::context_method Method = rt::context_method::all_gather>
 double step_ms(index_t len) {
   using F = rt::factories<B>;
   const L l{E(len)};
@@ -88,7 +90,7 @@ double step_ms(index_t len) {
   for (int i = 0; i < 4; ++i) {
     if constexpr (requires { B::barrier(); }) B::barrier();
     const auto t0 = std::chrono::steady_clock::now();
-    rt::causal_attention<D>(q, k, v).backward(g);
+    rt::causal_attention<D, Method>(q, k, v).backward(g);
     if constexpr (requires { B::barrier(); }) B::barrier();
     if (i > 0) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     q.zero_grad(), k.zero_grad(), v.zero_grad();
@@ -96,15 +98,19 @@ double step_ms(index_t len) {
   return bench::median(ms);
 }
 
-double received_bytes(index_t len, index_t cp) { return 6.0 * double(cp - 1) / double(cp) * double(len * W) * 4; }
+double received_bytes(index_t len, index_t cp, bool ring) {
+  const double whole = double(len * W) * 4;
+  return ring ? double(4 * (cp - 1) + 2 * cp) / double(cp) * whole * (cp > 1) : 6.0 * double(cp - 1) / double(cp) * whole;
+}
 
-void report(const char* backend, index_t len, index_t cp, double ms, double one_ms, double gflops, double comm_gbps) {
+void report(const char* backend, bool ring, index_t len, index_t cp, double ms, double one_ms, double gflops,
+            double comm_gbps) {
   double worst = 0;
-  for (index_t r = 0; r < cp; ++r) worst = std::max(worst, rank_flops(len, cp, r));
-  const double bytes = received_bytes(len, cp);
-  std::printf("RESULT context_parallel backend=%s method=all_gather positions=%lld cp=%lld ms=%.2f one_device_ms=%.2f "
+  for (index_t r = 0; r < cp; ++r) worst = std::max(worst, rank_flops(len, cp, r, ring));
+  const double bytes = received_bytes(len, cp, ring);
+  std::printf("RESULT context_parallel backend=%s method=%s positions=%lld cp=%lld ms=%.2f one_device_ms=%.2f "
               "bytes_per_rank=%.0f compute_floor_ms=%.2f comm_floor_ms=%.3f\n",
-              backend, static_cast<long long>(len), static_cast<long long>(cp), ms, one_ms, bytes,
+              backend, ring ? "ring" : "all_gather", static_cast<long long>(len), static_cast<long long>(cp), ms, one_ms, bytes,
               worst / (gflops * 1e9) * 1e3, comm_gbps > 0 ? bytes / (comm_gbps * 1e9) * 1e3 : 0.0);
   std::fflush(stdout);
 }
@@ -129,10 +135,11 @@ void sim_mode(const std::vector<index_t>& lengths) {
   for (index_t len : lengths) {
     spmd::bind_mesh<M>(spmd::dims<1>{1});
     const double one = step_ms<spmd::sim::backend>(len);
-    report("sim", len, 1, one, one, gflops, 0);
+    report("sim", false, len, 1, one, one, gflops, 0);
     for (index_t cp : {2, 4}) {
       spmd::bind_mesh<M>(spmd::dims<1>{cp});
-      report("sim", len, cp, step_ms<spmd::sim::backend>(len), one, gflops, copy_gbps);
+      report("sim", false, len, cp, step_ms<spmd::sim::backend>(len), one, gflops, copy_gbps);
+      report("sim", true, len, cp, step_ms<spmd::sim::backend, rt::context_method::ring>(len), one, gflops, copy_gbps);
     }
   }
 }
@@ -161,7 +168,16 @@ void mpi_mode(const std::vector<index_t>& lengths, int& argc, char**& argv) {
                     MPI_COMM_WORLD);
     });
     const double gbps = double(block) * (size - 1) * 4 / s / 1e9;
-    if (rank == 0) report("mpi", len, size, ms, one, gflops, gbps);
+    if (rank == 0) report("mpi", false, len, size, ms, one, gflops, gbps);
+    // the ring: its rate is MPI_Sendrecv's of one K/V block to the next rank
+    const double ring_ms = step_ms<spmd::mpi::backend, rt::context_method::ring>(len);
+    std::vector<float> kv(static_cast<std::size_t>(2 * block), 1.f), in(kv.size());
+    const double r = bench::median_s([&] {
+      MPI_Sendrecv(kv.data(), static_cast<int>(kv.size()), MPI_FLOAT, (rank + 1) % size, 0, in.data(),
+                   static_cast<int>(in.size()), MPI_FLOAT, (rank + size - 1) % size, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    });
+    const double ring_gbps = double(kv.size()) * 4 / r / 1e9;
+    if (rank == 0) report("mpi", true, len, size, ring_ms, one, gflops, ring_gbps);
   }
 }
 

@@ -9,7 +9,9 @@
 // measures its own memory), after a warm-up step: the bytes the autograd graph holds after
 // the forward (the saved activations), and the peak above the inputs during the forward and the backward, as the
 // process's resident memory (/proc/self/status) with the buffer pool's cache released.
-//   RESULT cp_activation_bytes cp=C positions=L saved=<bytes> forward_peak=<bytes> backward_peak=<bytes>
+// Both methods: the all-gather (whole K/V held while attention runs) and the ring (one block
+// of K/V at a time; it saves the output and its log-sum-exp beside the inputs).
+//   RESULT cp_activation_bytes cp=C positions=L saved=<bytes> forward_peak=<bytes> backward_peak=<bytes> method=M
 //
 //   meson compile -C build training_memory && build/bench/training_memory
 #include <algorithm>
@@ -127,6 +129,7 @@ measured run() {
 
 #ifdef SPMD_MPIRUN
 /// The attention sublayer's activations on this process's rank (mesh: the world size on cp).
+template <rt::context_method Method>
 int context_parallel(int& argc, char**& argv, index_t len) {
   spmd::mpi::environment env(argc, argv);
   using B = spmd::mpi::backend;
@@ -141,7 +144,8 @@ int context_parallel(int& argc, char**& argv, index_t len) {
   auto wq = weight(1), wk = weight(2), wv = weight(3), wo = weight(4);
   auto x = rt::requires_grad(F::distribute_tensor(values(static_cast<std::size_t>(len * W), 5), LX{E(len)}), "x");
   auto sublayer = [&] {
-    return rt::matmul_t(rt::causal_attention<64>(rt::matmul_t(x, wq), rt::matmul_t(x, wk), rt::matmul_t(x, wv)), wo);
+    return rt::matmul_t(rt::causal_attention<64, Method>(rt::matmul_t(x, wq), rt::matmul_t(x, wk), rt::matmul_t(x, wv)),
+                        wo);
   };
   {  // a warm-up step: what the backend keeps between steps (its staging buffers) is in the base
     auto y = sublayer();
@@ -159,15 +163,18 @@ int context_parallel(int& argc, char**& argv, index_t len) {
   long long mine[3] = {saved, forward_peak, backward_peak}, most[3];
   MPI_Reduce(mine, most, 3, MPI_LONG_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
   if (env.rank() == 0)
-    std::printf("RESULT cp_activation_bytes cp=%d positions=%lld saved=%lld forward_peak=%lld backward_peak=%lld\n",
-                env.size(), static_cast<long long>(len), most[0], most[1], most[2]);
+    std::printf("RESULT cp_activation_bytes cp=%d positions=%lld saved=%lld forward_peak=%lld backward_peak=%lld "
+                "method=%s\n",
+                env.size(), static_cast<long long>(len), most[0], most[1], most[2],
+                Method == rt::context_method::ring ? "ring" : "all_gather");
   return 0;
 }
 #endif
 
 int main(int argc, char** argv) {
 #ifdef SPMD_MPIRUN
-  if (argc >= 3 && std::string(argv[1]) == "--cp") return context_parallel(argc, argv, std::atoll(argv[2]));
+  if (argc >= 3 && std::string(argv[1]) == "--cp") return context_parallel<rt::context_method::all_gather>(argc, argv, std::atoll(argv[2]));
+  if (argc >= 3 && std::string(argv[1]) == "--cp-ring") return context_parallel<rt::context_method::ring>(argc, argv, std::atoll(argv[2]));
 #endif
   const measured ddp = run<false>();
   const measured fsdp = run<true>();
@@ -189,8 +196,9 @@ int main(int argc, char** argv) {
               "forward; peaks: above the inputs)\n");
   std::fflush(stdout);
   for (const char* len : {"4096", "16384"})
-    for (const char* cp : {"1", "2", "4"})
-      failed |= std::system((std::string(SPMD_MPIRUN) + " -np " + cp + " " + argv[0] + " --cp " + len).c_str()) != 0;
+    for (const char* method : {" --cp ", " --cp-ring "})
+      for (const char* cp : {"1", "2", "4"})
+        failed |= std::system((std::string(SPMD_MPIRUN) + " -np " + cp + " " + argv[0] + method + len).c_str()) != 0;
 #endif
   return fsdp.peak <= bound && !failed ? 0 : 1;
 }

@@ -146,6 +146,52 @@ void sweep(const std::vector<index_t>& lengths, index_t position_ranks) {
   }
 }
 
+/// x (Bn, c, W) in natural order to head-tail order over n ranks (stored row s holds position
+/// head_tail::position(c, n, s)), or back (Back).
+template <bool Back = false>
+std::vector<double> head_tail_order(const std::vector<double>& x, index_t c, index_t n) {
+  std::vector<double> out(x.size());
+  for (index_t b = 0; b < Bn; ++b)
+    for (index_t s = 0; s < c; ++s) {
+      const index_t p = head_tail::position(c, n, s);
+      for (index_t e = 0; e < W; ++e) {
+        const auto stored = static_cast<std::size_t>((b * c + s) * W + e), natural = static_cast<std::size_t>((b * c + p) * W + e);
+        (Back ? out[natural] : out[stored]) = Back ? x[stored] : x[natural];
+      }
+    }
+  return out;
+}
+
+/// The ring over a sequence in head-tail order: the inputs reordered, the outputs and
+/// gradients ordered back, against the reference (double) and one device (float).
+template <class Mesh, class P, bool Causal>
+void sweep_head_tail(const std::vector<index_t>& lengths, index_t cp) {
+  using R = boost::mp11::mp_apply<placements, boost::mp11::mp_repeat_c<boost::mp11::mp_list<replicate>, Mesh::ndim>>;
+  constexpr auto ht = context_method::ring_head_tail;
+  for (index_t c : lengths) {
+    INFO("q " << op_test::placements_text<P>() << (Causal ? " causal" : "") << " ring, head-tail, " << c
+              << " positions over " << cp << " ranks");
+    const index_t n = Bn * c * W;
+    const auto q = values(n, 21 + unsigned(c)), k = values(n, 22 + unsigned(c)), v = values(n, 23 + unsigned(c)),
+               g = values(n, 24 + unsigned(c));
+    const auto want = attention_test::attend(q, k, v, g, Bn, c, c, W, D, Causal, 1 / std::sqrt(double(D)));
+    auto order = [&](const std::vector<double>& x) { return head_tail_order(x, c, cp); };
+    auto back = [&](const std::vector<double>& x) { return head_tail_order<true>(x, c, cp); };
+    const result d = run<Mesh, P, Causal, double, ht>(c, order(q), order(k), order(v), order(g));
+    check_near(back(d.y), want.y, 1e-12, "y");
+    check_near(back(d.dq), want.dq, 1e-12, "dq");
+    check_near(back(d.dk), want.dk, 1e-12, "dk");
+    check_near(back(d.dv), want.dv, 1e-12, "dv");
+    CHECK(d.forward_p2p == cp - 1);
+    const result f = run<Mesh, P, Causal, float, ht>(c, order(q), order(k), order(v), order(g));
+    const result one = run<Mesh, R, Causal, float>(c, q, k, v, g);
+    check_near(back(f.y), one.y, 1e-5, "float y");
+    check_near(back(f.dq), one.dq, 1e-5, "float dq");
+    check_near(back(f.dk), one.dk, 1e-5, "float dk");
+    check_near(back(f.dv), one.dv, 1e-5, "float dv");
+  }
+}
+
 template <bool Causal, context_method Method = context_method::all_gather>
 void all_meshes() {
   using M1 = mesh<dyn>;
@@ -184,6 +230,32 @@ TEST_CASE("the ring, causal: output and gradients as one device's", "[nn][attent
 
 TEST_CASE("the ring without a mask: output and gradients as one device's", "[nn][attention][cp][ring]") {
   all_meshes<false, context_method::ring>();
+}
+
+TEST_CASE("the ring over a sequence in head-tail order: output and gradients as one device's",
+          "[nn][attention][cp][ring]") {
+  static_assert(head_tail::chunks(4, 1).head == 1 && head_tail::chunks(4, 1).tail == 6);
+  static_assert(head_tail::position(16, 4, 2) == 14 && head_tail::position(16, 4, 4) == 2);
+  static_assert(head_tail::splits(16, 4) && !head_tail::splits(12, 4));
+  for (index_t s = 0; s < 24; ++s) CHECK(head_tail::stored_row(24, 3, head_tail::position(24, 3, s)) == s);
+  using M1 = mesh<dyn>;
+  // cp = 2: 8, 12 and 516 (chunks of 129 rows: a tile of 128 and one more); cp = 3: 6, 12;
+  // cp = 4: 8, 16; cp = 8: 16
+  for (const auto& [cp, lengths] : std::vector<std::pair<index_t, std::vector<index_t>>>{
+           {2, {8, 12, 516}}, {3, {6, 12}}, {4, {8, 16}}, {8, {16}}}) {
+    bind_mesh<M1>(dims<1>{cp});
+    sweep_head_tail<M1, placements<shard<1>>, true>(lengths, cp);
+    sweep_head_tail<M1, placements<shard<1>>, false>({lengths[0]}, cp);
+  }
+  using M2 = mesh<dyn, dyn>;
+  bind_mesh<M2>(dims<2>{2, 2});
+  sweep_head_tail<M2, placements<shard<0>, shard<1>>, true>({8, 12}, 2);  // dp x cp
+  sweep_head_tail<M2, placements<shard<2>, shard<1>>, true>({8}, 2);      // tp x cp
+  // a length 2·cp does not divide: refused, naming the numbers
+  bind_mesh<M1>(dims<1>{4});
+  const std::vector<double> x(Bn * 12 * W, 0.5);
+  REQUIRE_THROWS_WITH((run<M1, placements<shard<1>>, true, double, context_method::ring_head_tail>(12, x, x, x, x)),
+                      Catch::Contains("2·cp = 8 equal chunks; 12 positions are not a multiple of 8"));
 }
 
 TEST_CASE("the ring's table: every send met by a receive in its slot", "[attention][cp][ring]") {

@@ -82,10 +82,12 @@ auto attention(const Q& q, const K& k, const V& v) {
   static_assert(L::rank == 3, "spmd::attention: q, k and v must be (batch, positions, heads x head dim).");
   const double scale = 1.0 / std::sqrt(static_cast<double>(HeadDim));
   constexpr bool host_kernels = host_memory<B> && (std::is_same_v<T, float> || std::is_same_v<T, double>);
-  static_assert(Method != context_method::ring || host_kernels,
+  constexpr bool ring = Method == context_method::ring || Method == context_method::ring_head_tail;
+  constexpr bool head_tail = Method == context_method::ring_head_tail;
+  static_assert(!ring || host_kernels,
                 "spmd::attention: the ring runs on host backends (the simulation, MPI) in float or double; "
                 "on a device, or in bfloat16, use context_method::all_gather.");
-  if constexpr (Method == context_method::ring && host_kernels) {
+  if constexpr (ring && host_kernels) {
     auto qv = autograd_detail::keep(q);
     auto kv = autograd_detail::keep(k);
     auto vv = autograd_detail::keep(v);
@@ -93,13 +95,14 @@ auto attention(const Q& q, const K& k, const V& v) {
     using P = typename L::placements_type;
     auto kr = runtime::redistribute<P>(kv.value());
     auto vr = runtime::redistribute<P>(vv.value());
-    auto [y, lse] = runtime::ring_attention<HeadDim, Causal>(qv.value(), kr, vr, scale);
+    auto [y, lse] = runtime::ring_attention<HeadDim, Causal, head_tail>(qv.value(), kr, vr, scale);
     auto saved = y;  // shares the buffers (copied on write)
     return autograd_detail::make_result(
         std::move(y), Causal ? "causal_attention" : "attention",
         [qv, kv, vv, kr, vr, saved, lse = std::move(lse), scale](const auto& g) {
           using namespace autograd_detail;
-          auto [dq, dk, dv] = runtime::ring_attention_backward<HeadDim, Causal>(g, qv.value(), kr, vr, saved, lse, scale);
+          auto [dq, dk, dv] =
+              runtime::ring_attention_backward<HeadDim, Causal, head_tail>(g, qv.value(), kr, vr, saved, lse, scale);
           if (wants(qv)) send(qv, std::move(dq));
           if (wants(kv)) send(kv, std::move(dk));
           if (wants(vv)) send(vv, std::move(dv));

@@ -33,11 +33,13 @@
 #include <initializer_list>
 #include <limits>
 #include <stdexcept>
+#include <string>
 #include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "spmd/core/head_tail.hpp"
 #include "spmd/core/layout_spec.hpp"
 #include "spmd/core/mesh_groups.hpp"
 #include "spmd/host/vector_math.hpp"
@@ -50,8 +52,10 @@
 namespace spmd::runtime {
 
 /// How attention reaches keys on other ranks when the positions are split: gather them all
-/// (the default; every backend), or pass them around a ring (host backends).
-enum class context_method { all_gather, ring };
+/// (the default; every backend), or pass them around a ring (host backends); ring_head_tail:
+/// the ring over a sequence stored in head-tail order (core/head_tail.hpp), which balances a
+/// causal mask's work over the ranks.
+enum class context_method { all_gather, ring, ring_head_tail };
 
 namespace ring_detail {
 
@@ -81,27 +85,77 @@ constexpr void check_layout() {
                 "the positions over two (use the all-gather method, or split them on one).");
 }
 
-/// Where a rank sits on the ring: the group's size, its position, its queries' first global
-/// position, and every position's key block (first position, length), padded to k_max.
+/// Rows of a rank's block that hold consecutive global positions: `len` rows from local row
+/// `row`, the first at global position `first`. A block is one run, or two in head-tail order.
+struct run {
+  index_t row = 0, len = 0, first = 0;
+};
+struct runs {
+  run at[2]{};
+  int count = 0;
+};
+/// The runs of the block of group position j (its box on the sequence dim: offset, length).
+inline runs runs_of(index_t offset, index_t len, index_t length, index_t n, index_t j, bool head_tail) {
+  runs r;
+  if (!head_tail) {
+    r.at[r.count++] = {0, len, offset};
+  } else {
+    const index_t m = length / (2 * n);
+    const head_tail::chunk_pair c = head_tail::chunks(n, j);
+    r.at[r.count++] = {0, m, c.head * m};
+    r.at[r.count++] = {m, m, c.tail * m};
+  }
+  return r;
+}
+
+/// Head-tail order needs a causal sequence that 2·cp divides: said here where the length and
+/// the ring's mesh dim are static (else place_of throws, naming the numbers).
+template <bool HeadTail, class LQ, class LK>
+constexpr void check_head_tail() {
+  if constexpr (HeadTail) {
+    constexpr int d = ring_dim<LQ>();
+    using M = typename LQ::mesh_type;
+    constexpr index_t cq = LQ::extents_type::static_extent(1), ck = LK::extents_type::static_extent(1);
+    if constexpr (d >= 0 && M::is_static) {
+      constexpr index_t n = M::nominal_shape_vec()[d];
+      static_assert(cq == dyn || head_tail::splits(cq, n),
+                    "spmd::ring_attention: a sequence that cannot be split as asked: head-tail balancing cuts it "
+                    "into 2·cp equal chunks, and 2·cp does not divide its length.");
+      static_assert(ck == dyn || head_tail::splits(ck, n),
+                    "spmd::ring_attention: a sequence that cannot be split as asked: head-tail balancing cuts the "
+                    "keys into 2·cp equal chunks, and 2·cp does not divide their length.");
+    }
+  }
+}
+
+/// Where a rank sits on the ring: the group's size, its position, its queries' runs, and every
+/// position's key block (its runs and length), padded to k_max.
 struct place {
-  index_t n = 1, pos = 0, q_first = 0, k_max = 0;
-  std::vector<index_t> k_first, k_len;
+  index_t n = 1, pos = 0, k_max = 0;
+  runs q;
+  std::vector<runs> k;
+  std::vector<index_t> k_len;
 };
 template <class LQ, class LK>
-place place_of(const LQ& lq, const LK& lk, int dim, index_t i) {
+place place_of(const LQ& lq, const LK& lk, int dim, index_t i, bool head_tail) {
   const layout_spec qs = LQ::spec(), ks = LK::spec();
+  const shape_vec qg = lq.extents().to_vec(), kg = lk.extents().to_vec();
   coord_vec c = unravel(qs.mesh, i);
   place r;
-  r.q_first = box_at(qs, lq.extents().to_vec(), c).offset[1];
   if (dim >= 0) {
     r.n = qs.mesh[dim];
     r.pos = c[dim];
   }
-  const shape_vec kg = lk.extents().to_vec();
+  if (head_tail && (!head_tail::splits(qg[1], r.n) || !head_tail::splits(kg[1], r.n)))
+    throw std::invalid_argument("spmd::ring_attention: head-tail balancing cuts the sequence into 2·cp = " +
+                                std::to_string(2 * r.n) + " equal chunks; " + std::to_string(qg[1]) +
+                                " positions are not a multiple of " + std::to_string(2 * r.n));
+  const local_box qb = box_at(qs, qg, c);
+  r.q = runs_of(qb.offset[1], qb.shape[1], qg[1], r.n, r.pos, head_tail);
   for (index_t j = 0; j < r.n; ++j) {
     if (dim >= 0) c[dim] = j;
     const local_box b = box_at(ks, kg, c);
-    r.k_first.push_back(b.offset[1]);
+    r.k.push_back(runs_of(b.offset[1], b.shape[1], kg[1], r.n, j, head_tail));
     r.k_len.push_back(b.shape[1]);
     r.k_max = std::max(r.k_max, b.shape[1]);
   }
@@ -136,14 +190,15 @@ void unpack(T* out, const T* in, int part, index_t nb, index_t len, index_t k_ma
       std::memcpy(out + b * len * w, in + (part * nb + b) * k_max * w, static_cast<std::size_t>(len * w) * sizeof(T));
 }
 
-/// One rank's queries (nb, cq, w) against one key block (padded rows k_max, of which k_len
-/// hold keys from global position k_first), heads of d.
+/// One run of a rank's queries (nb, cq, w): cq rows from q_row, from global position q_first)
+/// against one run of a key block (padded rows k_max: k_len rows from k_row, from global
+/// position k_first), heads of d. Rows are counted from the runs' first.
 struct block {
-  index_t nb, cq, w, d, k_max, q_first, k_first, k_len;
+  index_t nb, cq, w, d, k_max, q_row, q_len, q_first, k_row, k_len, k_first;
   index_t per() const { return w / d; }
   index_t heads() const { return nb * per(); }
-  index_t q_at(index_t i, index_t row) const { return (i / per()) * cq * w + row * w + (i % per()) * d; }
-  index_t k_at(index_t i) const { return (i / per()) * k_max * w + (i % per()) * d; }
+  index_t q_at(index_t i, index_t row) const { return (i / per()) * cq * w + (q_row + row) * w + (i % per()) * d; }
+  index_t k_at(index_t i) const { return (i / per()) * k_max * w + k_row * w + (i % per()) * d; }
   /// The keys query row `row` sees.
   index_t seen(index_t row, bool causal) const {
     if (!causal) return k_len;
@@ -174,8 +229,9 @@ void exp_shifted(T* row, index_t n, T m) {
 template <bool Causal, class T>
 void forward_block(const block& b, index_t i, T* out, T* lse, const T* q, const T* k, const T* v, T scale) {
   constexpr T ninf = -std::numeric_limits<T>::infinity();
-  for (index_t r0 = 0; r0 < b.cq; r0 += attention_detail::tile_rows) {
-    const index_t r1 = std::min(b.cq, r0 + attention_detail::tile_rows);
+  lse += b.q_row;
+  for (index_t r0 = 0; r0 < b.q_len; r0 += attention_detail::tile_rows) {
+    const index_t r1 = std::min(b.q_len, r0 + attention_detail::tile_rows);
     const index_t a = b.first_seeing(r0, r1, Causal);
     if (a == r1) continue;
     const index_t rows = r1 - a, kn = b.seen(r1 - 1, Causal);
@@ -213,8 +269,10 @@ void forward_block(const block& b, index_t i, T* out, T* lse, const T* q, const 
 template <bool Causal, class T>
 void backward_block(const block& b, index_t i, T* dq, T* dk, T* dv, const T* g, const T* q, const T* k, const T* v,
                     const T* lse, const T* delta, T scale) {
-  for (index_t r0 = 0; r0 < b.cq; r0 += attention_detail::tile_rows) {
-    const index_t r1 = std::min(b.cq, r0 + attention_detail::tile_rows);
+  lse += b.q_row;
+  delta += b.q_row;
+  for (index_t r0 = 0; r0 < b.q_len; r0 += attention_detail::tile_rows) {
+    const index_t r1 = std::min(b.q_len, r0 + attention_detail::tile_rows);
     const index_t a = b.first_seeing(r0, r1, Causal);
     if (a == r1) continue;
     const index_t rows = r1 - a, kn = b.seen(r1 - 1, Causal);
@@ -257,11 +315,43 @@ void zero(local_set<T>& x, index_t i, const shape_vec& shape) {
   if (x.size(i) > 0) std::fill(x.data(i), x.data(i) + x.size(i), T(0));
 }
 
+/// Every held rank's place, and its K/V block packed (2, nb, k_max, w) into kv.
+template <index_t D, class T, class LQ, class LK, class Bk>
+std::vector<place> start(const dtensor<T, LQ, Bk>& q, const dtensor<T, LK, Bk>& k, const dtensor<T, LK, Bk>& v, int dim,
+                         bool head_tail, local_set<T>& kv) {
+  std::vector<place> places;
+  for (const index_t i : q.locals().held()) {
+    attention_detail::check_blocks<D>("ring_attention", q.locals().shape(i)[2], q.locals().view(i), k.locals().view(i),
+                                      v.locals().view(i));
+    places.push_back(place_of(q.layout(), k.layout(), dim, i, head_tail));
+    const place& pl = places.back();
+    const shape_vec& ks = k.locals().shape(i);
+    kv.assign(i, shape_of({2, ks[0], pl.k_max, ks[2]}));
+    pack(kv.data(i), k.locals().cdata(i), v.locals().cdata(i), ks[0], ks[1], pl.k_max, ks[2]);
+  }
+  return places;
+}
+
+/// f(block) for each pair of a query run of the rank and a key run of block j (its queries
+/// (nb, cq, w): shape qs).
+template <index_t D, class F>
+void for_each_pair(const place& pl, index_t j, const shape_vec& qs, F&& f) {
+  for (int a = 0; a < pl.q.count; ++a)
+    for (int b = 0; b < pl.k[static_cast<std::size_t>(j)].count; ++b) {
+      const run& qr = pl.q.at[a];
+      const run& kr = pl.k[static_cast<std::size_t>(j)].at[b];
+      if (qr.len == 0 || kr.len == 0) continue;
+      f(block{qs[0], qs[1], qs[2], D, pl.k_max, qr.row, qr.len, qr.first, kr.row, kr.len, kr.first});
+    }
+}
+
 }  // namespace ring_detail
 
 /// The ring's forward: the output (q's layout) and each held rank's log-sum-exp per
-/// (batch, head, query) row, which the backward reads.
-template <index_t HeadDim, bool Causal, element T, class LQ, class LK, class Bk>
+/// (batch, head, query) row, which the backward reads. HeadTail: the sequence dim holds the
+/// positions in head-tail order (core/head_tail.hpp: rank i's block is chunks i and 2n − 1 − i),
+/// which balances the causal mask's work over the ranks.
+template <index_t HeadDim, bool Causal, bool HeadTail = false, element T, class LQ, class LK, class Bk>
 auto ring_attention(const dtensor<T, LQ, Bk>& q, const dtensor<T, LK, Bk>& k, const dtensor<T, LK, Bk>& v,
                     double scale) {
   attention_detail::check_api<T, Bk>();
@@ -270,20 +360,14 @@ auto ring_attention(const dtensor<T, LQ, Bk>& q, const dtensor<T, LK, Bk>& k, co
                 "spmd::ring_attention: k and v travel in the queries' placements; redistribute them to q's "
                 "first (the autograd layer's attention does).");
   ring_detail::check_layout<LQ>();
+  ring_detail::check_head_tail<HeadTail, LQ, LK>();
   constexpr int dim = ring_detail::ring_dim<LQ>();
   using M = typename LQ::mesh_type;
   const local_set<T>& ql = q.locals();
   local_set<T> kv(ql.ranks(), ql.held_ranks()), out(ql.ranks(), ql.held_ranks()), lse(ql.ranks(), ql.held_ranks());
-  std::vector<ring_detail::place> places;
+  const std::vector<ring_detail::place> places = ring_detail::start<HeadDim>(q, k, v, dim, HeadTail, kv);
   for (const index_t i : ql.held()) {
     const shape_vec& qs = ql.shape(i);
-    attention_detail::check_blocks<HeadDim>("ring_attention", qs[2], q.locals().view(i), k.locals().view(i),
-                                            v.locals().view(i));
-    places.push_back(ring_detail::place_of(q.layout(), k.layout(), dim, i));
-    const ring_detail::place& pl = places.back();
-    const shape_vec& ks = k.locals().shape(i);
-    kv.assign(i, ring_detail::shape_of({2, ks[0], pl.k_max, ks[2]}));
-    ring_detail::pack(kv.data(i), k.locals().cdata(i), v.locals().cdata(i), ks[0], ks[1], pl.k_max, ks[2]);
     ring_detail::zero(out, i, qs);
     lse.assign(i, ring_detail::shape_of({qs[0] * (qs[2] / HeadDim), qs[1]}));
     std::fill(lse.data(i), lse.data(i) + lse.size(i), -std::numeric_limits<T>::infinity());
@@ -293,17 +377,16 @@ auto ring_attention(const dtensor<T, LQ, Bk>& q, const dtensor<T, LK, Bk>& k, co
     std::size_t at = 0;
     for (const index_t i : ql.held()) {
       const ring_detail::place& pl = places[at++];
-      const index_t j = (pl.pos - t % n + n) % n;
-      const shape_vec& qs = ql.shape(i);
-      const ring_detail::block b{qs[0], qs[1], qs[2], HeadDim, pl.k_max, pl.q_first, pl.k_first[j], pl.k_len[j]};
       if (out.size(i) == 0) continue;
       T* o = out.data(i);
       T* l = lse.data(i);
       const T* qd = ql.cdata(i);
       const T* kd = kv.cdata(i);
-      const T* vd = kd + b.nb * b.k_max * b.w;
-      attention_detail::for_each_head(b.heads(), [&](index_t h) {
-        ring_detail::forward_block<Causal>(b, h, o, l + h * b.cq, qd, kd, vd, static_cast<T>(scale));
+      ring_detail::for_each_pair<HeadDim>(pl, (pl.pos - t % n + n) % n, ql.shape(i), [&](const ring_detail::block& b) {
+        const T* vd = kd + b.nb * b.k_max * b.w;
+        attention_detail::for_each_head(b.heads(), [&](index_t h) {
+          ring_detail::forward_block<Causal>(b, h, o, l + h * b.cq, qd, kd, vd, static_cast<T>(scale));
+        });
       });
     }
     if constexpr (dim >= 0)
@@ -314,7 +397,7 @@ auto ring_attention(const dtensor<T, LQ, Bk>& q, const dtensor<T, LK, Bk>& k, co
 
 /// The ring's backward: dq (q's layout), dk and dv (k's), from the output's gradient g, the
 /// inputs, the forward's output y and its log-sum-exp.
-template <index_t HeadDim, bool Causal, element T, class LQ, class LK, class Bk>
+template <index_t HeadDim, bool Causal, bool HeadTail = false, element T, class LQ, class LK, class Bk>
 auto ring_attention_backward(const dtensor<T, LQ, Bk>& g, const dtensor<T, LQ, Bk>& q, const dtensor<T, LK, Bk>& k,
                              const dtensor<T, LK, Bk>& v, const dtensor<T, LQ, Bk>& y, const local_set<T>& lse,
                              double scale) {
@@ -322,19 +405,15 @@ auto ring_attention_backward(const dtensor<T, LQ, Bk>& g, const dtensor<T, LQ, B
   static_assert(std::is_same_v<typename LQ::placements_type, typename LK::placements_type>,
                 "spmd::ring_attention: k and v travel in the queries' placements; redistribute them to q's first.");
   ring_detail::check_layout<LQ>();
+  ring_detail::check_head_tail<HeadTail, LQ, LK>();
   constexpr int dim = ring_detail::ring_dim<LQ>();
   using M = typename LQ::mesh_type;
   const local_set<T>& ql = q.locals();
   local_set<T> kv(ql.ranks(), ql.held_ranks()), dkv(ql.ranks(), ql.held_ranks()), dq(ql.ranks(), ql.held_ranks()),
       delta(ql.ranks(), ql.held_ranks());
-  std::vector<ring_detail::place> places;
+  const std::vector<ring_detail::place> places = ring_detail::start<HeadDim>(q, k, v, dim, HeadTail, kv);
   for (const index_t i : ql.held()) {
     const shape_vec& qs = ql.shape(i);
-    places.push_back(ring_detail::place_of(q.layout(), k.layout(), dim, i));
-    const ring_detail::place& pl = places.back();
-    const shape_vec& ks = k.locals().shape(i);
-    kv.assign(i, ring_detail::shape_of({2, ks[0], pl.k_max, ks[2]}));
-    ring_detail::pack(kv.data(i), k.locals().cdata(i), v.locals().cdata(i), ks[0], ks[1], pl.k_max, ks[2]);
     ring_detail::zero(dkv, i, kv.shape(i));
     ring_detail::zero(dq, i, qs);
     // delta = rowsum(g ∘ y) per (batch, head, row)
@@ -356,22 +435,21 @@ auto ring_attention_backward(const dtensor<T, LQ, Bk>& g, const dtensor<T, LQ, B
     std::size_t at = 0;
     for (const index_t i : ql.held()) {
       const ring_detail::place& pl = places[at++];
-      const index_t j = (pl.pos - t % n + n) % n;
-      const shape_vec& qs = ql.shape(i);
-      const ring_detail::block b{qs[0], qs[1], qs[2], HeadDim, pl.k_max, pl.q_first, pl.k_first[j], pl.k_len[j]};
-      if (dq.size(i) == 0 || b.k_len == 0) continue;
+      if (dq.size(i) == 0) continue;
       T* dqd = dq.data(i);
       T* dk = dkv.data(i);
-      T* dv = dk + b.nb * b.k_max * b.w;
       const T* kd = kv.cdata(i);
-      const T* vd = kd + b.nb * b.k_max * b.w;
       const T* gd = g.locals().cdata(i);
       const T* qd = ql.cdata(i);
       const T* l = lse.cdata(i);
       const T* dd = delta.cdata(i);
-      attention_detail::for_each_head(b.heads(), [&](index_t h) {
-        ring_detail::backward_block<Causal>(b, h, dqd, dk, dv, gd, qd, kd, vd, l + h * b.cq, dd + h * b.cq,
-                                            static_cast<T>(scale));
+      ring_detail::for_each_pair<HeadDim>(pl, (pl.pos - t % n + n) % n, ql.shape(i), [&](const ring_detail::block& b) {
+        T* dv = dk + b.nb * b.k_max * b.w;
+        const T* vd = kd + b.nb * b.k_max * b.w;
+        attention_detail::for_each_head(b.heads(), [&](index_t h) {
+          ring_detail::backward_block<Causal>(b, h, dqd, dk, dv, gd, qd, kd, vd, l + h * b.cq, dd + h * b.cq,
+                                              static_cast<T>(scale));
+        });
       });
     }
     if constexpr (dim >= 0) {
