@@ -15,7 +15,8 @@
 //   all_gather  K and V gathered forward and again backward, dK and dV reduce-scattered:
 //               6 (cp−1)/cp · L·W·4 bytes; 2 + 7 products (the split backward);
 //   ring        K/V passed cp−1 times forward and backward, dK/dV cp times: (4 (cp−1) + 2 cp)/cp ·
-//               L·W·4 bytes; 2 + 5 products (one pass per block, the saved log-sum-exp).
+//               L·W·4 bytes; 2 + 5 products (one pass per block, the saved log-sum-exp);
+//   ring_head_tail  the same over a sequence in head-tail order: every rank the same work.
 //   RESULT context_parallel backend=B method=M positions=L cp=C ms=<step>
 //     one_device_ms=<cp 1> bytes_per_rank=<received> compute_floor_ms=<...> comm_floor_ms=<...>
 #include <cblas.h>
@@ -55,7 +56,17 @@ std::vector<float> values(index_t n, unsigned seed) {
 
 /// Multiply-adds of rank r's causal forward and backward (all-gather, split: seven products per
 /// tile and head; whole, cp 1, and the ring: five), by the kernels' tiles.
-double rank_flops(index_t len, index_t cp, index_t r, bool ring) {
+double rank_flops(index_t len, index_t cp, index_t r, bool ring, bool head_tail = false) {
+  if (head_tail && cp > 1) {  // chunks r and 2cp−1−r of m rows, each tile against the keys to its last
+    const index_t m = len / (2 * cp);
+    double units = 0;
+    for (const index_t chunk : {r, 2 * cp - 1 - r})
+      for (index_t r0 = 0; r0 < m; r0 += 128) {
+        const index_t t = std::min<index_t>(128, m - r0);
+        units += static_cast<double>(t) * static_cast<double>(chunk * m + r0 + t) * D;
+      }
+    return 2 * 7 * units * (W / D);
+  }
   const index_t base = len / cp, extra = len % cp;
   const index_t rows = base + (r < extra ? 1 : 0), first = r * base + std::min(r, extra);
   double units = 0;  // rows x keys x D, summed over tiles
@@ -103,14 +114,15 @@ double received_bytes(index_t len, index_t cp, bool ring) {
   return ring ? double(4 * (cp - 1) + 2 * cp) / double(cp) * whole * (cp > 1) : 6.0 * double(cp - 1) / double(cp) * whole;
 }
 
-void report(const char* backend, bool ring, index_t len, index_t cp, double ms, double one_ms, double gflops,
-            double comm_gbps) {
+void report(const char* backend, rt::context_method method, index_t len, index_t cp, double ms, double one_ms,
+            double gflops, double comm_gbps) {
+  const bool ring = method != rt::context_method::all_gather, head_tail = method == rt::context_method::ring_head_tail;
   double worst = 0;
-  for (index_t r = 0; r < cp; ++r) worst = std::max(worst, rank_flops(len, cp, r, ring));
+  for (index_t r = 0; r < cp; ++r) worst = std::max(worst, rank_flops(len, cp, r, ring, head_tail));
   const double bytes = received_bytes(len, cp, ring);
   std::printf("RESULT context_parallel backend=%s method=%s positions=%lld cp=%lld ms=%.2f one_device_ms=%.2f "
               "bytes_per_rank=%.0f compute_floor_ms=%.2f comm_floor_ms=%.3f\n",
-              backend, ring ? "ring" : "all_gather", static_cast<long long>(len), static_cast<long long>(cp), ms, one_ms, bytes,
+              backend, head_tail ? "ring_head_tail" : ring ? "ring" : "all_gather", static_cast<long long>(len), static_cast<long long>(cp), ms, one_ms, bytes,
               worst / (gflops * 1e9) * 1e3, comm_gbps > 0 ? bytes / (comm_gbps * 1e9) * 1e3 : 0.0);
   std::fflush(stdout);
 }
@@ -135,11 +147,13 @@ void sim_mode(const std::vector<index_t>& lengths) {
   for (index_t len : lengths) {
     spmd::bind_mesh<M>(spmd::dims<1>{1});
     const double one = step_ms<spmd::sim::backend>(len);
-    report("sim", false, len, 1, one, one, gflops, 0);
+    using enum rt::context_method;
+    report("sim", all_gather, len, 1, one, one, gflops, 0);
     for (index_t cp : {2, 4}) {
       spmd::bind_mesh<M>(spmd::dims<1>{cp});
-      report("sim", false, len, cp, step_ms<spmd::sim::backend>(len), one, gflops, copy_gbps);
-      report("sim", true, len, cp, step_ms<spmd::sim::backend, rt::context_method::ring>(len), one, gflops, copy_gbps);
+      report("sim", all_gather, len, cp, step_ms<spmd::sim::backend>(len), one, gflops, copy_gbps);
+      report("sim", ring, len, cp, step_ms<spmd::sim::backend, ring>(len), one, gflops, copy_gbps);
+      report("sim", ring_head_tail, len, cp, step_ms<spmd::sim::backend, ring_head_tail>(len), one, gflops, copy_gbps);
     }
   }
 }
@@ -168,16 +182,18 @@ void mpi_mode(const std::vector<index_t>& lengths, int& argc, char**& argv) {
                     MPI_COMM_WORLD);
     });
     const double gbps = double(block) * (size - 1) * 4 / s / 1e9;
-    if (rank == 0) report("mpi", false, len, size, ms, one, gflops, gbps);
+    if (rank == 0) report("mpi", rt::context_method::all_gather, len, size, ms, one, gflops, gbps);
     // the ring: its rate is MPI_Sendrecv's of one K/V block to the next rank
     const double ring_ms = step_ms<spmd::mpi::backend, rt::context_method::ring>(len);
+    const double head_tail_ms = step_ms<spmd::mpi::backend, rt::context_method::ring_head_tail>(len);
     std::vector<float> kv(static_cast<std::size_t>(2 * block), 1.f), in(kv.size());
     const double r = bench::median_s([&] {
       MPI_Sendrecv(kv.data(), static_cast<int>(kv.size()), MPI_FLOAT, (rank + 1) % size, 0, in.data(),
                    static_cast<int>(in.size()), MPI_FLOAT, (rank + size - 1) % size, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     });
     const double ring_gbps = double(kv.size()) * 4 / r / 1e9;
-    if (rank == 0) report("mpi", true, len, size, ring_ms, one, gflops, ring_gbps);
+    if (rank == 0) report("mpi", rt::context_method::ring, len, size, ring_ms, one, gflops, ring_gbps);
+    if (rank == 0) report("mpi", rt::context_method::ring_head_tail, len, size, head_tail_ms, one, gflops, ring_gbps);
   }
 }
 

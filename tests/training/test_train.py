@@ -34,11 +34,12 @@ One build trains on every mesh (its sizes are run-time values). Groups:
   cp       --mesh dp=D,tp=T,cp=C (context parallelism: the gpt's positions split): cp 1, 2, 4, 8,
            beside dp (FSDP and DDP) and tp, in any order: every loss within 1e-5 relative of the
            one-device run, the final parameters within the tolerance below, K and V gathered, the
-           JSON's "parallel" {dp, tp, cp} last; a cp that does not divide the 16 positions, a
-           dim named twice or unknown, a size missing, the mlp (no sequence) or --parallel auto
-           with cp > 1 exit 2 naming it.
+           JSON's "parallel" {dp, tp, cp} last; --cp-method ring on cp 2, 4, 8, beside dp and tp
+           likewise (no K/V gathered); a cp that does not divide the 16 positions, a dim named
+           twice or unknown, a size missing, the mlp (no sequence), --parallel auto with cp > 1, an
+           unknown --cp-method and the ring on the mlp exit 2 naming it.
   mpi      mpirun -np D*T*C --backend mpi against --backend sim (2x4, 4x2, 2x3, 3x2, 5x1, 16,
-           dp=2,cp=2, cp=2 (DDP), tp=2,cp=4, and
+           dp=2,cp=2, cp=2 (DDP), tp=2,cp=4, dp=2,cp=2 with --cp-method ring, and
            -np 6 without --mesh: a 1-d mesh of the world size; shuffled epochs on 2x2):
            bit-identical losses and --save files; a wrong process count exits 2; a refusal on every process (a checkpoint of
            another optimizer) is one line and exit 2, with no abort banner; --parallel auto, the
@@ -586,6 +587,7 @@ def cp(d):
              ("tp=2,cp=4", "fsdp", (1, 2, 4)), ("dp=2,tp=2,cp=2", "fsdp", (2, 2, 2)),
              ("tp=2,cp=2,dp=2", "ddp", (2, 2, 2)), ("dp=4,tp=2", "fsdp", (4, 2, 1)), ("2x2", "fsdp", (2, 2, 1)))
     worst_loss = worst_param = 0.0
+    gathered = {}
     for mesh, dp, (D, T, C) in cases:
         save = os.path.join(d, f"gpt-{mesh}-{dp}.st")
         r = train_json(*f.args("gpt", mesh, "--dp", dp, "--save", save))
@@ -599,7 +601,21 @@ def cp(d):
         c = r["collectives_per_step"]
         if C > 1:  # K and V gathered (each block, forward and backward), dK and dV reduce-scattered
             check(c["all_gather"] >= 2 * 2 * 2 and c["reduce_scatter"] >= 2, f"{what}: collectives {c}")
+            gathered[mesh] = c["all_gather"]
     print(f"gpt with cp: worst loss difference {worst_loss:.3g} (relative), worst parameter difference {worst_param:.3g}")
+    # the ring: K/V passed around, not gathered (the 8 K/V gathers of the 2 blocks are gone)
+    worst_loss = worst_param = 0.0
+    for mesh in ("cp=2", "cp=4", "cp=8", "dp=2,cp=2", "tp=2,cp=4"):
+        save = os.path.join(d, f"gpt-{mesh}-ring.st")
+        r = train_json(*f.args("gpt", mesh, "--cp-method", "ring", "--save", save))
+        if r is None:
+            continue
+        what = f"gpt on {mesh} (ring)"
+        worst_loss = max(worst_loss, against_one(r, one, what))
+        worst_param = max(worst_param, close_params(save, ref_save, what))
+        c = r["collectives_per_step"]
+        check(mesh not in gathered or c["all_gather"] == gathered[mesh] - 8, f"{what}: collectives {c}")
+    print(f"gpt with cp, the ring: worst loss difference {worst_loss:.3g} (relative), worst parameter difference {worst_param:.3g}")
     # misuse: exit 2, naming the numbers
     for mesh, said in (("cp=3", "context parallel over 3 does not divide the 16 positions"),
                        ("cp=32", "context parallel over 32 does not divide the 16 positions"),
@@ -611,23 +627,29 @@ def cp(d):
         check(p.returncode == 2 and said in p.stderr and not p.stdout, f"{cmd}: exit {p.returncode}\n{p.stderr}")
     p, cmd = run(*f.args("gpt", "cp=2", "--parallel", "auto"))
     check(p.returncode == 2 and "cp = 1" in p.stderr, f"{cmd}: exit {p.returncode}\n{p.stderr}")
+    p, cmd = run(*f.args("gpt", "cp=2", "--cp-method", "spiral"))
+    check(p.returncode == 2 and "--cp-method spiral: choose one of all_gather, ring" in p.stderr,
+          f"{cmd}: exit {p.returncode}\n{p.stderr}")
     g = Files(d, "mlp")
     p, cmd = run(*g.args("mlp", "dp=2,cp=2"))
     check(p.returncode == 2 and "the mlp has none (cp must be 1)" in p.stderr, f"{cmd}: exit {p.returncode}\n{p.stderr}")
+    p, cmd = run(*g.args("mlp", "2", "--cp-method", "ring"))
+    check(p.returncode == 2 and "the mlp has no attention" in p.stderr, f"{cmd}: exit {p.returncode}\n{p.stderr}")
 
 
 def mpi(d):
     # (model, mesh, dp mode, processes); mesh None: --mesh left out, the world size's 1-d mesh.
     cases = (("gpt", "2x4", "fsdp", 8), ("mlp", "4x2", "ddp", 8), ("gpt", None, "fsdp", 6), ("mlp", "2x3", "fsdp", 6),
              ("gpt", "3x2", "ddp", 6), ("gpt", "5x1", "fsdp", 5), ("mlp", "16", "ddp", 16),
-             ("gpt", "dp=2,cp=2", "fsdp", 4), ("gpt", "cp=2", "ddp", 2), ("gpt", "tp=2,cp=4", "fsdp", 8))
+             ("gpt", "dp=2,cp=2", "fsdp", 4), ("gpt", "cp=2", "ddp", 2), ("gpt", "tp=2,cp=4", "fsdp", 8),
+             ("gpt", "dp=2,cp=2", "fsdp", 4, "--cp-method", "ring"))
     files = {m: Files(d, m) for m in ("mlp", "gpt")}
-    for model, mesh, dp, n in cases:
+    for model, mesh, dp, n, *more in cases:
         f = files[model]
-        what = f"{model} {mesh or f'(world {n})'} {dp}"
+        what = f"{model} {mesh or f'(world {n})'} {dp} {' '.join(more)}"
         a, b = os.path.join(d, model + "-sim.st"), os.path.join(d, model + "-mpi.st")
-        sim = train_json(*f.args(model, mesh or str(n), "--dp", dp, "--save", a))
-        par_args = f.args(model, mesh or str(n), "--dp", dp, "--save", b, "--backend", "mpi")
+        sim = train_json(*f.args(model, mesh or str(n), "--dp", dp, "--save", a, *more))
+        par_args = f.args(model, mesh or str(n), "--dp", dp, "--save", b, "--backend", "mpi", *more)
         if mesh is None:
             par_args = [x for i, x in enumerate(par_args) if x != "--mesh" and (i == 0 or par_args[i - 1] != "--mesh")]
         par = train_json(*par_args, mpi=n)

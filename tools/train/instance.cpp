@@ -40,6 +40,9 @@ train_result SPMD_TRAIN_FN(SPMD_TRAIN_MODEL, SPMD_TRAIN_BACKEND)(const train_opt
                                                                  const model_spec& spec) {
   // Every variant shares the one mesh type: its sizes are this run's.
   spmd::bind_mesh<typename dyn_config<backend_t, dp_kind::fsdp, float>::mesh>(spmd::dims<3>{o.dp, o.tp, o.cp});
+  // --cp-method: how the gpt's attention reaches the keys of other ranks (the models read it)
+  const spmd::runtime::context_method_scope cp_method(o.cp_method == "ring" ? spmd::runtime::context_method::ring
+                                                                             : spmd::runtime::context_method::all_gather);
   if (o.parallel == "auto") {
     using fsdp_t = f32_model_t<dp_kind::fsdp>;
     constexpr bool mixes = spmd::nn::unit_count<typename fsdp_t::host_type, typename fsdp_t::units>() > 1;

@@ -23,6 +23,7 @@ struct train_options {
   std::string model;               // mlp, gpt
   std::string mesh;                // as given: "8", "2x4", "dp=2,cp=4" (under mpirun, empty: the world size)
   int dp = 1, tp = 1, cp = 1;      // its sizes (cp: context parallel, the gpt's positions split)
+  std::string cp_method = "all_gather";  // all_gather, ring: how attention reaches other ranks' keys
   std::string backend = "sim";     // sim, mpi, cuda, nccl
   std::string dp_mode = "fsdp";    // fsdp, ddp
   bool dp_given = false;           // --dp was given

@@ -82,12 +82,26 @@ struct causal_self_attention {
   BOOST_HANA_DEFINE_STRUCT(causal_self_attention, (tensor<T, extents<Dim, Dim>>, wq), (tensor<T, extents<Dim, Dim>>, wk),
                            (tensor<T, extents<Dim, Dim>>, wv), (tensor<T, extents<Dim, Dim>>, wo));
   static constexpr bool places_output = true;
+  /// The attention takes the calling thread's context_method_scope (runtime/ops/ring_attention.hpp):
+  /// the all-gather, or on host backends the ring (the sequence in its natural order).
   template <class M, class X>
   static auto forward(const M& m, const X& x) {
     using runtime::matmul_t;
-    const auto y = runtime::causal_attention<head_dim>(matmul_t(x, get<"wq">(m)), matmul_t(x, get<"wk">(m)),
-                                                       matmul_t(x, get<"wv">(m)));
-    return place_output(m, matmul_t(y, get<"wo">(m)));
+    const auto q = matmul_t(x, get<"wq">(m));
+    const auto k = matmul_t(x, get<"wk">(m));
+    const auto v = matmul_t(x, get<"wv">(m));
+    using Y = decltype(runtime::causal_attention<head_dim>(q, k, v));
+    using QV = decltype(runtime::autograd_detail::keep(q));
+    using E = typename QV::element_type;
+    if constexpr (runtime::host_memory<typename QV::backend_type> &&
+                  (std::is_same_v<E, float> || std::is_same_v<E, double>)) {
+      using YR = decltype(runtime::causal_attention<head_dim, runtime::context_method::ring>(q, k, v));
+      if constexpr (std::is_same_v<Y, YR>)
+        if (runtime::context_method_scope::current() == runtime::context_method::ring)
+          return place_output(m, matmul_t(runtime::causal_attention<head_dim, runtime::context_method::ring>(q, k, v),
+                                          get<"wo">(m)));
+    }
+    return place_output(m, matmul_t(runtime::causal_attention<head_dim>(q, k, v), get<"wo">(m)));
   }
 };
 

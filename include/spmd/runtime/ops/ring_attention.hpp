@@ -57,6 +57,25 @@ namespace spmd::runtime {
 /// causal mask's work over the ranks.
 enum class context_method { all_gather, ring, ring_head_tail };
 
+/// The method a model's attention takes where its code does not name one (nn/modules.hpp's
+/// causal_self_attention; spmd-train --cp-method), for the calling thread while the scope
+/// lives (PyTorch's context_parallel options). Outside any scope: all_gather.
+class context_method_scope {
+ public:
+  explicit context_method_scope(context_method m) : prev_(current_ref()) { current_ref() = m; }
+  ~context_method_scope() { current_ref() = prev_; }
+  context_method_scope(const context_method_scope&) = delete;
+  context_method_scope& operator=(const context_method_scope&) = delete;
+  static context_method current() { return current_ref(); }
+
+ private:
+  static context_method& current_ref() {
+    thread_local context_method m = context_method::all_gather;
+    return m;
+  }
+  context_method prev_;
+};
+
 namespace ring_detail {
 
 static_assert(p2p::rings_paired(std::make_integer_sequence<int, 64>{}),
