@@ -94,7 +94,8 @@ auto bmm_grads() {
 
 /// Causal attention with the batch on mesh dim 0 and the positions on dim 1 (context
 /// parallelism: 7 positions, uneven), q, k and v differentiated; the non-causal one beside it.
-template <class B, class Mesh>
+/// Method: the all-gather (every backend) or the ring (host backends).
+template <class B, class Mesh, spmd::runtime::context_method Method = spmd::runtime::context_method::all_gather>
 auto cp_attention_grads() {
   using namespace spmd;
   namespace rt = spmd::runtime;
@@ -106,25 +107,7 @@ auto cp_attention_grads() {
   auto k = rt::requires_grad(F::template distribute_tensor<L>(kx), "k");
   auto v = rt::requires_grad(F::template distribute_tensor<L>(vx), "v");
   const auto w = F::template distribute_tensor<L>(vx);
-  (rt::sum<>(rt::causal_attention<2>(q, k, v) * w) + rt::sum<>(rt::attention<2>(v, q, k) * w)).backward();
-  return std::make_tuple(q.grad(), k.grad(), v.grad());
-}
-
-/// The ring (host backends): the same layout and functions, K/V passed around mesh dim 1.
-template <class B, class Mesh>
-auto cp_ring_grads() {
-  using namespace spmd;
-  namespace rt = spmd::runtime;
-  using F = rt::factories<B>;
-  using L = layout<Mesh, placements<shard<0>, shard<1>>, extents<2, 7, 8>>;  // 4 heads of 2
-  std::vector<double> base = global_values<double>(112), kx(base.rbegin(), base.rend()), vx(112);
-  for (std::size_t i = 0; i < vx.size(); ++i) vx[i] = 0.5 * base[(i * 5) % base.size()] - 0.25;
-  auto q = rt::requires_grad(F::template distribute_tensor<L>(base), "q");
-  auto k = rt::requires_grad(F::template distribute_tensor<L>(kx), "k");
-  auto v = rt::requires_grad(F::template distribute_tensor<L>(vx), "v");
-  const auto w = F::template distribute_tensor<L>(vx);
-  constexpr auto ring = rt::context_method::ring;
-  (rt::sum<>(rt::causal_attention<2, ring>(q, k, v) * w) + rt::sum<>(rt::attention<2, false, ring>(v, q, k) * w))
+  (rt::sum<>(rt::causal_attention<2, Method>(q, k, v) * w) + rt::sum<>(rt::attention<2, false, Method>(v, q, k) * w))
       .backward();
   return std::make_tuple(q.grad(), k.grad(), v.grad());
 }
@@ -152,7 +135,8 @@ void grad_cases(report& rep) {
   grad_detail::compare_all(rep, grad_detail::cp_attention_grads<B, Mesh>(), grad_detail::cp_attention_grads<S, Mesh>(),
                            "attention with the positions split (cp), gradient");
   if constexpr (spmd::runtime::host_memory<B>)
-    grad_detail::compare_all(rep, grad_detail::cp_ring_grads<B, Mesh>(), grad_detail::cp_ring_grads<S, Mesh>(),
+    grad_detail::compare_all(rep, grad_detail::cp_attention_grads<B, Mesh, spmd::runtime::context_method::ring>(),
+                             grad_detail::cp_attention_grads<S, Mesh, spmd::runtime::context_method::ring>(),
                              "attention with the positions split, the ring, gradient");
   grad_detail::compare_all(rep, grad_detail::tp_mlp_trained<B, Mesh>(), grad_detail::tp_mlp_trained<S, Mesh>(),
                            "TP MLP after 3 steps of clip_grad_norm_ and AdamW, parameter");

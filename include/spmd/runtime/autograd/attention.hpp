@@ -47,15 +47,8 @@ auto causal_mask() {
   return factories<B>::template distribute_tensor<layout<Mesh, R, extents<Q, K>>>(m);
 }
 
-/// Whether layout L may split the positions (dim 1) on some mesh dim, and whether it does on
-/// this run's mesh (a dim of one rank splits nothing).
-template <class L>
-constexpr bool may_split_positions() {
-  const placement_vec p = L::placements_type::value();
-  for (int d = 0; d < p.size(); ++d)
-    if (p[d].is_shard(1)) return true;
-  return false;
-}
+/// Whether layout L splits the positions on this run's mesh (a dim of one rank splits nothing;
+/// whether it may at all is attention_detail::splits_positions, in the compiler).
 template <class L>
 bool splits_positions() {
   const placement_vec p = L::placements_type::value();
@@ -128,7 +121,7 @@ auto attention(const Q& q, const K& k, const V& v) {
           // Queries split over ranks (context parallelism), or keys of another length: dq
           // where q is, dk and dv summed over the ranks' queries (Partial, reduce-scattered to
           // k's layout by send); else the three from one recomputed softmax.
-          if constexpr (may_split_positions<Y>() || lengths_may_differ) {
+          if constexpr (runtime::attention_detail::splits_positions<Y>() || lengths_may_differ) {
             if (!fused_compiles || splits_positions<Y>() || qv.value().shape()[1] != kv.value().shape()[1]) {
               // K and V gathered once for both operators; dK and dV reduce-scattered in one
               // collective, stacked, to K's layout (each then a view of it)
@@ -148,7 +141,7 @@ auto attention(const Q& q, const K& k, const V& v) {
           }
           if constexpr (fused_compiles) {
             const auto d = [&] {
-              if constexpr (may_split_positions<Y>()) {
+              if constexpr (runtime::attention_detail::splits_positions<Y>()) {
                 // a layout that may split the positions, on a mesh that does not: each input
                 // gathered (no step on a dim of one rank) to the layout with the positions
                 // whole, so the fused operator's resolution has nothing to search

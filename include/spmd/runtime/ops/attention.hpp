@@ -85,10 +85,11 @@ void check_blocks(const char* name, index_t w, const V&... v) {
     throw std::logic_error(std::string("spmd::") + name + ": a local block is not contiguous");
 }
 
-/// A scratch of the calling thread (which < 3: scores, their gradient, a tile's dk/dv).
+/// A scratch of the calling thread (which < 4: scores, their gradient, a tile's dk/dv; the
+/// ring's kernels use them too, ring_attention.hpp).
 template <class T>
 T* scratch(index_t elems, int which) {
-  thread_local std::vector<T> s[3];
+  thread_local std::vector<T> s[4];
   auto& v = s[which];
   if (v.size() < static_cast<std::size_t>(elems)) v.resize(static_cast<std::size_t>(elems));
   return v.data();

@@ -181,15 +181,6 @@ place place_of(const LQ& lq, const LK& lk, int dim, index_t i, bool head_tail) {
   return r;
 }
 
-/// Rank-local scratch of the calling thread (which < 4).
-template <class T>
-T* scratch(index_t elems, int which) {
-  thread_local std::vector<T> s[4];
-  auto& v = s[which];
-  if (v.size() < static_cast<std::size_t>(elems)) v.resize(static_cast<std::size_t>(elems));
-  return v.data();
-}
-
 /// The two parts (K, V) of a rank's block, each (nb, len, w), into `out` padded to (2, nb, k_max, w).
 template <class T>
 void pack(T* out, const T* k, const T* v, index_t nb, index_t len, index_t k_max, index_t w) {
@@ -254,7 +245,7 @@ void forward_block(const block& b, index_t i, T* out, T* lse, const T* q, const 
     const index_t a = b.first_seeing(r0, r1, Causal);
     if (a == r1) continue;
     const index_t rows = r1 - a, kn = b.seen(r1 - 1, Causal);
-    T* s = scratch<T>(rows * kn, 0);
+    T* s = attention_detail::scratch<T>(rows * kn, 0);
     detail::gemm_ld(s, kn, q + b.q_at(i, a), b.w, k + b.k_at(i), b.w, rows, kn, b.d, false, true, scale);
     for (index_t r = 0; r < rows; ++r) {
       T* row = s + r * kn;
@@ -274,7 +265,7 @@ void forward_block(const block& b, index_t i, T* out, T* lse, const T* q, const 
       for (index_t j = 0; j < n; ++j) row[j] *= take;  // e^(s − merged)
       l = merged;
     }
-    T* add = scratch<T>(rows * b.d, 1);
+    T* add = attention_detail::scratch<T>(rows * b.d, 1);
     detail::gemm_ld(add, b.d, s, kn, v + b.k_at(i), b.w, rows, b.d, kn, false, false, T(1));
     for (index_t r = 0; r < rows; ++r) {
       T* o = out + b.q_at(i, a + r);
@@ -295,9 +286,9 @@ void backward_block(const block& b, index_t i, T* dq, T* dk, T* dv, const T* g, 
     const index_t a = b.first_seeing(r0, r1, Causal);
     if (a == r1) continue;
     const index_t rows = r1 - a, kn = b.seen(r1 - 1, Causal);
-    T* p = scratch<T>(rows * kn, 0);
-    T* dp = scratch<T>(rows * kn, 1);
-    T* part = scratch<T>(std::max(rows, kn) * b.d, 2);
+    T* p = attention_detail::scratch<T>(rows * kn, 0);
+    T* dp = attention_detail::scratch<T>(rows * kn, 1);
+    T* part = attention_detail::scratch<T>(std::max(rows, kn) * b.d, 2);
     detail::gemm_ld(p, kn, q + b.q_at(i, a), b.w, k + b.k_at(i), b.w, rows, kn, b.d, false, true, scale);
     for (index_t r = 0; r < rows; ++r) {
       T* row = p + r * kn;
@@ -332,6 +323,18 @@ template <class T>
 void zero(local_set<T>& x, index_t i, const shape_vec& shape) {
   x.assign(i, shape);
   if (x.size(i) > 0) std::fill(x.data(i), x.data(i) + x.size(i), T(0));
+}
+
+/// What both directions require of their inputs, said at compile time.
+template <bool HeadTail, class T, class Bk, class LQ, class LK>
+constexpr void check_inputs() {
+  attention_detail::check_api<T, Bk>();
+  static_assert(LQ::rank == 3 && LK::rank == 3, "spmd::ring_attention: q, k and v must be (batch, positions, heads x head dim).");
+  static_assert(std::is_same_v<typename LQ::placements_type, typename LK::placements_type>,
+                "spmd::ring_attention: k and v travel in the queries' placements; redistribute them to q's "
+                "first (the autograd layer's attention does).");
+  check_layout<LQ>();
+  check_head_tail<HeadTail, LQ, LK>();
 }
 
 /// Every held rank's place, and its K/V block packed (2, nb, k_max, w) into kv.
@@ -373,13 +376,7 @@ void for_each_pair(const place& pl, index_t j, const shape_vec& qs, F&& f) {
 template <index_t HeadDim, bool Causal, bool HeadTail = false, element T, class LQ, class LK, class Bk>
 auto ring_attention(const dtensor<T, LQ, Bk>& q, const dtensor<T, LK, Bk>& k, const dtensor<T, LK, Bk>& v,
                     double scale) {
-  attention_detail::check_api<T, Bk>();
-  static_assert(LQ::rank == 3 && LK::rank == 3, "spmd::ring_attention: q, k and v must be (batch, positions, heads x head dim).");
-  static_assert(std::is_same_v<typename LQ::placements_type, typename LK::placements_type>,
-                "spmd::ring_attention: k and v travel in the queries' placements; redistribute them to q's "
-                "first (the autograd layer's attention does).");
-  ring_detail::check_layout<LQ>();
-  ring_detail::check_head_tail<HeadTail, LQ, LK>();
+  ring_detail::check_inputs<HeadTail, T, Bk, LQ, LK>();
   constexpr int dim = ring_detail::ring_dim<LQ>();
   using M = typename LQ::mesh_type;
   const local_set<T>& ql = q.locals();
@@ -401,7 +398,7 @@ auto ring_attention(const dtensor<T, LQ, Bk>& q, const dtensor<T, LK, Bk>& k, co
       T* l = lse.data(i);
       const T* qd = ql.cdata(i);
       const T* kd = kv.cdata(i);
-      ring_detail::for_each_pair<HeadDim>(pl, (pl.pos - t % n + n) % n, ql.shape(i), [&](const ring_detail::block& b) {
+      ring_detail::for_each_pair<HeadDim>(pl, (pl.pos - t + n) % n, ql.shape(i), [&](const ring_detail::block& b) {
         const T* vd = kd + b.nb * b.k_max * b.w;
         attention_detail::for_each_head(b.heads(), [&](index_t h) {
           ring_detail::forward_block<Causal>(b, h, o, l + h * b.cq, qd, kd, vd, static_cast<T>(scale));
@@ -420,11 +417,7 @@ template <index_t HeadDim, bool Causal, bool HeadTail = false, element T, class 
 auto ring_attention_backward(const dtensor<T, LQ, Bk>& g, const dtensor<T, LQ, Bk>& q, const dtensor<T, LK, Bk>& k,
                              const dtensor<T, LK, Bk>& v, const dtensor<T, LQ, Bk>& y, const local_set<T>& lse,
                              double scale) {
-  attention_detail::check_api<T, Bk>();
-  static_assert(std::is_same_v<typename LQ::placements_type, typename LK::placements_type>,
-                "spmd::ring_attention: k and v travel in the queries' placements; redistribute them to q's first.");
-  ring_detail::check_layout<LQ>();
-  ring_detail::check_head_tail<HeadTail, LQ, LK>();
+  ring_detail::check_inputs<HeadTail, T, Bk, LQ, LK>();
   constexpr int dim = ring_detail::ring_dim<LQ>();
   using M = typename LQ::mesh_type;
   const local_set<T>& ql = q.locals();
@@ -462,7 +455,7 @@ auto ring_attention_backward(const dtensor<T, LQ, Bk>& g, const dtensor<T, LQ, B
       const T* qd = ql.cdata(i);
       const T* l = lse.cdata(i);
       const T* dd = delta.cdata(i);
-      ring_detail::for_each_pair<HeadDim>(pl, (pl.pos - t % n + n) % n, ql.shape(i), [&](const ring_detail::block& b) {
+      ring_detail::for_each_pair<HeadDim>(pl, (pl.pos - t + n) % n, ql.shape(i), [&](const ring_detail::block& b) {
         T* dv = dk + b.nb * b.k_max * b.w;
         const T* vd = kd + b.nb * b.k_max * b.w;
         attention_detail::for_each_head(b.heads(), [&](index_t h) {
