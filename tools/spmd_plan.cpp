@@ -19,6 +19,9 @@
 //   spmd-plan auto   --mesh 2x4 --graph STEP.json [--memory BYTES] [--fix 'w1=S(0),R;...'] [--json]:
 //                    every tensor's placements chosen by the exact search, the predicted step,
 //                    and the hand-written plans under the same model (auto_command.cpp)
+//   spmd-plan pipeline --schedule gpipe|1f1b|interleaved|zb --stages 4 --microbatches 8
+//                    [--virtual 2] [--svg FILE] [--json]: a pipeline schedule's table of slots
+//                    by ranks, its bubble and peak (pipeline_command.cpp)
 //
 // Exit codes: 0 success, 2 bad input (usage errors, unparsable or invalid layouts), 1 an
 // unexpected internal failure. Errors go to stderr; stdout then stays empty.
@@ -60,6 +63,7 @@
 #include "explain_command.hpp"
 #include "json_out.hpp"
 #include "load_command.hpp"
+#include "pipeline_command.hpp"
 #include "rand_command.hpp"
 
 namespace {
@@ -439,6 +443,8 @@ int spmd_plan_main(int argc, char** argv) {
   CLI::App* load_cmd = add_load_command(app, load_opts);
   auto_options auto_opts;
   CLI::App* auto_cmd = add_auto_command(app, auto_opts);
+  pipeline_options pipeline_opts;
+  CLI::App* pipeline_cmd = add_pipeline_command(app, pipeline_opts);
 
   try {
     app.parse(argc, argv);
@@ -457,7 +463,9 @@ int spmd_plan_main(int argc, char** argv) {
     if (rand_cmd->parsed()) return run_rand(rand_opts);
     if (load_cmd->parsed()) return run_load(load_opts);
     if (auto_cmd->parsed()) return run_auto(auto_opts);
-    std::cerr << "spmd-plan: a subcommand is required (layout, plan, run, explain, rand, load, auto)\n"
+    if (pipeline_cmd->parsed()) return run_pipeline(pipeline_opts);
+    std::cerr << "spmd-plan: a subcommand is required (layout, plan, run, explain, rand, load, auto, "
+                 "pipeline)\n"
                  "Run 'spmd-plan --help' for more information.\n";
     return exit_bad_input;
   } catch (const std::invalid_argument& e) {
