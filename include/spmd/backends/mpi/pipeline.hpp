@@ -1,0 +1,133 @@
+// spmd/backends/mpi/pipeline.hpp — a pipeline over MPI processes: the world cut into one
+// group of processes per pipeline rank, and the link that runs a slot's transfers between
+// them (runtime/pipeline.hpp runs the table).
+//
+//   spmd::mpi::pipeline_world world(4);                       // 4 pipeline ranks
+//   spmd::mpi::communicator_scope in_group(world.group());    // meshes name the group's ranks
+//   spmd::mpi::pipeline_link link{world};
+//   runtime::pipeline::run(table, dims, stages, link, {world.pipeline_rank()});
+//
+// World rank w is mesh index w mod g of pipeline rank w / g, g = world size / ranks: the
+// groups are consecutive, as torchtitan's mesh puts pp outermost. A transfer goes from a
+// process to the process of the same mesh index in the peer's group (both hold the same
+// block of the activation's layout), over a communicator of those processes. A slot's sends
+// and receives are posted together and finished before the next slot, which is what makes a
+// checked table free of deadlock (plan/pipeline_schedule.hpp).
+#pragma once
+
+#include "spmd/backends/mpi/mpi_c.hpp"
+
+#include <array>
+#include <span>
+#include <utility>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "spmd/backends/mpi/backend.hpp"
+#include "spmd/backends/mpi/environment.hpp"
+#include "spmd/plan/pipeline_schedule.hpp"
+#include "spmd/runtime/dtensor.hpp"
+#include "spmd/runtime/pipeline.hpp"
+
+namespace spmd::mpi {
+
+/// The world split into `ranks` pipeline ranks: the group of this process (what its meshes
+/// name) and the communicator across the groups (one process of each).
+class pipeline_world {
+ public:
+  explicit pipeline_world(int ranks) {
+    int size = 0, rank = 0;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (ranks < 1 || size % ranks != 0)
+      throw std::invalid_argument("spmd::mpi::pipeline_world: " + std::to_string(size) +
+                                  " processes cannot be cut into " + std::to_string(ranks) +
+                                  " pipeline ranks of equal groups");
+    group_size_ = size / ranks;
+    pipeline_rank_ = rank / group_size_;
+    detail::check(MPI_Comm_split(MPI_COMM_WORLD, pipeline_rank_, rank % group_size_, &group_), "MPI_Comm_split");
+    detail::check(MPI_Comm_split(MPI_COMM_WORLD, rank % group_size_, pipeline_rank_, &across_), "MPI_Comm_split");
+    MPI_Comm_set_errhandler(across_, MPI_ERRORS_RETURN);
+  }
+  pipeline_world(const pipeline_world&) = delete;
+  pipeline_world& operator=(const pipeline_world&) = delete;
+  ~pipeline_world() {
+    int fin = 0;
+    MPI_Finalized(&fin);
+    if (fin) return;
+    if (group_ != MPI_COMM_NULL) MPI_Comm_free(&group_);
+    if (across_ != MPI_COMM_NULL) MPI_Comm_free(&across_);
+  }
+
+  int pipeline_rank() const { return pipeline_rank_; }
+  int group_size() const { return group_size_; }
+  /// This process's pipeline rank's processes: install it with communicator_scope.
+  MPI_Comm group() const { return group_; }
+  /// One process per pipeline rank (this one's mesh index in each group), ranked by pipeline rank.
+  MPI_Comm across() const { return across_; }
+
+ private:
+  int group_size_ = 1, pipeline_rank_ = 0;
+  MPI_Comm group_ = MPI_COMM_NULL, across_ = MPI_COMM_NULL;
+};
+
+/// runtime::pipeline's link over MPI: a slot's send and receives as non-blocking calls on
+/// the communicator across the groups, then one wait for all of them.
+struct pipeline_link {
+  const pipeline_world& world;
+  static constexpr int tag = 11;
+
+  template <class Table, class Act>
+  void exchange(const Table& t, int slot, std::span<const int> mine,
+                std::vector<runtime::pipeline::store<Act>>& stores) const {
+    using T = typename Act::value_type;
+    using L = typename Act::layout_type;
+    static_assert(L::extents_type::is_static(),
+                  "spmd::mpi::pipeline_link: the activation's shape must be known at compile time (the "
+                  "receiver sizes its buffer from it).");
+    for (const int r : mine) {
+      const pp::cell& c = t(slot, r);
+      if (c.send.peer < 0 && c.recv[0].peer < 0 && c.recv[1].peer < 0) continue;
+      auto& held = stores[static_cast<std::size_t>(r)];
+      std::array<MPI_Request, 3> req{MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+      int n = 0;
+      auto block = [](Act& x) -> std::pair<T*, int> {  // this process's block (none outside the mesh)
+        auto& ls = x.locals(runtime::detail::internal_t{});
+        if (ls.held_ranks().count() == 0) return {nullptr, 0};
+        const index_t me = ls.held_ranks().lo;
+        return {ls.data(me), detail::count_of(ls.size(me), "a stage's activation")};
+      };
+      std::vector<Act> sending;  // alive until the wait
+      if (c.send.peer >= 0) {
+        const runtime::pipeline::key k{c.send.gradient, c.send.stage, c.send.microbatch};
+        auto it = held.find(k);
+        if (it == held.end())
+          throw std::logic_error("spmd::mpi::pipeline_link: a send of what this rank does not hold");
+        sending.push_back(std::move(it->second));
+        held.erase(it);
+        const auto [p, count] = block(sending.back());
+        if (count > 0)
+          detail::check(MPI_Isend(p, count, detail::element_type(sizeof(T)), c.send.peer, tag, world.across(),
+                                  &req[static_cast<std::size_t>(n++)]),
+                        "MPI_Isend");
+      }
+      std::vector<std::pair<runtime::pipeline::key, Act>> got;
+      got.reserve(2);
+      for (const pp::transfer& x : c.recv) {
+        if (x.peer < 0) continue;
+        got.emplace_back(runtime::pipeline::key{x.gradient, x.stage, x.microbatch},
+                         runtime::factories<backend>::template empty<T>(L{}));
+        const auto [p, count] = block(got.back().second);
+        if (count > 0)
+          detail::check(MPI_Irecv(p, count, detail::element_type(sizeof(T)), x.peer, tag, world.across(),
+                                  &req[static_cast<std::size_t>(n++)]),
+                        "MPI_Irecv");
+      }
+      detail::check(MPI_Waitall(n, req.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+      for (auto& [k, v] : got) held.insert_or_assign(k, std::move(v));
+    }
+  }
+};
+
+}  // namespace spmd::mpi

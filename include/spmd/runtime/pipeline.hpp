@@ -1,0 +1,155 @@
+// spmd/runtime/pipeline.hpp — runs a pipeline schedule's table (plan/pipeline_schedule.hpp):
+// each pipeline rank's tasks slot by slot, activations forward and gradients back between
+// stages, the gradients of every microbatch accumulated in the parameters'.
+//
+//   pp::built b = pp::build(pp::schedule_kind::one_f_one_b, {4, 1, 8});
+//   runtime::pipeline::in_process link;                 // every pipeline rank here (sim, cuda)
+//   double loss = runtime::pipeline::run(b.table, dims, stages, link, {0, 1, 2, 3});
+//
+// The model is `stages`, cut into dims.stages() pieces:
+//   using activation = dtensor<...>;   what passes between stages (one type for every cut)
+//   forward(stage, microbatch, in)     the stage's output (a variable); `in` is null on
+//                                      stage 0, whose input is the microbatch's data
+//   loss(stage, microbatch, in)        the last stage: the microbatch's share of the step's
+//                                      loss (0-d; 1/microbatches of the full batch's mean)
+// A stage's input is a leaf that requires a gradient; its backward sends that leaf's gradient
+// to the stage before. A parameter's gradient accumulates over the microbatches' backwards,
+// so after a step it is the full batch's, up to the order of the sums.
+//
+// Each slot: every pipeline rank held here runs its task (F, B, or I; W is nothing yet, see
+// below), then the link moves the slot's transfers: `in_process` hands the tensors over
+// (every pipeline rank is in this process: the simulation, or every rank on one GPU);
+// spmd::mpi::pipeline_link (backends/mpi/pipeline.hpp) sends each process's block to the
+// process of the same mesh index in the neighbouring stage's group. A table that passes
+// pp::first_fault cannot hang (pipeline_schedule.hpp says why), so neither can a step.
+//
+// Zero bubble's I runs the whole backward and its W nothing: the table's order, the
+// transfers and the numbers are the schedule's, but the weights' gradients are not yet
+// deferred into the bubble (docs/pipeline.md, "Not yet").
+#pragma once
+
+#include <map>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "spmd/plan/pipeline_schedule.hpp"
+#include "spmd/runtime/autograd/variable.hpp"
+
+namespace spmd::runtime::pipeline {
+
+/// What a rank holds for the next task or the link: (gradient?, stage that made it,
+/// microbatch) → the tensor.
+using key = std::tuple<bool, int, int>;
+
+template <class Act>
+using store = std::map<key, Act>;
+
+/// Every pipeline rank in this process: a transfer is the tensor handed to the receiving
+/// rank's store.
+struct in_process {
+  template <class Table, class Act>
+  void exchange(const Table& t, int slot, std::span<const int> mine, std::vector<store<Act>>& stores) const {
+    for (const int r : mine) {
+      const pp::transfer& x = t(slot, r).send;
+      if (x.peer < 0) continue;
+      const key k{x.gradient, x.stage, x.microbatch};
+      auto it = stores[static_cast<std::size_t>(r)].find(k);
+      if (it == stores[static_cast<std::size_t>(r)].end())
+        throw std::logic_error("spmd::pipeline: a send of what the rank does not hold");
+      stores[static_cast<std::size_t>(x.peer)].insert_or_assign(k, std::move(it->second));
+      stores[static_cast<std::size_t>(r)].erase(it);
+    }
+  }
+};
+
+namespace detail {
+
+template <class Stages>
+struct types {
+  using act = typename Stages::activation;
+  using in_var = decltype(requires_grad(std::declval<act>()));
+  using out_var = decltype(std::declval<Stages&>().forward(0, 0, static_cast<const in_var*>(nullptr)));
+  using loss_var = decltype(std::declval<Stages&>().loss(0, 0, static_cast<const in_var*>(nullptr)));
+  static_assert(std::is_same_v<typename out_var::value_type, act>,
+                "spmd::pipeline: a stage's forward must give the activation type the stages pass on "
+                "(Stages::activation), so that every cut carries one type.");
+  static_assert(std::is_same_v<typename in_var::grad_type, act>,
+                "spmd::pipeline: the activation's gradient must have the activation's layout (no Partial "
+                "placement between stages).");
+  static_assert(out_var::rank > 0 && loss_var::rank == 0,
+                "spmd::pipeline: forward gives a stage's output, loss a 0-d share of the step's loss.");
+};
+
+template <class Map, class K>
+auto take(Map& m, const K& k, const char* what) {
+  auto it = m.find(k);
+  if (it == m.end()) throw std::logic_error(std::string("spmd::pipeline: ") + what + " is not here");
+  auto v = std::move(it->second);
+  m.erase(it);
+  return v;
+}
+
+}  // namespace detail
+
+/// Runs one step of `t` (a table of `dims`) for the pipeline ranks `mine`, with `link`
+/// moving the transfers; returns the step's loss where the last stage is held here (the
+/// sum of the microbatches' shares), 0 elsewhere. Throws std::invalid_argument when the
+/// table is not one of `dims` and std::logic_error when it fails pp::first_fault's rules.
+template <class Table, class Stages, class Link>
+double run(const Table& t, pp::shape dims, Stages& stages, Link& link, std::span<const int> mine) {
+  using ty = detail::types<Stages>;
+  using act = typename ty::act;
+  if (t.ranks != dims.ranks)
+    throw std::invalid_argument("spmd::pipeline: a table of " + std::to_string(t.ranks) + " ranks for a pipeline of " +
+                                std::to_string(dims.ranks));
+  const int last = dims.stages() - 1;
+  std::vector<store<act>> stores(static_cast<std::size_t>(dims.ranks));
+  std::map<std::pair<int, int>, typename ty::in_var> inputs;  // (stage, microbatch)
+  std::map<std::pair<int, int>, typename ty::out_var> outputs;
+  std::map<std::pair<int, int>, typename ty::loss_var> losses;
+  double loss = 0;
+  for (int slot = 0; slot < t.slots; ++slot) {
+    for (const int r : mine) {
+      const pp::cell& c = t(slot, r);
+      if (c.continues || c.work.kind == pp::work::idle || c.work.kind == pp::work::backward_weight) continue;
+      const int s = c.work.stage, m = c.work.microbatch;
+      store<act>& mine_store = stores[static_cast<std::size_t>(r)];
+      if (c.work.kind == pp::work::forward) {
+        const typename ty::in_var* in = nullptr;
+        if (s > 0) {
+          auto it = inputs.emplace(std::pair{s, m}, requires_grad(detail::take(mine_store, key{false, s - 1, m},
+                                                                               "a stage's input"),
+                                                                  "a stage's input")).first;
+          in = &it->second;
+        }
+        if (s == last) {
+          auto l = stages.loss(s, m, in);
+          loss += static_cast<double>(l.value().full_tensor()[0]);
+          losses.insert_or_assign(std::pair{s, m}, std::move(l));
+        } else {
+          auto y = stages.forward(s, m, in);
+          mine_store.insert_or_assign(key{false, s, m}, y.value());
+          outputs.insert_or_assign(std::pair{s, m}, std::move(y));
+        }
+        continue;
+      }
+      // B, or I (the whole backward, for now)
+      if (s == last) {
+        detail::take(losses, std::pair{s, m}, "the loss of a microbatch").backward();
+      } else {
+        const act g = detail::take(mine_store, key{true, s + 1, m}, "a stage's output gradient");
+        detail::take(outputs, std::pair{s, m}, "a stage's output").backward(g);
+      }
+      if (s > 0) mine_store.insert_or_assign(key{true, s, m}, detail::take(inputs, std::pair{s, m}, "a stage's input").grad());
+    }
+    link.exchange(t, slot, mine, stores);
+  }
+  return loss;
+}
+
+}  // namespace spmd::runtime::pipeline
