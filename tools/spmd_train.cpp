@@ -6,13 +6,14 @@
 //              --init INIT.safetensors --data DATA.safetensors --steps N
 //              [--optimizer adamw|sgd] [--lr LR] [--dtype f32|bf16] [--clip C]
 //              [--save OUT.safetensors] [--checkpoint CK.safetensors --checkpoint-at K]
-//              [--resume CK.safetensors] [--json]
+//              [--resume CK.safetensors] [--schedule gpipe|1f1b|interleaved|zb] [--microbatches M] [--json]
 //
-// The mesh is N (data parallel over N), DxT (data x tensor parallel) or dp=D,tp=T,cp=C (any
-// order, a dim left out of size 1; cp: context parallel, the gpt's positions split), any sizes
+// The mesh is N (data parallel over N), DxT (data x tensor parallel) or dp=D,tp=T,cp=C,pp=P (any
+// order, a dim left out of size 1; cp: context parallel, the gpt's positions split; pp: the
+// gpt's pieces in pipeline stages, run by --schedule over --microbatches), any sizes
 // the model can be split over (T divides the gpt's heads, the mlp's hidden features; C the
 // gpt's context): one build trains on every mesh (the sizes are run-time values). --backend mpi
-// and nccl run under `mpirun -np D*T*C`, where --mesh may be left out (a 1-d mesh of the world size); the first
+// and nccl run under `mpirun -np D*T*C*P`, where --mesh may be left out (a 1-d mesh of the world size); the first
 // process prints. Exit codes: 0 success, 2 bad input (a flag, a mesh the model cannot be split
 // over, a file that does not fit the model, an output in a directory that is missing or not
 // writable; nothing is written), 1 an unexpected failure. Errors go to stderr.
@@ -31,6 +32,7 @@
 #include "spmd/core/mesh.hpp"
 #include "spmd/io/cost_file.hpp"
 #include "spmd/io/safetensors.hpp"
+#include "spmd/plan/pipeline_program.hpp"
 #ifdef SPMD_TRAIN_MPI
 #include "spmd/backends/mpi/environment.hpp"
 #endif
@@ -68,8 +70,8 @@ void parse_mesh(train_options& o) {
     return std::stoi(s);
   };
   if (m.find('=') != std::string::npos) {
-    o.dp = o.tp = o.cp = 1;
-    bool seen[3] = {};
+    o.dp = o.tp = o.cp = o.pp = 1;
+    bool seen[4] = {};
     std::size_t at = 0;
     while (at <= m.size()) {
       const std::size_t end = std::min(m.find(',', at), m.size());
@@ -77,16 +79,16 @@ void parse_mesh(train_options& o) {
       const auto eq = part.find('=');
       const std::string name = part.substr(0, eq == std::string::npos ? part.size() : eq);
       const int size = eq == std::string::npos ? -1 : number(part.substr(eq + 1));
-      const int which = name == "dp" ? 0 : name == "tp" ? 1 : name == "cp" ? 2 : -1;
+      const int which = name == "dp" ? 0 : name == "tp" ? 1 : name == "cp" ? 2 : name == "pp" ? 3 : -1;
       if (which < 0)
-        throw usage_error("--mesh " + m + ": '" + part + "' names no mesh dim; the dims are dp (data), tp (tensor) "
-                          "and cp (context parallel): dp=D,tp=T,cp=C in any order");
+        throw usage_error("--mesh " + m + ": '" + part + "' names no mesh dim; the dims are dp (data), tp (tensor), "
+                          "cp (context parallel) and pp (pipeline): dp=D,tp=T,cp=C,pp=P in any order");
       if (seen[which]) throw usage_error("--mesh " + m + ": " + name + " is given twice");
       if (size < 1)
         throw usage_error("--mesh " + m + ": " + name + " needs a size from 1 to 999999 (" + name + "=N), not '" +
                           part + "'");
       seen[which] = true;
-      (which == 0 ? o.dp : which == 1 ? o.tp : o.cp) = size;
+      (which == 0 ? o.dp : which == 1 ? o.tp : which == 2 ? o.cp : o.pp) = size;
       at = end + 1;
     }
   } else {
@@ -98,7 +100,7 @@ void parse_mesh(train_options& o) {
       throw usage_error("--mesh " + m + ": give N (data parallel over N), DxT (data parallel over D, tensor "
                         "parallel over T) or dp=D,tp=T,cp=C, each a size from 1 to 999999");
   }
-  const long long ranks = static_cast<long long>(o.dp) * o.tp * o.cp;
+  const long long ranks = static_cast<long long>(o.dp) * o.tp * o.cp * o.pp;
   if (ranks > spmd::max_mesh_ranks)
     throw usage_error("--mesh " + m + ": " + std::to_string(ranks) + " ranks, more than a mesh holds (" +
                       std::to_string(spmd::max_mesh_ranks) + ")");
@@ -118,6 +120,37 @@ void check_cp(const train_options& o, const model_spec& spec) {
   if (!o.parallel.empty())
     throw usage_error("--mesh " + o.mesh + ": --parallel auto searches meshes without context parallelism (cp = 1); "
                       "give --dp fsdp or ddp with cp = " + std::to_string(o.cp));
+}
+
+/// Pipeline parallelism cuts the gpt into its pieces (the embedding, 2 blocks, the head) in
+/// pp·v equal stages: gpipe, 1f1b and zb one stage per pipeline rank, interleaved pieces/pp;
+/// the batch into microbatches of equal size. The sim and mpi backends, f32.
+void check_pp(train_options& o, const model_spec& spec) {
+  o.pipelined = o.pipelined || o.pp > 1;
+  if (!o.pipelined) return;
+  spmd::pp::schedule_kind k{};
+  if (!spmd::pp::parse_schedule(o.schedule, k))
+    throw usage_error("--schedule " + o.schedule + ": choose one of gpipe, 1f1b, interleaved, zb");
+  if (o.model != "gpt")
+    throw usage_error("--mesh " + o.mesh + ": pipeline parallelism cuts the gpt into stages; the " + o.model +
+                      " is not cut (pp must be 1, without --schedule and --microbatches)");
+  if (o.microbatches < 1 || spec.batch % o.microbatches != 0 || (o.microbatches & (o.microbatches - 1)) != 0)
+    throw usage_error("--microbatches " + std::to_string(o.microbatches) + " does not divide the gpt's batch of " +
+                      std::to_string(spec.batch) + " (give 1, 2, 4 or 8)");
+  const int pieces = 4;  // nn::gpt_pieces of spmd-train's 2 blocks
+  if (pieces % o.pp != 0)
+    throw usage_error("--mesh " + o.mesh + ": the gpt's " + std::to_string(pieces) +
+                      " pieces (the embedding, 2 blocks, the head) cannot be cut into " + std::to_string(o.pp) +
+                      " equal pipeline stages (pp is 1, 2 or 4)");
+  if (o.backend != "sim" && o.backend != "mpi")
+    throw usage_error("--backend " + o.backend + ": pipeline parallelism runs on the host backends (sim, mpi) for now");
+  if (o.dtype != "f32") throw usage_error("--dtype " + o.dtype + ": pipeline parallelism trains in f32 for now");
+  if (!o.parallel.empty()) throw usage_error("--parallel auto searches meshes without pipeline parallelism (pp = 1)");
+  if (!o.checkpoint.empty() || !o.resume.empty())
+    throw usage_error("--checkpoint and --resume: a pipeline's training state is not saved yet (train without them)");
+  if (o.backend == "mpi" && o.pp > 1 && !o.save.empty())
+    throw usage_error("--save with pp = " + std::to_string(o.pp) + " under MPI: each pipeline rank holds its stages' "
+                      "parameters, which are not yet written to one file (the simulation writes it)");
 }
 
 /// Tensor parallelism over tp ranks splits units of the model: whole heads (tp divides them),
@@ -224,11 +257,12 @@ void check(train_options& o) {
   check_output("--save", o.save);
   check_output("--checkpoint", o.checkpoint);
   if (!o.mesh.empty()) check_tp(o, spec_of(o.model)), check_cp(o, spec_of(o.model));
+  check_pp(o, spec_of(o.model));
 }
 
 int run(train_options& o, int& argc, char**& argv) {
   check(o);
-  const train_fn fn = find_instance(o.model, o.backend);
+  const train_fn fn = find_instance(o.pipelined ? "gpt_pipeline" : o.model, o.backend);
   if (!fn)
     throw usage_error("--backend " + o.backend + ": this build of spmd-train has " + backends_built() +
                       " (docs/training.md says how to build the others)");
@@ -261,9 +295,9 @@ int run(train_options& o, int& argc, char**& argv) {
       if (o.mesh.empty()) {  // the world size: a 1-d mesh, data parallel over every process
         o.mesh = std::to_string(world);
         o.dp = world;
-        o.tp = o.cp = 1;
+        o.tp = o.cp = o.pp = 1;
       }
-      const long long ranks = static_cast<long long>(o.dp) * o.tp * o.cp;
+      const long long ranks = static_cast<long long>(o.dp) * o.tp * o.cp * o.pp;
       if (world != ranks) {
         if (rank == 0)
           std::fprintf(stderr, "spmd-train: --mesh %s needs %lld processes (mpirun -np %lld), this job has %d\n",
@@ -305,11 +339,17 @@ int main(int argc, char** argv) {
   train_options o;
   app.add_option("--model", o.model, "mlp or gpt")->required();
   app.add_option("--mesh", o.mesh, "1, N (data parallel), DxT (data x tensor parallel; T divides the gpt's 4 heads, "
-                                  "T <= the mlp's 64 hidden features) or dp=D,tp=T,cp=C (any order, a dim left out is 1; "
-                                  "C, context parallel, divides the gpt's 16 positions); under mpirun it may be left "
-                                  "out: N = the world size");
+                                  "T <= the mlp's 64 hidden features) or dp=D,tp=T,cp=C,pp=P (any order, a dim left out is 1; "
+                                  "C, context parallel, divides the gpt's 16 positions; P, pipeline stages, is 1, 2 or 4); "
+                                  "under mpirun it may be left out: N = the world size");
   app.add_option("--backend", o.backend, "sim (default), mpi, cuda or nccl (mpi, nccl: under mpirun -np D*T*C)");
   app.add_option("--dp", o.dp_mode, "fsdp (default) or ddp: how the data-parallel dim holds the parameters");
+  app.add_option("--schedule", o.schedule, "gpipe, 1f1b (default), interleaved or zb (ZB-H1): the pipeline's schedule "
+                 "(docs/pipeline.md)")
+      ->each([&](const std::string&) { o.pipelined = true; });
+  app.add_option("--microbatches", o.microbatches, "1 (default), 2, 4 or 8: the batch cut into microbatches that "
+                 "run through the pipeline's stages one after another")
+      ->each([&](const std::string&) { o.pipelined = true; });
   app.add_option("--cp-method", o.cp_method, "all_gather (default) or ring: how the gpt's attention reaches the keys "
                  "of the other ranks of cp (ring: on sim and mpi, f32)");
   app.add_option("--parallel", o.parallel, "auto: the automatic-sharding search chooses FSDP, DDP (each with "

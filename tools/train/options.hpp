@@ -23,6 +23,10 @@ struct train_options {
   std::string model;               // mlp, gpt
   std::string mesh;                // as given: "8", "2x4", "dp=2,cp=4" (under mpirun, empty: the world size)
   int dp = 1, tp = 1, cp = 1;      // its sizes (cp: context parallel, the gpt's positions split)
+  int pp = 1;                      // pipeline ranks: the gpt's pieces in stages (docs/pipeline.md)
+  std::string schedule = "1f1b";   // gpipe, 1f1b, interleaved, zb: the pipeline's schedule
+  int microbatches = 1;            // a step's batch cut into these, one after another through the stages
+  bool pipelined = false;          // pp > 1, or --schedule or --microbatches given: the pipeline trains
   std::string cp_method = "all_gather";  // all_gather, ring: how attention reaches other ranks' keys
   std::string backend = "sim";     // sim, mpi, cuda, nccl
   std::string dp_mode = "fsdp";    // fsdp, ddp

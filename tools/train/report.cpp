@@ -73,8 +73,14 @@ void print_result(const train_options& o, const train_result& r) {
     j += ",\"steps_per_epoch\":" + std::to_string(r.steps_per_epoch);
     j += ",\"epoch\":" + std::to_string(r.epoch);
     if (r.parallel) j += ",\"auto\":" + choice_json(*r.parallel);  // only with --parallel auto: the fields above are a contract
+    // "parallel" {dp, tp, cp}; a pipelined run adds "pp" to it and "schedule" after it (the
+    // fields of a run without a pipeline are as before it existed: a contract)
     j += ",\"parallel\":{\"dp\":" + std::to_string(o.dp) + ",\"tp\":" + std::to_string(o.tp) +
-         ",\"cp\":" + std::to_string(o.cp) + "}";
+         ",\"cp\":" + std::to_string(o.cp) + (r.pipeline ? ",\"pp\":" + std::to_string(o.pp) : std::string()) + "}";
+    if (const auto& p = r.pipeline)
+      j += ",\"schedule\":{\"name\":" + quoted(p->schedule) + ",\"stages\":" + std::to_string(p->stages) +
+           ",\"virtual\":" + std::to_string(p->virtual_stages) + ",\"microbatches\":" + std::to_string(p->microbatches) +
+           ",\"slots\":" + std::to_string(p->slots) + ",\"bubble\":" + number(p->bubble) + "}";
     j += "}";
     std::printf("%s\n", j.c_str());
     return;
@@ -95,6 +101,10 @@ void print_result(const train_options& o, const train_result& r) {
     std::printf("data: %lld batches an epoch%s, the last step in epoch %lld\n", static_cast<long long>(r.steps_per_epoch),
                 o.shuffle ? (", shuffled (seed " + std::to_string(*o.shuffle) + " + the epoch)").c_str() : "",
                 static_cast<long long>(r.epoch));
+  if (const auto& p = r.pipeline)
+    std::printf("pipeline: %s over %d stage%s (%d per rank), %d microbatch%s a step; its table: %d slots, bubble %.4f\n",
+                p->schedule.c_str(), p->stages * p->virtual_stages, p->stages * p->virtual_stages > 1 ? "s" : "",
+                p->virtual_stages, p->microbatches, p->microbatches > 1 ? "es" : "", p->slots, p->bubble);
   if (const auto& c = r.parallel) {
     std::printf("parallel auto: %s, a modelled step of %.4g s (", c->choice.c_str(), c->step_s);
     for (std::size_t i = 0; i < c->candidates.size(); ++i)

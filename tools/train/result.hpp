@@ -31,6 +31,17 @@ struct parallel_choice {
   bool exhaustive = true;           // every mix was searched
 };
 
+/// A pipeline-parallel run's schedule (--mesh pp=P, --schedule, --microbatches) and its
+/// table's figures (plan/pipeline_schedule.hpp).
+struct pipeline_report {
+  std::string schedule;        // gpipe, 1f1b, interleaved, zb
+  int stages = 1;              // pipeline ranks (pp)
+  int virtual_stages = 1;      // stages per rank
+  int microbatches = 1;
+  double bubble = 0;           // the table's idle share of ranks x slots
+  int slots = 0;               // the table's length
+};
+
 struct train_result {
   std::int64_t first_step = 0;          // 0, or the step a resumed run continued from
   std::vector<double> losses;           // one per step run, from that step's forward
@@ -43,6 +54,7 @@ struct train_result {
   std::int64_t steps_per_epoch = 0;     // DATA's batches per epoch (0: no loader)
   std::int64_t epoch = 0;               // the last step's epoch, from 0
   std::optional<parallel_choice> parallel;  // --parallel auto's choice
+  std::optional<pipeline_report> pipeline;  // the pipeline's schedule (spmd-train --mesh pp=P)
 };
 
 }  // namespace spmd_train
