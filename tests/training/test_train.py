@@ -38,7 +38,14 @@ One build trains on every mesh (its sizes are run-time values). Groups:
            likewise (no K/V gathered); a cp that does not divide the 16 positions, a dim named
            twice or unknown, a size missing, the mlp (no sequence), --parallel auto with cp > 1, an
            unknown --cp-method and the ring on the mlp exit 2 naming it.
-  mpi      mpirun -np D*T*C --backend mpi against --backend sim (2x4, 4x2, 2x3, 3x2, 5x1, 16,
+  pp       --mesh ...,pp=P --schedule S --microbatches M (pipeline parallelism: the gpt's pieces in
+           stages): every schedule on pp 1, 2, 4 with 1, 2, 4, 8 microbatches, and beside dp (FSDP,
+           DDP), tp and cp: every loss within 1e-5 relative of the one-device run, the final
+           parameters within the tolerance below, the JSON's "parallel" with pp and "schedule" last
+           (its bubble the published formula's); a run without a pipeline keeps its JSON; a pp
+           the 4 pieces cannot be cut into, microbatches that do not divide the batch, an unknown
+           schedule, bf16, --parallel auto and the mlp exit 2 naming the numbers.
+  mpi      mpirun -np D*T*C*P --backend mpi against --backend sim (2x4, 4x2, 2x3, 3x2, 5x1, 16,
            dp=2,cp=2, cp=2 (DDP), tp=2,cp=4, dp=2,cp=2 with --cp-method ring, and
            -np 6 without --mesh: a 1-d mesh of the world size; shuffled epochs on 2x2):
            bit-identical losses and --save files; a wrong process count exits 2; a refusal on every process (a checkpoint of
@@ -620,7 +627,7 @@ def cp(d):
     for mesh, said in (("cp=3", "context parallel over 3 does not divide the 16 positions"),
                        ("cp=32", "context parallel over 32 does not divide the 16 positions"),
                        ("dp=2,cp=5", "context parallel over 5 does not divide"),
-                       ("dp=2,dp=2", "dp is given twice"), ("pp=2", "'pp=2' names no mesh dim"),
+                       ("dp=2,dp=2", "dp is given twice"), ("xp=2", "'xp=2' names no mesh dim"),
                        ("cp=0", "cp needs a size from 1"), ("cp=", "cp needs a size from 1"),
                        ("dp=2,,cp=2", "'' names no mesh dim"), ("tp=3,cp=2", "tensor parallel over 3 does not divide")):
         p, cmd = run(*f.args("gpt", mesh))
@@ -635,6 +642,72 @@ def cp(d):
     check(p.returncode == 2 and "the mlp has none (cp must be 1)" in p.stderr, f"{cmd}: exit {p.returncode}\n{p.stderr}")
     p, cmd = run(*g.args("mlp", "2", "--cp-method", "ring"))
     check(p.returncode == 2 and "the mlp has no attention" in p.stderr, f"{cmd}: exit {p.returncode}\n{p.stderr}")
+
+
+def bubble_of(schedule, p, v, m):
+    """The table's bubble for the shapes whose formula is published (None: not checked here)."""
+    if schedule in ("gpipe", "1f1b"):
+        return (p - 1) / (m + p - 1)
+    if schedule == "interleaved" and m % p == 0:
+        return (p - 1) / (v * m + p - 1)
+    if schedule == "zb" and m >= p:
+        return (p - 1) / (3 * m + p - 1)
+    return None
+
+
+def pp(d):
+    f = Files(d, "gpt")
+    ref_save = os.path.join(d, "gpt-one.st")
+    one = train_json(*f.args("gpt", "1", "--save", ref_save))
+    if one is None:
+        return
+    # every schedule on 1, 2 and 4 pipeline ranks (interleaved: 4/P stages each), 1, 2, 4 and 8
+    # microbatches (fewer than the stages included); then beside dp (FSDP, DDP), tp and cp
+    cases = [(f"pp={p}", "fsdp", s, m) for s in ("gpipe", "1f1b", "interleaved", "zb") for p in (1, 2, 4)
+             for m in (1, 2, 4, 8)]
+    cases += [("dp=2,pp=2", "fsdp", "1f1b", 4), ("pp=2,dp=2", "ddp", "zb", 2), ("tp=2,pp=2", "fsdp", "interleaved", 2),
+              ("cp=2,pp=2", "fsdp", "gpipe", 4), ("dp=2,tp=2,pp=2", "fsdp", "1f1b", 8), ("pp=4,dp=2", "ddp", "1f1b", 1)]
+    worst_loss = worst_param = 0.0
+    for mesh, dp, schedule, m in cases:
+        save = os.path.join(d, f"gpt-{mesh}-{schedule}-{m}.st")
+        r = train_json(*f.args("gpt", mesh, "--dp", dp, "--schedule", schedule, "--microbatches", m, "--save", save))
+        if r is None:
+            continue
+        what = f"gpt on {mesh} ({dp}, {schedule}, {m} microbatches)"
+        P = r["parallel"].get("pp")
+        want_p = int(dict(x.split("=") for x in mesh.split(","))["pp"])
+        sc = r.get("schedule") or {}
+        v = 4 // want_p if schedule == "interleaved" else 1
+        check(P == want_p and list(r)[-2:] == ["parallel", "schedule"] and
+              list(sc) == ["name", "stages", "virtual", "microbatches", "slots", "bubble"] and sc["name"] == schedule and
+              sc["stages"] == want_p and sc["virtual"] == v and sc["microbatches"] == m,
+              f"{what}: JSON parallel {r.get('parallel')}, schedule {sc}, fields {list(r)[-2:]}")
+        b = bubble_of(schedule, want_p, v, m)
+        check(b is None or abs(sc.get("bubble", -1) - b) < 1e-8, f"{what}: bubble {sc.get('bubble')}, the formula's {b}")
+        worst_loss = max(worst_loss, against_one(r, one, what))
+        worst_param = max(worst_param, close_params(save, ref_save, what))
+    print(f"gpt with pp: {len(cases)} runs, worst loss difference {worst_loss:.3g} (relative), "
+          f"worst parameter difference {worst_param:.3g}")
+    # a run without a pipeline keeps its JSON: "parallel" {dp, tp, cp} last, no "schedule"
+    r = train_json(*f.args("gpt", "dp=2"))
+    if r:
+        check(list(r)[-1] == "parallel" and r["parallel"] == {"dp": 2, "tp": 1, "cp": 1} and "schedule" not in r,
+              f"gpt dp=2 without a pipeline: JSON ends {list(r)[-2:]}, parallel {r['parallel']}")
+    # misuse: exit 2, naming the numbers
+    for more, said in ((["--mesh", "pp=3"], "cannot be cut into 3 equal pipeline stages"),
+                       (["--mesh", "pp=8"], "cannot be cut into 8 equal pipeline stages"),
+                       (["--mesh", "pp=2", "--microbatches", "3"], "--microbatches 3 does not divide the gpt's batch of 8"),
+                       (["--mesh", "pp=2", "--microbatches", "16"], "--microbatches 16 does not divide"),
+                       (["--mesh", "pp=2", "--microbatches", "0"], "--microbatches 0 does not divide"),
+                       (["--mesh", "pp=2", "--schedule", "pipedream"], "--schedule pipedream: choose one of"),
+                       (["--mesh", "pp=0"], "pp needs a size from 1"),
+                       (["--mesh", "pp=2", "--dtype", "bf16"], "pipeline parallelism trains in f32"),
+                       (["--mesh", "pp=2", "--parallel", "auto"], "without pipeline parallelism (pp = 1)")):
+        p, cmd = run("--model", "gpt", "--init", f.init, "--data", f.data, "--steps", 2, *more)
+        check(p.returncode == 2 and said in p.stderr and not p.stdout, f"{cmd}: exit {p.returncode}\n{p.stderr}")
+    g = Files(d, "mlp")
+    p, cmd = run(*g.args("mlp", "dp=2,pp=2"))
+    check(p.returncode == 2 and "the mlp is not cut" in p.stderr, f"{cmd}: exit {p.returncode}\n{p.stderr}")
 
 
 def mpi(d):
@@ -691,6 +764,20 @@ def mpi(d):
               f"gpt 2x2 {' '.join(more)}: MPI ({par['dp']}) differs from the simulation ({sim['dp']})")
         with open(a, "rb") as x, open(b, "rb") as y:
             check(x.read() == y.read(), "gpt 2x2 per-unit: the --save files differ")
+    # pipelines: one group of processes per pipeline rank; the same bits as the simulation
+    f = files["gpt"]
+    for mesh, n, schedule, m in (("pp=2", 2, "1f1b", 4), ("pp=4", 4, "zb", 2), ("dp=2,pp=2", 4, "interleaved", 2),
+                                 ("tp=2,pp=2", 4, "gpipe", 8)):
+        more = ["--schedule", schedule, "--microbatches", m]
+        sim = train_json(*f.args("gpt", mesh, *more))
+        par = train_json(*f.args("gpt", mesh, *more, "--backend", "mpi"), mpi=n)
+        if sim and par:
+            check(sim["losses"] == par["losses"] and sim["grad_norms"] == par["grad_norms"] and
+                  sim["collectives_per_step"] == par["collectives_per_step"] and
+                  sim["bytes_per_rank"] == par["bytes_per_rank"] and sim["schedule"] == par["schedule"],
+                  f"gpt {mesh} {' '.join(map(str, more))}: MPI differs from the simulation")
+    p, cmd = run(*f.args("gpt", "pp=2", "--backend", "mpi"), mpi=4)
+    check(p.returncode == 2 and "needs 2 processes" in p.stderr, f"{cmd}: exit {p.returncode}\n{p.stderr}")
     f = files["mlp"]
     p, cmd = run(*f.args("mlp", "2x4", "--backend", "mpi"), mpi=4)
     check(p.returncode == 2 and "needs 8 processes" in p.stderr, f"{cmd}: exit {p.returncode}\n{p.stderr}")
@@ -708,7 +795,7 @@ def mpi(d):
 def main():
     with tempfile.TemporaryDirectory() as d:
         {"curves": curves, "resume": resume, "options": options, "errors": errors, "auto": auto, "cp": cp,
-         "mpi": mpi}[GROUP](d)
+         "pp": pp, "mpi": mpi}[GROUP](d)
     if FAILS:
         print(f"{len(FAILS)} check(s) failed")
         return 1

@@ -39,6 +39,11 @@ struct mpi_place {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     return rank == 0;
   }
+  std::array<int, 4> sum_counts(std::array<int, 4> c) const {
+    std::array<int, 4> out{};
+    MPI_Allreduce(c.data(), out.data(), 4, MPI_INT, MPI_SUM, world.across());
+    return out;
+  }
   std::int64_t max_over_ranks(std::int64_t v) const {
     long long in = v, out = 0;
     MPI_Allreduce(&in, &out, 1, MPI_LONG_LONG, MPI_MAX, world.across());

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <functional>
 #include <cstdint>
@@ -227,8 +228,9 @@ train_result train_gpt_pipeline(const train_options& o, const inputs& in, const 
     const double n = trainer_detail::scalar(norm);
     r.losses.push_back(loss);
     r.grad_norms.push_back(n);
-    r.collectives = {comm.count(spmd::step_kind::all_gather), comm.count(spmd::step_kind::all_reduce),
-                     comm.count(spmd::step_kind::reduce_scatter), comm.count(spmd::step_kind::all_to_all)};
+    // every pipeline rank's collectives (each runs its own on its mesh)
+    r.collectives = place.sum_counts({comm.count(spmd::step_kind::all_gather), comm.count(spmd::step_kind::all_reduce),
+                                      comm.count(spmd::step_kind::reduce_scatter), comm.count(spmd::step_kind::all_to_all)});
     r.step_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     if (table_out) trainer_detail::progress(s + 1, o.steps, loss, n, r.step_ms.back());
   }
@@ -271,6 +273,7 @@ struct in_process_place {
   rt::pipeline::in_process& link() { return link_; }
   double loss_from_last(double loss) const { return loss; }
   std::int64_t max_over_ranks(std::int64_t v) const { return v; }
+  std::array<int, 4> sum_counts(std::array<int, 4> c) const { return c; }
   template <class Partial>
   Partial sum_over_ranks(std::vector<std::optional<Partial>>& per_rank) const {
     Partial total = *per_rank[0];
