@@ -16,16 +16,16 @@
 // to the stage before. A parameter's gradient accumulates over the microbatches' backwards,
 // so after a step it is the full batch's, up to the order of the sums.
 //
-// Each slot: every pipeline rank held here runs its task (F, B, or I; W is nothing yet, see
-// below), then the link moves the slot's transfers: `in_process` hands the tensors over
+// Each slot: every pipeline rank held here runs its task (F, B, I or W), then the link moves
+// the slot's transfers: `in_process` hands the tensors over
 // (every pipeline rank is in this process: the simulation, or every rank on one GPU);
 // spmd::mpi::pipeline_link (backends/mpi/pipeline.hpp) sends each process's block to the
 // process of the same mesh index in the neighbouring stage's group. A table that passes
 // pp::first_fault cannot hang (pipeline_schedule.hpp says why), so neither can a step.
 //
-// Zero bubble's I runs the whole backward and its W nothing: the table's order, the
-// transfers and the numbers are the schedule's, but the weights' gradients are not yet
-// deferred into the bubble (docs/pipeline.md, "Not yet").
+// Zero bubble splits a stage's backward (autograd/split_backward.hpp): I computes the
+// gradient of the stage's input and of everything on the way to it, and sends it; W, later,
+// the weights'. The gradients are backward's bit for bit, so every schedule gives the same.
 #pragma once
 
 #include <map>
@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "spmd/plan/pipeline_schedule.hpp"
+#include "spmd/runtime/autograd/split_backward.hpp"
 #include "spmd/runtime/autograd/variable.hpp"
 
 namespace spmd::runtime::pipeline {
@@ -112,12 +113,17 @@ double run(const Table& t, pp::shape dims, Stages& stages, Link& link, std::span
   std::map<std::pair<int, int>, typename ty::in_var> inputs;  // (stage, microbatch)
   std::map<std::pair<int, int>, typename ty::out_var> outputs;
   std::map<std::pair<int, int>, typename ty::loss_var> losses;
+  std::map<std::pair<int, int>, weight_backward> weights;  // zero bubble: I done, W to come
   double loss = 0;
   for (int slot = 0; slot < t.slots; ++slot) {
     for (const int r : mine) {
       const pp::cell& c = t(slot, r);
-      if (c.continues || c.work.kind == pp::work::idle || c.work.kind == pp::work::backward_weight) continue;
+      if (c.continues || c.work.kind == pp::work::idle) continue;
       const int s = c.work.stage, m = c.work.microbatch;
+      if (c.work.kind == pp::work::backward_weight) {
+        detail::take(weights, std::pair{s, m}, "a stage's weight gradients").run();
+        continue;
+      }
       store<act>& mine_store = stores[static_cast<std::size_t>(r)];
       if (c.work.kind == pp::work::forward) {
         const typename ty::in_var* in = nullptr;
@@ -138,12 +144,27 @@ double run(const Table& t, pp::shape dims, Stages& stages, Link& link, std::span
         }
         continue;
       }
-      // B, or I (the whole backward, for now)
+      // B: the whole backward; I: the input's gradient now, the weights' in W
+      const bool split = c.work.kind == pp::work::backward_input;
+      auto in_var = [&]() -> const typename ty::in_var* {
+        auto it = inputs.find(std::pair{s, m});
+        return it == inputs.end() ? nullptr : &it->second;
+      }();
+      auto backward = [&](const auto& y, const auto&... g) {
+        if (!split) {
+          y.backward(g...);
+          return;
+        }
+        weight_backward w;
+        if constexpr (sizeof...(g) == 0) w = in_var ? backward_input_of_loss(y, *in_var) : backward_input_of_loss(y);
+        else w = in_var ? backward_input(y, g..., *in_var) : backward_input(y, g...);
+        weights.insert_or_assign(std::pair{s, m}, std::move(w));
+      };
       if (s == last) {
-        detail::take(losses, std::pair{s, m}, "the loss of a microbatch").backward();
+        backward(detail::take(losses, std::pair{s, m}, "the loss of a microbatch"));
       } else {
         const act g = detail::take(mine_store, key{true, s + 1, m}, "a stage's output gradient");
-        detail::take(outputs, std::pair{s, m}, "a stage's output").backward(g);
+        backward(detail::take(outputs, std::pair{s, m}, "a stage's output"), g);
       }
       if (s > 0) mine_store.insert_or_assign(key{true, s, m}, detail::take(inputs, std::pair{s, m}, "a stage's input").grad());
     }

@@ -49,12 +49,19 @@ class node_base : public counted {
   const node_inputs& inputs() const { return inputs_; }
 
   /// Sends the accumulated gradient to the inputs (a leaf keeps it). Called by the engine
-  /// once every consumer has contributed.
+  /// once every consumer has contributed: run_keep, then finish_run.
   virtual void run(bool retain_graph) = 0;
+  /// (Split backward) sends the gradient on, keeping it and the closure for another pass.
+  virtual void run_keep() = 0;
+  /// Drops the gradient (unless retained) and, without retain_graph, the closure.
+  virtual void finish_run(bool retain_graph) = 0;
 
   /// (Engine) the walk that last visited this node: a walk marks nodes with a fresh number
   /// instead of keeping a set of them.
   std::uint64_t visited = 0;
+  /// (Engine) the split backward's pass that may send this node gradients (autograd_detail::
+  /// pass_allows; 0 and no pass running: any).
+  std::uint64_t pass = 0;
 
  protected:
   std::string name_;
@@ -88,6 +95,22 @@ inline std::vector<node_base*> backward_order(node_base* root) {
   }
   std::reverse(post.begin(), post.end());
   return post;
+}
+
+/// The split backward's pass running on this thread (0: none, every node takes gradients).
+inline std::uint64_t& current_pass() {
+  thread_local std::uint64_t pass = 0;
+  return pass;
+}
+inline std::uint64_t fresh_pass() {
+  static atomic_word<std::uint64_t> passes{0};
+  return passes.fetch_add(1) + 1;
+}
+/// Whether the running backward computes a gradient for node n (split_backward.hpp's passes
+/// each compute a part of the graph; outside them, every node).
+inline bool pass_allows(const node_base* n) {
+  const std::uint64_t p = current_pass();
+  return p == 0 || n->pass == p;
 }
 
 /// What runs when the current backward ends (this thread's).
@@ -194,8 +217,15 @@ class grad_node : public node_base {
   void retain_grad() { retain_grad_ = true; }
 
   void run(bool retain_graph) override {
+    run_keep();
+    finish_run(retain_graph);
+  }
+  void run_keep() override {
     if (leaf_) return;
     if (grad_) backward(*grad_);
+  }
+  void finish_run(bool retain_graph) override {
+    if (leaf_) return;
     if (!retain_grad_) grad_.reset();
     if (!retain_graph) {
       release();  // the saved tensors go with the closure

@@ -234,10 +234,11 @@ counted_ref<node_base> node_of(const X& x) {
   else return nullptr;
 }
 
-/// True when operand x needs a gradient (its backward terms are worth computing).
+/// True when operand x needs a gradient (its backward terms are worth computing): it has a
+/// node, and the running pass of a split backward (split_backward.hpp) computes it.
 template <class X>
 bool wants(const X& x) {
-  if constexpr (is_variable<X>) return x.node() != nullptr;
+  if constexpr (is_variable<X>) return x.node() != nullptr && pass_allows(x.node().get());
   else return false;
 }
 
@@ -268,11 +269,12 @@ auto make_result(dtensor<T, L, B>&& y, const char* name, Fn&& fn, const X&... op
   return V(detail::internal_t{}, std::move(value), std::move(node));
 }
 
-/// Sends gradient g to operand x when x needs one.
+/// Sends gradient g to operand x when x needs one (and the running pass of a split backward
+/// computes it).
 template <class X, class G>
 void send(const X& x, G&& g) {
   if constexpr (is_variable<X>) {
-    if (x.node()) x.node()->accumulate(std::forward<G>(g));
+    if (x.node() && pass_allows(x.node().get())) x.node()->accumulate(std::forward<G>(g));
   }
 }
 
