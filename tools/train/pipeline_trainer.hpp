@@ -211,6 +211,11 @@ train_result train_gpt_pipeline(const train_options& o, const inputs& in, const 
     rt::comm_counter comm;
     g.load_batch(in, s);
     double loss = rt::pipeline::run(table.table, g.dims, st, place.link(), mine);
+    auto counts = [&] {
+      return std::array<int, 4>{comm.count(spmd::step_kind::all_gather), comm.count(spmd::step_kind::all_reduce),
+                                comm.count(spmd::step_kind::reduce_scatter), comm.count(spmd::step_kind::all_to_all)};
+    };
+    const std::array<int, 4> in_stages = counts();  // each pipeline rank's own (summed below)
     loss = place.loss_from_last(loss);
     // the norm: each pipeline rank's sum of squares, then the ranks' in their order
     using partial_type = typename piece_part<Cfg>::partial_type;
@@ -228,9 +233,11 @@ train_result train_gpt_pipeline(const train_options& o, const inputs& in, const 
     const double n = trainer_detail::scalar(norm);
     r.losses.push_back(loss);
     r.grad_norms.push_back(n);
-    // every pipeline rank's collectives (each runs its own on its mesh)
-    r.collectives = place.sum_counts({comm.count(spmd::step_kind::all_gather), comm.count(spmd::step_kind::all_reduce),
-                                      comm.count(spmd::step_kind::reduce_scatter), comm.count(spmd::step_kind::all_to_all)});
+    // the stages' collectives of every pipeline rank (each runs its own on its mesh), then the
+    // norm's, which the simulation runs once over every rank's sum and MPI once per group:
+    // counted once (this process's)
+    const std::array<int, 4> all = counts(), stages_all = place.sum_counts(in_stages);
+    for (std::size_t k = 0; k < 4; ++k) r.collectives[k] = stages_all[k] + all[k] - in_stages[k];
     r.step_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     if (table_out) trainer_detail::progress(s + 1, o.steps, loss, n, r.step_ms.back());
   }

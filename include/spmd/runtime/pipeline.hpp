@@ -28,6 +28,7 @@
 // the weights'. The gradients are backward's bit for bit, so every schedule gives the same.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <span>
 #include <stdexcept>
@@ -68,6 +69,12 @@ struct in_process {
   }
 };
 
+/// What run() reports of each task when asked (bench/pipeline): the pipeline rank, the task,
+/// and the seconds it took on this process.
+struct no_observer {
+  void operator()(int, const pp::task&, double) const {}
+};
+
 namespace detail {
 
 template <class Stages>
@@ -101,8 +108,9 @@ auto take(Map& m, const K& k, const char* what) {
 /// moving the transfers; returns the step's loss where the last stage is held here (the
 /// sum of the microbatches' shares), 0 elsewhere. Throws std::invalid_argument when the
 /// table is not one of `dims` and std::logic_error when it fails pp::first_fault's rules.
-template <class Table, class Stages, class Link>
-double run(const Table& t, pp::shape dims, Stages& stages, Link& link, std::span<const int> mine) {
+template <class Table, class Stages, class Link, class Observer = no_observer>
+double run(const Table& t, pp::shape dims, Stages& stages, Link& link, std::span<const int> mine,
+           Observer&& observe = {}) {
   using ty = detail::types<Stages>;
   using act = typename ty::act;
   if (t.ranks != dims.ranks)
@@ -119,6 +127,14 @@ double run(const Table& t, pp::shape dims, Stages& stages, Link& link, std::span
     for (const int r : mine) {
       const pp::cell& c = t(slot, r);
       if (c.continues || c.work.kind == pp::work::idle) continue;
+      const auto t0 = std::chrono::steady_clock::now();
+      struct report {  // the task's time, however it ends
+        Observer& o;
+        int r;
+        const pp::task& k;
+        std::chrono::steady_clock::time_point t0;
+        ~report() { o(r, k, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()); }
+      } timed{observe, r, c.work, t0};
       const int s = c.work.stage, m = c.work.microbatch;
       if (c.work.kind == pp::work::backward_weight) {
         detail::take(weights, std::pair{s, m}, "a stage's weight gradients").run();
