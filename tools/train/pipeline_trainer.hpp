@@ -269,6 +269,7 @@ train_result train_gpt_pipeline(const train_options& o, const inputs& in, const 
 
 /// Every pipeline rank in this process (the simulation).
 struct in_process_place {
+  explicit in_process_place(int pipeline_ranks) : ranks(pipeline_ranks) {}
   int ranks;
   rt::pipeline::in_process link_;
   std::vector<int> mine() const {
