@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "resident.hpp"
 #include "spmd/backends/mpi/mpi.hpp"
 #include "spmd/backends/mpi/pipeline.hpp"
 #include "spmd/backends/sim/sim.hpp"
@@ -47,27 +48,8 @@ using spmd::index_t;
 constexpr index_t width = 512, rows = 1024, classes = 16;  // an activation: 2 MiB, a mapped block
 constexpr int layers = 4, microbatches = 8, ranks = 2, steps = 3;
 
-long long status_bytes(const char* field) {
-  std::FILE* f = std::fopen("/proc/self/status", "r");
-  if (!f) return -1;
-  char line[256];
-  long long kb = -1;
-  const std::size_t n = std::strlen(field);
-  while (std::fgets(line, sizeof line, f))
-    if (std::strncmp(line, field, n) == 0) kb = std::atoll(line + n + 1);
-  std::fclose(f);
-  return kb * 1024;
-}
-long long resident() {
-  spmd::host::release_cached_memory();
-  return status_bytes("VmRSS");
-}
-void reset_peak() {
-  if (std::FILE* f = std::fopen("/proc/self/clear_refs", "w")) {
-    std::fputs("5", f);
-    std::fclose(f);
-  }
-}
+using bench::reset_peak;
+using bench::resident;
 
 std::vector<float> values(std::size_t n, unsigned seed, float scale) {
   std::vector<float> v(n);
@@ -185,7 +167,7 @@ figures measure(pp::schedule_kind k, Link& link, const std::vector<int>& mine, b
     const auto t0 = std::chrono::steady_clock::now();
     rt::pipeline::run(b.table, dims, m, link, mine, t);
     double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    double held = double(status_bytes("VmHWM") - base);
+    double held = double(bench::resident_peak() - base);
     m.zero_grad();
     if (s == 0) continue;  // warm-up
     double busy = t.busy;

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "resident.hpp"
 #include "spmd/backends/sim/sim.hpp"
 #include "spmd/runtime/autograd.hpp"
 #include "spmd/runtime/data_parallel/ddp.hpp"
@@ -30,32 +31,9 @@
 #include "spmd/backends/mpi/mpi.hpp"
 #endif
 
-// The process's resident memory, read from /proc: now (VmRSS) and the most since a reset
-// (VmHWM, reset by writing 5 to /proc/self/clear_refs). Large buffers are mapped (host/buffer.hpp),
-// so releasing the pool's cache gives their pages back and the resident bytes are what is held.
-namespace {
-long long status_bytes(const char* field) {
-  std::FILE* f = std::fopen("/proc/self/status", "r");
-  if (!f) return -1;
-  char line[256];
-  long long kb = -1;
-  const std::size_t n = std::strlen(field);
-  while (std::fgets(line, sizeof line, f))
-    if (std::strncmp(line, field, n) == 0) kb = std::atoll(line + n + 1);
-  std::fclose(f);
-  return kb * 1024;
-}
-long long resident() {
-  spmd::host::release_cached_memory();
-  return status_bytes("VmRSS");
-}
-void reset_peak() {
-  if (std::FILE* f = std::fopen("/proc/self/clear_refs", "w")) {
-    std::fputs("5", f);
-    std::fclose(f);
-  }
-}
-}  // namespace
+// The process's resident memory: bench/resident.hpp.
+using bench::reset_peak;
+using bench::resident;
 
 namespace {
 
@@ -156,10 +134,10 @@ int context_parallel(int& argc, char**& argv, index_t len) {
   reset_peak();
   auto y = sublayer();
   auto loss = rt::sum<>(y * y);
-  const long long forward_peak = status_bytes("VmHWM") - base, saved = resident() - base;
+  const long long forward_peak = bench::resident_peak() - base, saved = resident() - base;
   reset_peak();
   loss.backward();
-  const long long backward_peak = status_bytes("VmHWM") - base;
+  const long long backward_peak = bench::resident_peak() - base;
   long long mine[3] = {saved, forward_peak, backward_peak}, most[3];
   MPI_Reduce(mine, most, 3, MPI_LONG_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
   if (env.rank() == 0)

@@ -146,11 +146,6 @@ void check_pp(train_options& o, const model_spec& spec) {
     throw usage_error("--backend " + o.backend + ": pipeline parallelism runs on the host backends (sim, mpi) for now");
   if (o.dtype != "f32") throw usage_error("--dtype " + o.dtype + ": pipeline parallelism trains in f32 for now");
   if (!o.parallel.empty()) throw usage_error("--parallel auto searches meshes without pipeline parallelism (pp = 1)");
-  if (!o.checkpoint.empty() || !o.resume.empty())
-    throw usage_error("--checkpoint and --resume: a pipeline's training state is not saved yet (train without them)");
-  if (o.backend == "mpi" && o.pp > 1 && !o.save.empty())
-    throw usage_error("--save with pp = " + std::to_string(o.pp) + " under MPI: each pipeline rank holds its stages' "
-                      "parameters, which are not yet written to one file (the simulation writes it)");
 }
 
 /// Tensor parallelism over tp ranks splits units of the model: whole heads (tp divides them),

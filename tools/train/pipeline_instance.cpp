@@ -50,6 +50,11 @@ struct mpi_place {
     return out;
   }
   spmd::mpi::pipeline_link& link() { return link_; }
+  /// The world writes one file: each group its pieces' tensors, the first process the header.
+  std::optional<spmd::io::file_team> team() const {
+    return spmd::io::file_team{world.world_rank() == 0, [this] { world.world_barrier(); },
+                               [this](const std::string& mine) { return world.gather_across(mine); }};
+  }
   double loss_from_last(double loss) const {
     int ranks = 0;
     MPI_Comm_size(world.across(), &ranks);

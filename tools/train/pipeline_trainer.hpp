@@ -8,6 +8,7 @@
 //   per step: the batch in M microbatches; the schedule's table (plan/pipeline_schedule.hpp)
 //   run by runtime::pipeline (each microbatch's loss 1/M of its mean: the full batch's mean);
 //   the gradients' norm over every piece of every pipeline rank, --clip, each piece's step
+//   --save, --checkpoint and --resume in the whole gpt's files (any parallelisation reads them)
 //
 // Place says where the pipeline ranks are: every one in this process (the simulation:
 // in_process), or one per group of processes (MPI: pipeline_mpi.hpp). The norm's sums of
@@ -137,11 +138,12 @@ struct piece_part {
   std::function<void()> step;
   std::function<std::size_t(spmd::index_t)> bytes_of_rank;
   std::function<void(std::vector<spmd::io::saved_tensor>&)> to_save;
+  spmd::io::state_part state;  // its share of a checkpoint, under the whole gpt's names
 };
 
 template <class Cfg, class Params>
 piece_part<Cfg> make_part(const train_options& o, int rank, Params params, std::string prefix) {
-  piece_part<Cfg> part{rank, {}, {}, {}, {}, {}};
+  piece_part<Cfg> part{rank, {}, {}, {}, {}, {}, {}};
   trainer_detail::with_optimizer(o, params, [&](auto made) {
     auto opt = std::make_shared<decltype(made)>(std::move(made));
     part.square_sum = [params] { return std::apply([](auto&... p) { return rt::grad_square_sum(p...); }, params); };
@@ -154,6 +156,7 @@ piece_part<Cfg> make_part(const train_options& o, int rank, Params params, std::
     part.to_save = [params, prefix](std::vector<spmd::io::saved_tensor>& out) {
       std::apply([&](auto&... p) { (out.push_back(spmd::io::to_save(prefix + p.name(), p.value())), ...); }, params);
     };
+    part.state = spmd::io::state_part_of(*opt, prefix);
     return 0;
   });
   return part;
@@ -164,6 +167,7 @@ piece_part<Cfg> make_part(const train_options& o, int rank, Params params, std::
 template <class Cfg, int Mb, class Place>
 train_result train_gpt_pipeline(const train_options& o, const inputs& in, const model_spec& spec, Place& place) {
   using G = gpt_pipeline<Cfg, Mb>;
+  using B = typename Cfg::backend;
   using host_type = typename G::host_type;
   G g;
   g.dims = pipeline_shape(o, G::pieces);
@@ -197,8 +201,23 @@ train_result train_gpt_pipeline(const train_options& o, const inputs& in, const 
       }
     }
 
+  // the training state: each piece's parameters and optimizer under the whole gpt's names, so
+  // that any parallelisation resumes it (with or without a pipeline); under MPI each group
+  // reads its pieces' and writes them into one file with the others (the place's file team)
+  std::vector<spmd::io::state_part> states;
+  for (piece_part<Cfg>& p : parts) states.push_back(p.state);
+  spmd::io::save_options together;
+  together.team = place.team();
+
   train_result r;
   r.prints = place.prints();
+  if (!o.resume.empty()) {
+    const std::int64_t step = spmd::io::load_training_state(o.resume, states).step;
+    if (step > o.steps)
+      throw usage_error("--resume " + o.resume + ": the checkpoint is at step " + std::to_string(step) +
+                        ", past --steps " + std::to_string(o.steps));
+    r.first_step = step;
+  }
   if (in.loader) {
     r.steps_per_epoch = in.loader->steps_per_epoch();
     r.epoch = in.loader->epoch_of(o.steps - 1);
@@ -206,7 +225,7 @@ train_result train_gpt_pipeline(const train_options& o, const inputs& in, const 
   const bool table_out = r.prints && !o.json;
   if (table_out) std::printf("%13s %14s %14s %10s\n", "step", "loss", "grad_norm", "ms");
   typename G::stages st{g};
-  for (std::int64_t s = 0; s < o.steps; ++s) {
+  for (std::int64_t s = r.first_step; s < o.steps; ++s) {
     const auto t0 = std::chrono::steady_clock::now();
     rt::comm_counter comm;
     g.load_batch(in, s);
@@ -240,16 +259,18 @@ train_result train_gpt_pipeline(const train_options& o, const inputs& in, const 
     for (std::size_t k = 0; k < 4; ++k) r.collectives[k] = stages_all[k] + all[k] - in_stages[k];
     r.step_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     if (table_out) trainer_detail::progress(s + 1, o.steps, loss, n, r.step_ms.back());
+    if (!o.checkpoint.empty() && o.checkpoint_at && s + 1 == *o.checkpoint_at)
+      spmd::io::save_training_state<B>(o.checkpoint, states, {.step = s + 1, .generator = {}}, together);
   }
-  if (!o.save.empty()) {
-    std::vector<spmd::io::saved_tensor> all, ordered;
+  if (!o.save.empty()) {  // the file is the whole gpt's: every piece's parameters, written by the groups holding them
+    std::vector<spmd::io::saved_tensor> all;
     for (piece_part<Cfg>& p : parts) p.to_save(all);
-    for (const auto& want : spec.params)
-      for (spmd::io::saved_tensor& t : all)
-        if (t.entry.name == want.name) ordered.push_back(std::move(t));
-    if (ordered.size() != spec.params.size())
+    std::size_t held = 0;
+    for (const spmd::io::saved_tensor& t : all)
+      for (const auto& want : spec.params) held += t.entry.name == want.name;
+    if (held != all.size() || (!together.team && all.size() != spec.params.size()))
       throw std::logic_error("spmd-train: the pipeline's pieces hold other parameters than the spec lists");
-    spmd::io::save_tensors<typename Cfg::backend>(o.save, {}, ordered);
+    spmd::io::save_tensors<B>(o.save, together, all);
   }
   // the most any rank holds: a mesh rank of a pipeline rank holds that pipeline rank's pieces
   using M = typename Cfg::mesh;
@@ -272,6 +293,7 @@ struct in_process_place {
   explicit in_process_place(int pipeline_ranks) : ranks(pipeline_ranks) {}
   int ranks;
   rt::pipeline::in_process link_;
+  std::optional<spmd::io::file_team> team() const { return std::nullopt; }  // every piece is here
   std::vector<int> mine() const {
     std::vector<int> v;
     for (int r = 0; r < ranks; ++r) v.push_back(r);

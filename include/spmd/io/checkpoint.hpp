@@ -35,6 +35,7 @@
 
 #include "spmd/host/distribute.hpp"
 #include "spmd/core/box_runs.hpp"
+#include "spmd/io/file_team.hpp"
 #include "spmd/io/safetensors.hpp"
 #include "spmd/runtime/dtensor.hpp"
 #include "spmd/runtime/module.hpp"
@@ -47,6 +48,9 @@ struct save_options {
   /// Called after each tensor's blocks are written (by this process), before the file is
   /// committed: progress, or a test's way to stop a save half-way.
   std::function<void(std::string_view name)> after_tensor;
+  /// The processes writing the file when each holds only some of its tensors (a pipeline's
+  /// groups, io/file_team.hpp); without one, every process of the backend holds every tensor.
+  std::optional<file_team> team;
 };
 
 namespace detail {
@@ -165,28 +169,34 @@ saved_tensor to_save(std::string_view name, runtime::dtensor<T, L, B>&& x) {
 }
 
 /// Saves `tensors` (to_save's) as one safetensors file at `path`, every process of backend B
-/// writing its blocks.
+/// writing its blocks (or, with options.team, every process of the team its tensors' blocks).
 template <class B>
 void save_tensors(const std::string& path, const save_options& options, const std::vector<saved_tensor>& tensors) {
   std::vector<tensor_entry> entries;
   for (const saved_tensor& t : tensors) entries.push_back(t.entry);
-  const safetensors_layout lay(std::move(entries), options.metadata);
-  const bool first = detail::process_rank<B>() == 0;
+  std::map<std::string, std::string> metadata = options.metadata;
+  if (options.team) std::tie(entries, metadata) = detail::merge_headers(options.team->exchange(detail::describe_header(entries, metadata)));
+  const safetensors_layout lay(std::move(entries), metadata);
+  const bool first = options.team ? options.team->first : detail::process_rank<B>() == 0;
+  const auto barrier = [&] {
+    if (options.team) options.team->barrier();
+    else detail::barrier<B>();
+  };
   std::optional<atomic_file> f;
   if (first) {
     f.emplace(atomic_file::create(path, lay.file_bytes()));
     f->write(lay.header_bytes().data(), lay.header_bytes().size(), 0);
   }
-  detail::barrier<B>();
+  barrier();
   if (!first) f.emplace(atomic_file::open_existing(path));
   for (const saved_tensor& t : tensors) {
     t.write(*f, lay);
     if (options.after_tensor) options.after_tensor(t.entry.name);
   }
   f->sync();
-  detail::barrier<B>();
+  barrier();
   if (first) f->commit();  // durable when it returns: the file and its folder synced
-  detail::barrier<B>();
+  barrier();
   if (!first) f->release();
 }
 

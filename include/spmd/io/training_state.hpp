@@ -180,11 +180,11 @@ void add_saved(const Opt& opt, const std::string& name, std::vector<saved_tensor
 
 /// opt's share of a checkpoint to write (no stage: a const optimizer is only saved).
 template <class Opt>
-state_part saved_part_of(const Opt& opt) {
+state_part saved_part_of(const Opt& opt, const std::string& prefix = {}) {
   using S = optimizer_state<Opt>;
   state_part part;
   part.optimizer = Opt::name;
-  std::apply([&](const auto&... p) { (part.names.push_back(p.name()), ...); }, opt.parameters());
+  std::apply([&](const auto&... p) { (part.names.push_back(prefix + std::string(p.name())), ...); }, opt.parameters());
   part.save = [&opt, names = part.names](std::vector<saved_tensor>& out, std::map<std::string, std::string>& metadata) {
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       ((metadata[names[I] + ".step"] = std::to_string(S::template step<I>(opt))), ...);
@@ -195,11 +195,12 @@ state_part saved_part_of(const Opt& opt) {
 }
 }  // namespace detail
 
-/// opt's share of a checkpoint.
+/// opt's share of a checkpoint; its parameters named `prefix` + their leaf names (a piece of a
+/// model, optimized on its own, under the whole model's names: a pipeline's stages).
 template <class Opt>
-state_part state_part_of(Opt& opt) {
+state_part state_part_of(Opt& opt, const std::string& prefix = {}) {
   using S = detail::optimizer_state<Opt>;
-  state_part part = detail::saved_part_of(opt);
+  state_part part = detail::saved_part_of(opt, prefix);
   part.stage = [&opt, names = part.names](const safetensors_file& file, const std::string& path) {
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
       const auto& md = file.metadata();

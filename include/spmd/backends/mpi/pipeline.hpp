@@ -66,6 +66,36 @@ class pipeline_world {
   MPI_Comm group() const { return group_; }
   /// One process per pipeline rank (this one's mesh index in each group), ranked by pipeline rank.
   MPI_Comm across() const { return across_; }
+  /// This process's rank in the world (every group's processes).
+  int world_rank() const {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    return rank;
+  }
+  /// Waits for every process of every group.
+  void world_barrier() const { detail::check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
+  /// Each pipeline rank's `text`, in pipeline-rank order (this process and its peers of the same
+  /// mesh index in the other groups): what each group says of itself, to every group (a file
+  /// the groups write together, io/file_team.hpp).
+  std::vector<std::string> gather_across(const std::string& text) const {
+    int ranks = 0;
+    MPI_Comm_size(across_, &ranks);
+    const int mine = detail::count_of(static_cast<index_t>(text.size()), "a pipeline rank's text");
+    std::vector<int> sizes(static_cast<std::size_t>(ranks)), at(static_cast<std::size_t>(ranks));
+    detail::check(MPI_Allgather(&mine, 1, MPI_INT, sizes.data(), 1, MPI_INT, across_), "MPI_Allgather");
+    long long total = 0;
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      at[i] = static_cast<int>(total);
+      total += sizes[i];
+    }
+    const int all_count = detail::count_of(static_cast<index_t>(total), "the pipeline ranks' texts");
+    std::string all(static_cast<std::size_t>(all_count), '\0');
+    detail::check(MPI_Allgatherv(text.data(), mine, MPI_CHAR, all.data(), sizes.data(), at.data(), MPI_CHAR, across_),
+                  "MPI_Allgatherv");
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < sizes.size(); ++i) out.push_back(all.substr(static_cast<std::size_t>(at[i]), static_cast<std::size_t>(sizes[i])));
+    return out;
+  }
 
  private:
   int group_size_ = 1, pipeline_rank_ = 0;

@@ -124,23 +124,25 @@ inline int& backward_depth() {
   return depth;
 }
 
-/// Runs the nodes reachable from root (whose gradient is already seeded), then the callbacks
-/// they queued. Checks first that none was freed, so a refused backward changes no gradient.
-inline void run_backward(node_base* root, bool retain_graph) {
-  const std::vector<node_base*> order = backward_order(root);
-  for (node_base* n : order)
-    if (n->freed())
-      throw std::logic_error(
-          "spmd::backward: the graph through '" + n->name() +
-          "' was already freed by an earlier backward (its saved tensors are gone); pass "
-          "retain_graph = true to the first backward to run backward through it again");
+/// Runs `nodes` (a callable that runs a backward's nodes) as one backward of split pass `pass`
+/// (0: a whole backward), then the callbacks they queued: what every backward shares (run_backward,
+/// and split_backward.hpp's two passes). The queue is emptied even when a node throws.
+template <class F>
+void in_backward(std::uint64_t pass, F&& nodes) {
+  struct scope {
+    std::uint64_t prev = current_pass();
+    explicit scope(std::uint64_t p) {
+      current_pass() = p;
+      ++backward_depth();
+    }
+    ~scope() {
+      --backward_depth();
+      current_pass() = prev;
+    }
+  } inside(pass);
   auto& queue = final_callbacks();
-  struct depth_guard {
-    depth_guard() { ++backward_depth(); }
-    ~depth_guard() { --backward_depth(); }
-  } inside;
   try {
-    for (node_base* n : order) n->run(retain_graph);
+    nodes();
     // A callback may queue another: run until none is left, in the order queued.
     for (std::size_t k = 0; k < queue.size(); ++k) {
       auto f = std::move(queue[k]);
@@ -151,6 +153,21 @@ inline void run_backward(node_base* root, bool retain_graph) {
     throw;
   }
   queue.clear();
+}
+
+/// Runs the nodes reachable from root (whose gradient is already seeded), then the callbacks
+/// they queued. Checks first that none was freed, so a refused backward changes no gradient.
+inline void run_backward(node_base* root, bool retain_graph) {
+  const std::vector<node_base*> order = backward_order(root);
+  for (node_base* n : order)
+    if (n->freed())
+      throw std::logic_error(
+          "spmd::backward: the graph through '" + n->name() +
+          "' was already freed by an earlier backward (its saved tensors are gone); pass "
+          "retain_graph = true to the first backward to run backward through it again");
+  in_backward(current_pass(), [&] {
+    for (node_base* n : order) n->run(retain_graph);
+  });
 }
 
 /// dtensor g as the layout GL (same mesh, placements and global shape; only the extents'

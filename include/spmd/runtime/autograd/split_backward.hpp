@@ -47,28 +47,10 @@ class weight_backward {
     done_ = true;
     const std::uint64_t pass = autograd_detail::fresh_pass();
     for (auto& n : rest_) n->pass = pass;
-    struct pass_guard {
-      std::uint64_t prev;
-      explicit pass_guard(std::uint64_t p) : prev(autograd_detail::current_pass()) { autograd_detail::current_pass() = p; }
-      ~pass_guard() { autograd_detail::current_pass() = prev; }
-    } in_pass(pass);
-    auto& queue = autograd_detail::final_callbacks();
-    struct depth_guard {
-      depth_guard() { ++autograd_detail::backward_depth(); }
-      ~depth_guard() { --autograd_detail::backward_depth(); }
-    } inside;
-    try {
+    autograd_detail::in_backward(pass, [&] {
       for (auto& n : feeding_) n->run(retain_graph_);  // their B operands' gradients
       for (auto& n : rest_) n->run(retain_graph_);
-      for (std::size_t k = 0; k < queue.size(); ++k) {
-        auto f = std::move(queue[k]);
-        f();
-      }
-    } catch (...) {
-      queue.clear();
-      throw;
-    }
-    queue.clear();
+    });
     feeding_.clear();
     rest_.clear();
   }
@@ -111,17 +93,7 @@ weight_backward backward_input(const V& y, const G& grad_output, const In&... in
     if (in_a) n->pass = pass;
   }
   y.node()->accumulate(grad_output);
-  struct pass_guard {
-    std::uint64_t prev;
-    explicit pass_guard(std::uint64_t p) : prev(autograd_detail::current_pass()) { autograd_detail::current_pass() = p; }
-    ~pass_guard() { autograd_detail::current_pass() = prev; }
-  } in_pass(pass);
-  struct depth_guard {
-    depth_guard() { ++autograd_detail::backward_depth(); }
-    ~depth_guard() { --autograd_detail::backward_depth(); }
-  } inside;
-  auto& queue = autograd_detail::final_callbacks();
-  try {
+  autograd_detail::in_backward(pass, [&] {
     for (node_base* n : order) {
       if (n->pass != pass) {
         w.rest_.push_back(held.at(n));
@@ -134,15 +106,7 @@ weight_backward backward_input(const V& y, const G& grad_output, const In&... in
       if (feeds_b) w.feeding_.push_back(held.at(n));
       else n->finish_run(false);
     }
-    for (std::size_t k = 0; k < queue.size(); ++k) {
-      auto f = std::move(queue[k]);
-      f();
-    }
-  } catch (...) {
-    queue.clear();
-    throw;
-  }
-  queue.clear();
+  });
   w.done_ = false;
   return w;
 }
