@@ -2,7 +2,8 @@
 // layouts, save under one mesh and load under others (every rank's local against the
 // original tensor's box, computed here from the global data), the file against an
 // independent reading of the format, every kind of bad file as an error naming the tensor and
-// the problem, and a save killed half-way leaving the previous checkpoint whole.
+// the problem, a save killed half-way leaving the previous checkpoint whole, and a team of
+// writers (a pipeline's groups) writing one file, each its tensors.
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>  // the reference reader of the headers spmd writes
@@ -12,13 +13,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <barrier>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -416,3 +420,67 @@ TEST_CASE("write the interop sample (SPMD_IO_SAMPLE names the file)", "[.write-s
 }
 
 }  // namespace
+
+// A file team (io/file_team.hpp): two members, here threads, each holding only some of the
+// tensors, as a pipeline's groups of processes do; the file they write together against the
+// file one process writes holding all of them, byte for byte.
+TEST_CASE("a file team writes one file, each member its tensors", "[io][checkpoint][team]") {
+  const mlp m = sample();
+  const auto d = sim::distribute_module<on_2x4, mesh<2, 4>>(m);
+  const std::string alone = temp_path("alone.safetensors"), together = temp_path("together.safetensors");
+  // one process with every tensor
+  io::save_options all;
+  all.metadata = {{"a", "1"}, {"b", "2"}};
+  io::save_tensors<sim::backend>(alone, all,
+                                 {io::to_save("w1", d.get<"w1">()), io::to_save("b1", d.get<"b1">()),
+                                  io::to_save("w2", d.get<"w2">()), io::to_save("table", d.get<"table">())});
+  // member 0: w1 and table, metadata a; member 1: b1 and w2, metadata b (and a, the same)
+  std::vector<std::vector<io::saved_tensor>> held{{io::to_save("w1", d.get<"w1">()), io::to_save("table", d.get<"table">())},
+                                                  {io::to_save("b1", d.get<"b1">()), io::to_save("w2", d.get<"w2">())}};
+  std::vector<std::map<std::string, std::string>> meta{{{"a", "1"}}, {{"b", "2"}, {"a", "1"}}};
+  std::barrier sync(2);
+  std::vector<std::string> texts(2);
+  std::vector<std::string> failures(2);
+  auto member = [&](std::size_t i) {
+    io::save_options o;
+    o.metadata = meta[i];
+    o.team = io::file_team{i == 0, [&] { sync.arrive_and_wait(); }, [&, i](const std::string& mine) {
+                             texts[i] = mine;
+                             sync.arrive_and_wait();
+                             std::vector<std::string> every = texts;
+                             sync.arrive_and_wait();
+                             return every;
+                           }};
+    try {
+      io::save_tensors<sim::backend>(together, o, held[i]);
+    } catch (const std::exception& e) {
+      failures[i] = e.what();
+    }
+  };
+  std::thread other(member, 1);
+  member(0);
+  other.join();
+  CHECK(failures == std::vector<std::string>(2));
+  CHECK(read_all(together) == read_all(alone));
+  using L = layout<mesh<1>, placements<replicate>, extents<5, 6>>;
+  CHECK(same_bits(io::load<double, L, sim::backend>(together, "w2").full_tensor(), m.w2.data));
+  std::remove(alone.c_str());
+  std::remove(together.c_str());
+}
+
+TEST_CASE("a file team's merge refuses a tensor twice, metadata that differs, a malformed text", "[io][checkpoint][team]") {
+  const io::tensor_entry w{"w", io::dtype::f32, {2, 3}}, v{"v", io::dtype::i64, {4}};
+  const std::string a = io::detail::describe_header({w}, {{"spmd.step", "10"}});
+  const auto [entries, metadata] =
+      io::detail::merge_headers({a, io::detail::describe_header({v}, {{"spmd.step", "10"}, {"x:y", "1:2"}})});
+  REQUIRE(entries.size() == 2);
+  CHECK((entries[0].name == "w" && entries[0].shape == std::vector<index_t>{2, 3} && entries[0].type == io::dtype::f32));
+  CHECK((entries[1].name == "v" && entries[1].shape == std::vector<index_t>{4} && entries[1].type == io::dtype::i64));
+  CHECK(metadata == std::map<std::string, std::string>{{"spmd.step", "10"}, {"x:y", "1:2"}});
+  CHECK_THROWS_WITH(io::detail::merge_headers({a, io::detail::describe_header({w}, {})}),
+                    Contains("tensor 'w' is written by members 0 and 1"));
+  CHECK_THROWS_WITH(io::detail::merge_headers({a, io::detail::describe_header({v}, {{"spmd.step", "11"}})}),
+                    Contains("metadata 'spmd.step' is '10' on one member of the file's team and '11' on member 1"));
+  for (const std::string bad : {std::string("x"), a.substr(0, a.size() - 1), a + "1", std::string("99999999999999999999:")})
+    CHECK_THROWS_WITH(io::detail::merge_headers({bad}), Contains("malformed"));
+}

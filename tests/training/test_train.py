@@ -44,13 +44,20 @@ One build trains on every mesh (its sizes are run-time values). Groups:
            parameters within the tolerance below, the JSON's "parallel" with pp and "schedule" last
            (its bubble the published formula's); a run without a pipeline keeps its JSON; a pp
            the 4 pieces cannot be cut into, microbatches that do not divide the batch, an unknown
-           schedule, bf16, --parallel auto and the mlp exit 2 naming the numbers.
+           schedule, bf16, --parallel auto and the mlp exit 2 naming the numbers. A pipeline's
+           checkpoint (pp=2, after 10 of 20 steps) resumed by itself bit for bit, by pp=4 (zb),
+           dp=2,pp=2 (interleaved), 2x2 and one device as one device trains; a 2x2 checkpoint
+           resumed by pp=4; resuming past --steps exits 2.
   mpi      mpirun -np D*T*C*P --backend mpi against --backend sim (2x4, 4x2, 2x3, 3x2, 5x1, 16,
            dp=2,cp=2, cp=2 (DDP), tp=2,cp=4, dp=2,cp=2 with --cp-method ring, and
            -np 6 without --mesh: a 1-d mesh of the world size; shuffled epochs on 2x2):
            bit-identical losses and --save files; a wrong process count exits 2; a refusal on every process (a checkpoint of
            another optimizer) is one line and exit 2, with no abort banner; --parallel auto, the
-           same bits as the simulation (a per-unit mix on 2x2 too, its --save files equal).
+           same bits as the simulation (a per-unit mix on 2x2 too, its --save files equal);
+           pipelines (pp=2, pp=4, dp=2,pp=2, tp=2,pp=2): the simulation's bits, its --save and
+           --checkpoint files byte for byte (every group writing its pieces into one file), the
+           checkpoint resumed under MPI bit for bit; a checkpoint missing one group's tensor ends
+           the job naming it.
 SPMD_TRAIN_TEST_MESHES=3,2x4 (comma-separated) runs the curves on those meshes only (the
 sanitizer build, where each run costs ten times more), saying which it leaves out.
 Python's numpy and safetensors are needed (make_inputs.py); without them the test skips (77).
@@ -97,6 +104,19 @@ def train_json(*args, mpi=None):
         check(False, f"{cmd}: exit {p.returncode}\n{p.stdout}\n{p.stderr}")
         return None
     return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def without(path, name, out):
+    """Writes `path`'s safetensors file without tensor `name` (its bytes left where they are)."""
+    with open(path, "rb") as f:
+        b = f.read()
+    n = int.from_bytes(b[:8], "little")
+    header = json.loads(b[8:8 + n])
+    del header[name]
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    with open(out, "wb") as f:
+        f.write(len(text).to_bytes(8, "little") + text + b[8 + n:])
 
 
 def rel(a, b):
@@ -688,6 +708,30 @@ def pp(d):
         worst_param = max(worst_param, close_params(save, ref_save, what))
     print(f"gpt with pp: {len(cases)} runs, worst loss difference {worst_loss:.3g} (relative), "
           f"worst parameter difference {worst_param:.3g}")
+    # The training state, in the whole gpt's files: a pipeline's checkpoint resumed by the same
+    # pipeline bit for bit, by other schedules and pp and without a pipeline as one device
+    # trains; a checkpoint written without a pipeline resumed by one; resuming past --steps.
+    ck, flat_ck = os.path.join(d, "gpt-pp-ck.st"), os.path.join(d, "gpt-flat-ck.st")
+    base = ["--schedule", "1f1b", "--microbatches", 4]
+    full = train_json(*f.args("gpt", "pp=2", *base, "--checkpoint", ck, "--checkpoint-at", 10))
+    flat = train_json(*f.args("gpt", "2x2", "--checkpoint", flat_ck, "--checkpoint-at", 10))
+    if full and flat:
+        same = train_json(*f.args("gpt", "pp=2", *base, "--resume", ck))
+        check(same is not None and same["losses"] == full["losses"][10:],
+              "gpt pp=2 1f1b resumed by itself: not the uninterrupted run's losses bit for bit")
+        for mesh, more, from_ck in (("pp=4", ["--schedule", "zb", "--microbatches", 2], ck),
+                                    ("dp=2,pp=2", ["--schedule", "interleaved", "--microbatches", 8], ck),
+                                    ("2x2", [], ck), ("1", [], ck),
+                                    ("pp=4", ["--schedule", "gpipe", "--microbatches", 2], flat_ck)):
+            r = train_json(*f.args("gpt", mesh, *more, "--resume", from_ck))
+            what = f"gpt {mesh} {' '.join(map(str, more))} resumed from {os.path.basename(from_ck)}"
+            if r:
+                check(len(r["losses"]) == 10, f"{what}: {len(r['losses'])} losses (10 expected)")
+                worst = max(rel(a, b) for a, b in zip(r["losses"], one["losses"][10:]))
+                check(worst <= 1e-5, f"{what}: a loss {worst:.3g} (relative) from one device's")
+        p, cmd = run("--model", "gpt", "--mesh", "pp=2", "--init", f.init, "--data", f.data, "--steps", 5, "--resume", ck)
+        check(p.returncode == 2 and "the checkpoint is at step 10, past --steps 5" in p.stderr,
+              f"{cmd}: exit {p.returncode}\n{p.stderr}")
     # a run without a pipeline keeps its JSON: "parallel" {dp, tp, cp} last, no "schedule"
     r = train_json(*f.args("gpt", "dp=2"))
     if r:
@@ -764,18 +808,37 @@ def mpi(d):
               f"gpt 2x2 {' '.join(more)}: MPI ({par['dp']}) differs from the simulation ({sim['dp']})")
         with open(a, "rb") as x, open(b, "rb") as y:
             check(x.read() == y.read(), "gpt 2x2 per-unit: the --save files differ")
-    # pipelines: one group of processes per pipeline rank; the same bits as the simulation
+    # pipelines: one group of processes per pipeline rank; the same bits as the simulation, and
+    # the same --save and --checkpoint files (the groups write one file together); the
+    # checkpoint resumed under MPI continues the simulation's run bit for bit
     f = files["gpt"]
     for mesh, n, schedule, m in (("pp=2", 2, "1f1b", 4), ("pp=4", 4, "zb", 2), ("dp=2,pp=2", 4, "interleaved", 2),
                                  ("tp=2,pp=2", 4, "gpipe", 8)):
         more = ["--schedule", schedule, "--microbatches", m]
-        sim = train_json(*f.args("gpt", mesh, *more))
-        par = train_json(*f.args("gpt", mesh, *more, "--backend", "mpi"), mpi=n)
+        out = {k: os.path.join(d, f"pp-{k}.st") for k in ("sim-save", "sim-ck", "mpi-save", "mpi-ck")}
+        sim = train_json(*f.args("gpt", mesh, *more, "--save", out["sim-save"], "--checkpoint", out["sim-ck"],
+                                 "--checkpoint-at", 10))
+        par = train_json(*f.args("gpt", mesh, *more, "--backend", "mpi", "--save", out["mpi-save"], "--checkpoint",
+                                 out["mpi-ck"], "--checkpoint-at", 10), mpi=n)
+        what = f"gpt {mesh} {' '.join(map(str, more))}"
         if sim and par:
             check(sim["losses"] == par["losses"] and sim["grad_norms"] == par["grad_norms"] and
                   sim["collectives_per_step"] == par["collectives_per_step"] and
                   sim["bytes_per_rank"] == par["bytes_per_rank"] and sim["schedule"] == par["schedule"],
-                  f"gpt {mesh} {' '.join(map(str, more))}: MPI differs from the simulation")
+                  f"{what}: MPI differs from the simulation")
+            for k in ("save", "ck"):
+                with open(out["sim-" + k], "rb") as x, open(out["mpi-" + k], "rb") as y:
+                    check(x.read() == y.read(), f"{what}: the --{'save' if k == 'save' else 'checkpoint'} files differ")
+            if mesh in ("pp=2", "dp=2,pp=2"):
+                res = train_json(*f.args("gpt", mesh, *more, "--backend", "mpi", "--resume", out["mpi-ck"]), mpi=n)
+                check(res is not None and res["losses"] == sim["losses"][10:],
+                      f"{what}: its MPI checkpoint resumed under MPI is not the simulation's run bit for bit")
+    # a checkpoint that lacks a tensor of the second group's: that group fails, the job ends
+    # naming it (no hang in the pipeline's first exchange)
+    broken = os.path.join(d, "pp-broken.st")
+    without(os.path.join(d, "pp-mpi-ck.st"), "blocks.1.mlp.w2.exp_avg", broken)
+    p, cmd = run(*f.args("gpt", "pp=2", "--backend", "mpi", "--resume", broken), mpi=2)
+    check(p.returncode != 0 and "no tensor 'blocks.1.mlp.w2.exp_avg'" in p.stderr, f"{cmd}: exit {p.returncode}\n{p.stderr}")
     p, cmd = run(*f.args("gpt", "pp=2", "--backend", "mpi"), mpi=4)
     check(p.returncode == 2 and "needs 2 processes" in p.stderr, f"{cmd}: exit {p.returncode}\n{p.stderr}")
     f = files["mlp"]

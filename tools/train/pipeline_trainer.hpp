@@ -11,9 +11,9 @@
 //   --save, --checkpoint and --resume in the whole gpt's files (any parallelisation reads them)
 //
 // Place says where the pipeline ranks are: every one in this process (the simulation:
-// in_process), or one per group of processes (MPI: pipeline_mpi.hpp). The norm's sums of
-// squares are added per pipeline rank, then over the pipeline ranks in their order, so that
-// both give the same bits.
+// in_process), or one per group of processes (MPI: pipeline_instance.cpp's mpi_place). The
+// norm's sums of squares are added per pipeline rank, then over the pipeline ranks in their
+// order, so that both give the same bits. A place's team() says who writes the files.
 #pragma once
 
 #include <algorithm>
