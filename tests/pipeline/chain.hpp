@@ -58,6 +58,16 @@ struct params {
   }
 };
 
+/// Every stage's parameter gradient, in stage order: its full value, or none where the
+/// parameter has no gradient here (a stage of another process's pipeline rank).
+template <class T, class M, class B>
+std::vector<std::vector<T>> gradients(params<T, M, B>& p) {
+  std::vector<std::vector<T>> g;
+  for (auto& w : p.hidden) g.push_back(w.has_grad() ? w.grad().full_tensor() : std::vector<T>{});
+  g.push_back(p.last[0].has_grad() ? p.last[0].grad().full_tensor() : std::vector<T>{});
+  return g;
+}
+
 /// The step's data: Rows × M rows of inputs and their classes.
 template <class T>
 struct batch {

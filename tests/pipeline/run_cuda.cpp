@@ -44,8 +44,7 @@ result pipelined(pp::schedule_kind k, pp::shape dims) {
   result out;
   out.kind = k;
   out.loss = spmd::runtime::pipeline::run(b.table, dims, st, link, mine);
-  for (auto& w : p.hidden) out.grads.push_back(w.grad().full_tensor());
-  out.grads.push_back(p.last[0].grad().full_tensor());
+  out.grads = chain::gradients(p);
   return out;
 }
 

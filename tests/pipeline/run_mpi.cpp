@@ -22,14 +22,6 @@ namespace {
 namespace pp = spmd::pp;
 using T = double;
 
-template <class P>
-std::vector<std::vector<T>> grads_of(P& p) {
-  std::vector<std::vector<T>> g;
-  for (auto& w : p.hidden) g.push_back(w.has_grad() ? w.grad().full_tensor() : std::vector<T>{});
-  g.push_back(p.last[0].has_grad() ? p.last[0].grad().full_tensor() : std::vector<T>{});
-  return g;
-}
-
 /// One case: returns the number of failed checks on this process.
 template <int G>
 int one_case(pp::schedule_kind k, pp::shape dims, const spmd::mpi::pipeline_world& world) {
@@ -43,7 +35,7 @@ int one_case(pp::schedule_kind k, pp::shape dims, const spmd::mpi::pipeline_worl
   for (int r = 0; r < dims.ranks; ++r) all.push_back(r);
   spmd::runtime::pipeline::in_process here;
   const double sim_loss = spmd::runtime::pipeline::run(b.table, dims, ss, here, all);
-  const auto sim = grads_of(ps);
+  const auto sim = chain::gradients(ps);
   // MPI: this process's pipeline rank, its group's meshes
   spmd::mpi::communicator_scope in_group(world.group());
   chain::params<T, M, spmd::mpi::backend> pm(dims.stages());
@@ -59,7 +51,7 @@ int one_case(pp::schedule_kind k, pp::shape dims, const spmd::mpi::pipeline_worl
   };
   const int last = dims.stages() - 1;
   if (dims.rank_of(last) == me && mpi_loss != sim_loss) say("the loss differs from the simulation's");
-  const auto got = grads_of(pm);
+  const auto got = chain::gradients(pm);
   for (int s = 0; s < dims.stages(); ++s) {
     const bool mine = dims.rank_of(s) == me;
     if (mine && got[std::size_t(s)] != sim[std::size_t(s)]) say("stage " + std::to_string(s) + "'s gradient differs");

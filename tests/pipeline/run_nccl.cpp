@@ -27,14 +27,6 @@ namespace {
 namespace pp = spmd::pp;
 using T = float;
 
-template <class P>
-std::vector<std::vector<T>> grads_of(P& p) {
-  std::vector<std::vector<T>> g;
-  for (auto& w : p.hidden) g.push_back(w.has_grad() ? w.grad().full_tensor() : std::vector<T>{});
-  g.push_back(p.last[0].has_grad() ? p.last[0].grad().full_tensor() : std::vector<T>{});
-  return g;
-}
-
 double worst(const std::vector<T>& a, const std::vector<T>& b) {
   if (a.size() != b.size()) return INFINITY;
   double w = 0;
@@ -54,7 +46,7 @@ int one_case(pp::schedule_kind k, pp::shape dims, const spmd::nccl::pipeline_wor
   for (int r = 0; r < dims.ranks; ++r) all.push_back(r);
   spmd::runtime::pipeline::in_process here;
   const double sim_loss = spmd::runtime::pipeline::run(b.table, dims, ss, here, all);
-  const auto sim = grads_of(ps);
+  const auto sim = chain::gradients(ps);
   spmd::nccl::communicator_scope in_group(world.group());
   chain::params<T, M, spmd::nccl::backend> pn(dims.stages());
   chain::stages<T, M, spmd::nccl::backend> sn{pn, data, dims.stages()};
@@ -69,7 +61,7 @@ int one_case(pp::schedule_kind k, pp::shape dims, const spmd::nccl::pipeline_wor
   };
   if (dims.rank_of(dims.stages() - 1) == me && !(std::abs(loss - sim_loss) <= 1e-5))
     say("the loss is " + std::to_string(loss) + ", the simulation's " + std::to_string(sim_loss));
-  const auto got = grads_of(pn);
+  const auto got = chain::gradients(pn);
   for (int s = 0; s < dims.stages(); ++s) {
     const bool mine = dims.rank_of(s) == me;
     if (mine && !(worst(got[std::size_t(s)], sim[std::size_t(s)]) <= 1e-5))

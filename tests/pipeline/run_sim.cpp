@@ -29,14 +29,6 @@ struct result {
   std::vector<std::vector<T>> grads;  // per stage
 };
 
-template <class P>
-std::vector<std::vector<T>> grads_of(P& p) {
-  std::vector<std::vector<T>> g;
-  for (auto& w : p.hidden) g.push_back(w.grad().full_tensor());
-  g.push_back(p.last[0].grad().full_tensor());
-  return g;
-}
-
 result pipelined(pp::schedule_kind k, pp::shape dims) {
   const pp::built b = pp::build(k, dims);
   REQUIRE(b.info.failed.what == pp::fault::none);
@@ -48,7 +40,7 @@ result pipelined(pp::schedule_kind k, pp::shape dims) {
   for (int r = 0; r < dims.ranks; ++r) mine[std::size_t(r)] = r;
   result out;
   out.loss = spmd::runtime::pipeline::run(b.table, dims, st, link, mine);
-  out.grads = grads_of(p);
+  out.grads = chain::gradients(p);
   return out;
 }
 
@@ -58,7 +50,7 @@ result reference(int stages) {
   const chain::batch<T> data(Mb);
   result out;
   out.loss = chain::whole<Mb>(p, data);
-  out.grads = grads_of(p);
+  out.grads = chain::gradients(p);
   return out;
 }
 

@@ -17,10 +17,10 @@
 // so after a step it is the full batch's, up to the order of the sums.
 //
 // Each slot: every pipeline rank held here runs its task (F, B, I or W), then the link moves
-// the slot's transfers: `in_process` hands the tensors over
-// (every pipeline rank is in this process: the simulation, or every rank on one GPU);
-// spmd::mpi::pipeline_link (backends/mpi/pipeline.hpp) sends each process's block to the
-// process of the same mesh index in the neighbouring stage's group. A table that passes
+// the slot's transfers: `in_process` hands the tensors over (every pipeline rank is in this
+// process: the simulation, or every rank on one GPU); spmd::mpi::pipeline_link and
+// spmd::nccl::pipeline_link (backends/*/pipeline.hpp, with slot_transfers' help) send each
+// process's block to the process of the same mesh index in the neighbouring stage's group. A table that passes
 // pp::first_fault cannot hang (pipeline_schedule.hpp says why), so neither can a step.
 //
 // Zero bubble splits a stage's backward (autograd/split_backward.hpp): I computes the
@@ -41,6 +41,7 @@
 #include "spmd/plan/pipeline_schedule.hpp"
 #include "spmd/runtime/autograd/split_backward.hpp"
 #include "spmd/runtime/autograd/variable.hpp"
+#include "spmd/runtime/dtensor.hpp"
 
 namespace spmd::runtime::pipeline {
 
@@ -67,6 +68,50 @@ struct in_process {
       stores[static_cast<std::size_t>(r)].erase(it);
     }
   }
+};
+
+/// What a process-to-process link (MPI, NCCL) moves for one rank in one slot: the tensor it
+/// sends, taken out of the rank's store and held until the transfer is done, and empty tensors
+/// of the activation's layout for what it receives, put into the store by `arrived()`.
+/// `block(x)` is this process's block of x: its data and element count (none outside the mesh).
+template <class Act, class B>
+struct slot_transfers {
+  using value_type = typename Act::value_type;
+  std::vector<Act> sending;                 // none or one
+  const pp::transfer* send = nullptr;
+  std::vector<std::pair<key, Act>> receiving;  // up to two
+  std::vector<const pp::transfer*> from;
+
+  slot_transfers(const pp::cell& c, store<Act>& held, const char* who) : held_(held) {
+    if (c.send.peer >= 0) {
+      auto it = held.find(key{c.send.gradient, c.send.stage, c.send.microbatch});
+      if (it == held.end()) throw std::logic_error(std::string(who) + ": a send of what this rank does not hold");
+      sending.push_back(std::move(it->second));
+      held.erase(it);
+      send = &c.send;
+    }
+    receiving.reserve(2);
+    for (const pp::transfer& x : c.recv)
+      if (x.peer >= 0) {
+        receiving.emplace_back(key{x.gradient, x.stage, x.microbatch},
+                               factories<B>::template empty<value_type>(typename Act::layout_type{}));
+        from.push_back(&x);
+      }
+  }
+  /// The received tensors into the rank's store (once the link has waited for them).
+  void arrived() {
+    for (auto& [k, v] : receiving) held_.insert_or_assign(k, std::move(v));
+    receiving.clear();
+  }
+  static std::pair<value_type*, index_t> block(Act& x) {
+    auto& ls = x.locals(runtime::detail::internal_t{});
+    if (ls.held_ranks().count() == 0) return {nullptr, 0};
+    const index_t me = ls.held_ranks().lo;
+    return {ls.data(me), ls.size(me)};
+  }
+
+ private:
+  store<Act>& held_;
 };
 
 /// What run() reports of each task when asked (bench/pipeline): the pipeline rank, the task,

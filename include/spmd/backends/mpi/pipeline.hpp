@@ -119,43 +119,22 @@ struct pipeline_link {
     for (const int r : mine) {
       const pp::cell& c = t(slot, r);
       if (c.send.peer < 0 && c.recv[0].peer < 0 && c.recv[1].peer < 0) continue;
-      auto& held = stores[static_cast<std::size_t>(r)];
+      runtime::pipeline::slot_transfers<Act, backend> x(c, stores[static_cast<std::size_t>(r)], "spmd::mpi::pipeline_link");
       std::array<MPI_Request, 3> req{MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL};
       int n = 0;
-      auto block = [](Act& x) -> std::pair<T*, int> {  // this process's block (none outside the mesh)
-        auto& ls = x.locals(runtime::detail::internal_t{});
-        if (ls.held_ranks().count() == 0) return {nullptr, 0};
-        const index_t me = ls.held_ranks().lo;
-        return {ls.data(me), detail::count_of(ls.size(me), "a stage's activation")};
-      };
-      std::vector<Act> sending;  // alive until the wait
-      if (c.send.peer >= 0) {
-        const runtime::pipeline::key k{c.send.gradient, c.send.stage, c.send.microbatch};
-        auto it = held.find(k);
-        if (it == held.end())
-          throw std::logic_error("spmd::mpi::pipeline_link: a send of what this rank does not hold");
-        sending.push_back(std::move(it->second));
-        held.erase(it);
-        const auto [p, count] = block(sending.back());
-        if (count > 0)
-          detail::check(MPI_Isend(p, count, detail::element_type(sizeof(T)), c.send.peer, tag, world.across(),
-                                  &req[static_cast<std::size_t>(n++)]),
+      const MPI_Datatype type = detail::element_type(sizeof(T));
+      if (x.send)
+        if (const auto [p, count] = x.block(x.sending.back()); count > 0)
+          detail::check(MPI_Isend(p, detail::count_of(count, "a stage's activation"), type, x.send->peer, tag,
+                                  world.across(), &req[static_cast<std::size_t>(n++)]),
                         "MPI_Isend");
-      }
-      std::vector<std::pair<runtime::pipeline::key, Act>> got;
-      got.reserve(2);
-      for (const pp::transfer& x : c.recv) {
-        if (x.peer < 0) continue;
-        got.emplace_back(runtime::pipeline::key{x.gradient, x.stage, x.microbatch},
-                         runtime::factories<backend>::template empty<T>(L{}));
-        const auto [p, count] = block(got.back().second);
-        if (count > 0)
-          detail::check(MPI_Irecv(p, count, detail::element_type(sizeof(T)), x.peer, tag, world.across(),
-                                  &req[static_cast<std::size_t>(n++)]),
+      for (std::size_t i = 0; i < x.receiving.size(); ++i)
+        if (const auto [p, count] = x.block(x.receiving[i].second); count > 0)
+          detail::check(MPI_Irecv(p, detail::count_of(count, "a stage's activation"), type, x.from[i]->peer, tag,
+                                  world.across(), &req[static_cast<std::size_t>(n++)]),
                         "MPI_Irecv");
-      }
       detail::check(MPI_Waitall(n, req.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
-      for (auto& [k, v] : got) held.insert_or_assign(k, std::move(v));
+      x.arrived();
     }
   }
 };

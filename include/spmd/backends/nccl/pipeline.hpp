@@ -95,41 +95,21 @@ struct pipeline_link {
     for (const int r : mine) {
       const pp::cell& c = t(slot, r);
       if (c.send.peer < 0 && c.recv[0].peer < 0 && c.recv[1].peer < 0) continue;
-      auto& held = stores[static_cast<std::size_t>(r)];
-      auto block = [](Act& x) -> std::pair<T*, std::size_t> {  // this process's block (none outside the mesh)
-        auto& ls = x.locals(runtime::detail::internal_t{});
-        if (ls.held_ranks().count() == 0) return {nullptr, 0};
-        const index_t me = ls.held_ranks().lo;
-        return {ls.data(me), static_cast<std::size_t>(ls.size(me)) * sizeof(T)};
-      };
-      std::vector<Act> sending;  // alive until the stream has sent it
-      std::vector<std::pair<runtime::pipeline::key, Act>> got;
-      got.reserve(2);
-      if (c.send.peer >= 0) {
-        const runtime::pipeline::key k{c.send.gradient, c.send.stage, c.send.microbatch};
-        auto it = held.find(k);
-        if (it == held.end())
-          throw std::logic_error("spmd::nccl::pipeline_link: a send of what this rank does not hold");
-        sending.push_back(std::move(it->second));
-        held.erase(it);
-      }
-      for (const pp::transfer& x : c.recv)
-        if (x.peer >= 0)
-          got.emplace_back(runtime::pipeline::key{x.gradient, x.stage, x.microbatch},
-                           runtime::factories<backend>::template empty<T>(L{}));
-      detail::check(ncclGroupStart(), "ncclGroupStart", world.across());
-      if (!sending.empty())
-        if (const auto [p, bytes] = block(sending.back()); bytes > 0)
-          detail::check(ncclSend(p, bytes, ncclUint8, c.send.peer, world.across(), stream), "ncclSend", world.across());
-      std::size_t g = 0;
-      for (const pp::transfer& x : c.recv) {
-        if (x.peer < 0) continue;
-        if (const auto [p, bytes] = block(got[g++].second); bytes > 0)
-          detail::check(ncclRecv(p, bytes, ncclUint8, x.peer, world.across(), stream), "ncclRecv", world.across());
-      }
-      detail::check(ncclGroupEnd(), "ncclGroupEnd (a pipeline slot's send and receives)", world.across());
+      runtime::pipeline::slot_transfers<Act, backend> x(c, stores[static_cast<std::size_t>(r)], "spmd::nccl::pipeline_link");
+      const ncclComm_t across = world.across();
+      detail::check(ncclGroupStart(), "ncclGroupStart", across);
+      if (x.send)
+        if (const auto [p, count] = x.block(x.sending.back()); count > 0)
+          detail::check(ncclSend(p, static_cast<std::size_t>(count) * sizeof(T), ncclUint8, x.send->peer, across, stream),
+                        "ncclSend", across);
+      for (std::size_t i = 0; i < x.receiving.size(); ++i)
+        if (const auto [p, count] = x.block(x.receiving[i].second); count > 0)
+          detail::check(ncclRecv(p, static_cast<std::size_t>(count) * sizeof(T), ncclUint8, x.from[i]->peer, across, stream),
+                        "ncclRecv", across);
+      detail::check(ncclGroupEnd(), "ncclGroupEnd (a pipeline slot's send and receives)", across);
+      // the sent tensor is freed, and the received ones read, after the stream has moved them
       cuda::check(cudaStreamSynchronize(stream), "cudaStreamSynchronize (a pipeline slot's transfers)");
-      for (auto& [k, v] : got) held.insert_or_assign(k, std::move(v));
+      x.arrived();
     }
   }
 };
