@@ -76,6 +76,9 @@ struct in_process {
 /// `block(x)` is this process's block of x: its data and element count (none outside the mesh).
 template <class Act, class B>
 struct slot_transfers {
+  static_assert(Act::layout_type::extents_type::is_static(),
+                "spmd::pipeline: across processes the activation's shape must be known at compile time (the "
+                "receiver sizes its buffer from it).");
   using value_type = typename Act::value_type;
   std::vector<Act> sending;                 // none or one
   const pp::transfer* send = nullptr;
