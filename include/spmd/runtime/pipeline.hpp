@@ -20,8 +20,9 @@
 // the slot's transfers: `in_process` hands the tensors over (every pipeline rank is in this
 // process: the simulation, or every rank on one GPU); spmd::mpi::pipeline_link and
 // spmd::nccl::pipeline_link (backends/*/pipeline.hpp, with slot_transfers' help) send each
-// process's block to the process of the same mesh index in the neighbouring stage's group. A table that passes
-// pp::first_fault cannot hang (pipeline_schedule.hpp says why), so neither can a step.
+// process's block to the process of the same mesh index in the neighbouring stage's group. A
+// table that passes pp::first_fault cannot hang (pipeline_schedule.hpp says why), so neither
+// can a step.
 //
 // Zero bubble splits a stage's backward (autograd/split_backward.hpp): I computes the
 // gradient of the stage's input and of everything on the way to it, and sends it; W, later,
@@ -30,6 +31,7 @@
 
 #include <chrono>
 #include <map>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -71,39 +73,39 @@ struct in_process {
 };
 
 /// What a process-to-process link (MPI, NCCL) moves for one rank in one slot: the tensor it
-/// sends, taken out of the rank's store and held until the transfer is done, and empty tensors
-/// of the activation's layout for what it receives, put into the store by `arrived()`.
-/// `block(x)` is this process's block of x: its data and element count (none outside the mesh).
+/// sends (to cell.send.peer), taken out of the rank's store and held until the transfer is
+/// done, and an empty tensor of the activation's layout for each receive, put into the store
+/// by `arrived()`. `block(x)` is this process's block of x: its data and element count (none
+/// outside the mesh).
 template <class Act, class B>
 struct slot_transfers {
   static_assert(Act::layout_type::extents_type::is_static(),
                 "spmd::pipeline: across processes the activation's shape must be known at compile time (the "
                 "receiver sizes its buffer from it).");
   using value_type = typename Act::value_type;
-  std::vector<Act> sending;                 // none or one
-  const pp::transfer* send = nullptr;
-  std::vector<std::pair<key, Act>> receiving;  // up to two
-  std::vector<const pp::transfer*> from;
+  struct arrival {
+    int peer;
+    key k;
+    Act value;
+  };
+  std::optional<Act> sending;
+  std::vector<arrival> receiving;  // up to two
 
   slot_transfers(const pp::cell& c, store<Act>& held, const char* who) : held_(held) {
     if (c.send.peer >= 0) {
       auto it = held.find(key{c.send.gradient, c.send.stage, c.send.microbatch});
       if (it == held.end()) throw std::logic_error(std::string(who) + ": a send of what this rank does not hold");
-      sending.push_back(std::move(it->second));
+      sending.emplace(std::move(it->second));
       held.erase(it);
-      send = &c.send;
     }
-    receiving.reserve(2);
     for (const pp::transfer& x : c.recv)
-      if (x.peer >= 0) {
-        receiving.emplace_back(key{x.gradient, x.stage, x.microbatch},
-                               factories<B>::template empty<value_type>(typename Act::layout_type{}));
-        from.push_back(&x);
-      }
+      if (x.peer >= 0)
+        receiving.push_back(arrival{x.peer, key{x.gradient, x.stage, x.microbatch},
+                                    factories<B>::template empty<value_type>(typename Act::layout_type{})});
   }
   /// The received tensors into the rank's store (once the link has waited for them).
   void arrived() {
-    for (auto& [k, v] : receiving) held_.insert_or_assign(k, std::move(v));
+    for (arrival& a : receiving) held_.insert_or_assign(a.k, std::move(a.value));
     receiving.clear();
   }
   static std::pair<value_type*, index_t> block(Act& x) {

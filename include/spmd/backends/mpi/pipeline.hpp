@@ -119,14 +119,14 @@ struct pipeline_link {
       std::array<MPI_Request, 3> req{MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL};
       int n = 0;
       const MPI_Datatype type = detail::element_type(sizeof(T));
-      if (x.send)
-        if (const auto [p, count] = x.block(x.sending.back()); count > 0)
-          detail::check(MPI_Isend(p, detail::count_of(count, "a stage's activation"), type, x.send->peer, tag,
+      if (x.sending)
+        if (const auto [p, count] = x.block(*x.sending); count > 0)
+          detail::check(MPI_Isend(p, detail::count_of(count, "a stage's activation"), type, c.send.peer, tag,
                                   world.across(), &req[static_cast<std::size_t>(n++)]),
                         "MPI_Isend");
-      for (std::size_t i = 0; i < x.receiving.size(); ++i)
-        if (const auto [p, count] = x.block(x.receiving[i].second); count > 0)
-          detail::check(MPI_Irecv(p, detail::count_of(count, "a stage's activation"), type, x.from[i]->peer, tag,
+      for (auto& a : x.receiving)
+        if (const auto [p, count] = x.block(a.value); count > 0)
+          detail::check(MPI_Irecv(p, detail::count_of(count, "a stage's activation"), type, a.peer, tag,
                                   world.across(), &req[static_cast<std::size_t>(n++)]),
                         "MPI_Irecv");
       detail::check(MPI_Waitall(n, req.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");

@@ -94,13 +94,13 @@ struct pipeline_link {
       runtime::pipeline::slot_transfers<Act, backend> x(c, stores[static_cast<std::size_t>(r)], "spmd::nccl::pipeline_link");
       const ncclComm_t across = world.across();
       detail::check(ncclGroupStart(), "ncclGroupStart", across);
-      if (x.send)
-        if (const auto [p, count] = x.block(x.sending.back()); count > 0)
-          detail::check(ncclSend(p, static_cast<std::size_t>(count) * sizeof(T), ncclUint8, x.send->peer, across, stream),
+      if (x.sending)
+        if (const auto [p, count] = x.block(*x.sending); count > 0)
+          detail::check(ncclSend(p, static_cast<std::size_t>(count) * sizeof(T), ncclUint8, c.send.peer, across, stream),
                         "ncclSend", across);
-      for (std::size_t i = 0; i < x.receiving.size(); ++i)
-        if (const auto [p, count] = x.block(x.receiving[i].second); count > 0)
-          detail::check(ncclRecv(p, static_cast<std::size_t>(count) * sizeof(T), ncclUint8, x.from[i]->peer, across, stream),
+      for (auto& a : x.receiving)
+        if (const auto [p, count] = x.block(a.value); count > 0)
+          detail::check(ncclRecv(p, static_cast<std::size_t>(count) * sizeof(T), ncclUint8, a.peer, across, stream),
                         "ncclRecv", across);
       detail::check(ncclGroupEnd(), "ncclGroupEnd (a pipeline slot's send and receives)", across);
       // the sent tensor is freed, and the received ones read, after the stream has moved them
