@@ -5,11 +5,12 @@
 
 namespace spmd::cuda::kernels {
 
-#define SPMD_FUSED(T)                                                                                          \
-  template void fused_update<T, optim_math::adamw_coeffs<T>>(const optim_math::segment<T, optim_math::adamw_coeffs<T>>*, \
-                                                             index_t, index_t, cudaStream_t);                  \
-  template void fused_update<T, optim_math::sgd_coeffs<T>>(const optim_math::segment<T, optim_math::sgd_coeffs<T>>*,     \
-                                                           index_t, index_t, cudaStream_t);
+#define SPMD_FUSED(T)                                                                                            \
+  template void fused_update<T, optim_math::adamw_coeffs<T>>(const optim_math::segment<T, optim_math::adamw_coeffs<T>>*,   \
+                                                             index_t, const optim_math::adamw_coeffs<T>*, index_t,     \
+                                                             cudaStream_t);                                            \
+  template void fused_update<T, optim_math::sgd_coeffs<T>>(const optim_math::segment<T, optim_math::sgd_coeffs<T>>*,       \
+                                                           index_t, const optim_math::sgd_coeffs<T>*, index_t, cudaStream_t);
 SPMD_FUSED(float)
 SPMD_FUSED(double)
 SPMD_FUSED(::spmd::bfloat16)

@@ -6,7 +6,7 @@
 //              --init INIT.safetensors --data DATA.safetensors --steps N
 //              [--optimizer adamw|sgd] [--lr LR] [--dtype f32|bf16] [--clip C]
 //              [--save OUT.safetensors] [--checkpoint CK.safetensors --checkpoint-at K]
-//              [--resume CK.safetensors] [--schedule gpipe|1f1b|interleaved|zb] [--microbatches M] [--json]
+//              [--resume CK.safetensors] [--schedule gpipe|1f1b|interleaved|zb] [--microbatches M] [--graph] [--json]
 //
 // The mesh is N (data parallel over N), DxT (data x tensor parallel) or dp=D,tp=T,cp=C,pp=P (any
 // order, a dim left out of size 1; cp: context parallel, the gpt's positions split; pp: the
@@ -228,6 +228,8 @@ void check(train_options& o) {
   if (o.memory && (!(*o.memory > 0) || !std::isfinite(*o.memory)))
     throw usage_error("--memory " + number_text(*o.memory) + ": give the bytes a rank may hold, a number > 0");
   one_of("--optimizer", o.optimizer, {"adamw", "sgd"});
+  if (o.graph && o.backend != "cuda")
+    throw usage_error("--graph captures a step as one CUDA graph: it needs --backend cuda (not " + o.backend + ")");
   if (o.mesh.empty()) {
     if (o.backend != "mpi" && o.backend != "nccl")
       throw usage_error("--mesh is required with --backend " + o.backend +
@@ -362,6 +364,8 @@ int main(int argc, char** argv) {
   app.add_option("--lr", o.lr, "learning rate (default 0.01)");
   app.add_option("--dtype", o.dtype, "f32 (default) or bf16 (FSDP mixed precision)");
   app.add_option("--clip", o.clip, "clip the global gradient 2-norm to this before each step");
+  app.add_flag("--graph", o.graph, "with --backend cuda: run the first step eagerly, capture the second as one CUDA "
+                                   "graph and replay it for every later step (the same losses, bit for bit)");
   app.add_option("--save", o.save, "write the final parameters (f32) here");
   app.add_option("--checkpoint", o.checkpoint, "write the training state here after --checkpoint-at steps");
   app.add_option("--checkpoint-at", o.checkpoint_at, "the step after which --checkpoint is written");

@@ -404,7 +404,8 @@ TEST_CASE("narrow and one_hot: the device bodies give the host kernels' bits", "
   }
 }
 
-TEST_CASE("fused optimizer update: every element of every segment updated once, as on the host",
+TEST_CASE("fused optimizer update: every element of every segment updated once with its own coefficients, as on "
+          "the host",
           "[op_bodies]") {
   namespace om = spmd::optim_math;
   // Three parameters' blocks of unequal sizes (one empty), AdamW then SGD with momentum.
@@ -412,8 +413,13 @@ TEST_CASE("fused optimizer update: every element of every segment updated once, 
   auto fill = [](std::vector<float>& v, unsigned seed) {
     for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((i * 7 + seed) % 13) * 0.25f - 1.5f;
   };
-  om::adamw_coeffs<float> ac{true, 0.999f, 0.1f, 0.999f, 0.001f, 0.03f, 1e-8f, 0.01f};
-  om::sgd_coeffs<float> sc{true, 0.01f, true, false, 0.9f, false, 1.f, true, 0.1f};
+  // Each segment its own coefficients (a parameter's step count and bias corrections differ
+  // from another's), read through the segment's index into the coefficient array.
+  const std::vector<om::adamw_coeffs<float>> ac{{true, 0.999f, 0.1f, 0.999f, 0.001f, 0.03f, 1e-8f, 0.01f},
+                                               {false, 1.f, 0.2f, 0.99f, 0.01f, 0.5f, 1e-6f, 0.02f}};
+  const std::vector<om::sgd_coeffs<float>> sc{{true, 0.01f, true, false, 0.9f, false, 1.f, true, 0.1f},
+                                              {false, 0.f, true, true, 0.5f, true, 0.75f, false, 0.3f}};
+  const std::vector<index_t> which_coeffs{1, 0, 0, 1};
   for (int which = 0; which < 2; ++which) {
     std::vector<std::vector<float>> p(sizes.size()), g(sizes.size()), a(sizes.size()), b(sizes.size());
     for (std::size_t s = 0; s < sizes.size(); ++s) {
@@ -424,18 +430,19 @@ TEST_CASE("fused optimizer update: every element of every segment updated once, 
     auto want_p = p, want_a = a, want_b = b;
     for (std::size_t s = 0; s < sizes.size(); ++s)
       for (std::size_t i = 0; i < p[s].size(); ++i) {
-        if (which == 0) om::adamw_elem(want_p[s][i], g[s][i], want_a[s][i], want_b[s][i], ac);
-        else om::sgd_elem(want_p[s][i], g[s][i], want_a[s][i], sc);
+        const auto k = static_cast<std::size_t>(which_coeffs[s]);
+        if (which == 0) om::adamw_elem(want_p[s][i], g[s][i], want_a[s][i], want_b[s][i], ac[k]);
+        else om::sgd_elem(want_p[s][i], g[s][i], want_a[s][i], sc[k]);
       }
-    auto run = [&](auto coeffs) {
-      using C = decltype(coeffs);
+    auto run = [&](const auto& coeffs) {
+      using C = typename std::remove_cvref_t<decltype(coeffs)>::value_type;
       std::vector<om::segment<float, C>> table;
       for (std::size_t s = 0; s < sizes.size(); ++s)
-        table.push_back({p[s].data(), g[s].data(), a[s].data(), b[s].data(), sizes[s], coeffs});
+        table.push_back({p[s].data(), g[s].data(), a[s].data(), b[s].data(), sizes[s], which_coeffs[s]});
       // 3 blocks of 5 threads, 2 rows: fewer rows than segments, fewer threads than elements.
       for (index_t row = 1; row >= 0; --row)
         cu::emulate_grid(3, 5, [&](index_t blk, index_t t, index_t nb, index_t nt) {
-          om::update_thread(table.data(), static_cast<index_t>(table.size()), blk, t, nb, nt, row, 2);
+          om::update_thread(table.data(), static_cast<index_t>(table.size()), coeffs.data(), blk, t, nb, nt, row, 2);
         });
     };
     if (which == 0) run(ac);

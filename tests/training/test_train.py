@@ -375,6 +375,7 @@ def errors(d):
         (["--model", "gpt", "--mesh", mesh, "--init", os.path.join(d, "absent.st"), "--data", f.data], ["absent.st"]),
         (["--model", "gpt", "--mesh", mesh, "--init", garbage, "--data", f.data], ["garbage.st"]),
         (["--model", "mlp", "--mesh", mesh, "--init", f.init, "--data", g.data], ["w1"]),
+        (["--model", "gpt", "--mesh", mesh, "--init", f.init, "--data", f.data, "--graph"], ["--graph", "--backend cuda", "not sim"]),
         (["--model", "gpt", "--mesh", "1x3", "--init", f.init, "--data", f.data], ["1x3", "does not divide", "4 heads"]),
         (["--model", "gpt", "--mesh", "2x3", "--init", f.init, "--data", f.data], ["2x3", "does not divide", "4 heads"]),
         (["--model", "mlp", "--mesh", "1x65", "--init", g.init, "--data", g.data], ["1x65", "64 hidden features", "at most 64"]),

@@ -68,11 +68,20 @@ struct gpt_model {
   template <class F>
   void for_each_unit(F&& f) { nn::for_each_unit(model, f); }
 
+  /// Step s's batch: the tokens and their targets.
+  static auto batch_at(const inputs& in, std::int64_t s) {
+    return std::pair{tokens(in, s), Cfg::template data_of<std::int64_t, seq, batch, context>(in, "targets", in.targets, s)};
+  }
   /// Step s: the forward of its batch, then finish(loss) (the backward).
   template <class Finish>
   auto step(const inputs& in, std::int64_t s, Finish&& finish) {
-    const auto targets = Cfg::template data_of<std::int64_t, seq, batch, context>(in, "targets", in.targets, s);
-    const auto logits = model(tokens(in, s));
+    return step_on(batch_at(in, s), std::forward<Finish>(finish));
+  }
+  /// The forward of batch `b` (batch_at's), then finish(loss).
+  template <class Batch, class Finish>
+  auto step_on(const Batch& b, Finish&& finish) {
+    const auto& [ids, targets] = b;
+    const auto logits = model(ids);
     if constexpr (std::is_same_v<Tc, float>) return finish(rt::vocab_parallel_cross_entropy<vocab>(logits, targets));
     else return finish(rt::vocab_parallel_cross_entropy<vocab>(rt::cast<float>(logits), targets));  // the loss in f32
   }

@@ -44,11 +44,20 @@ struct mlp_model {
   /// Every parameter, in the spec's order (the optimizer's, --save's).
   auto params() { return nn::parameters(model); }
 
+  /// Step s's batch: the samples and their labels.
+  static auto batch_at(const inputs& in, std::int64_t s) {
+    return std::pair{Cfg::template batch_of<Tc, batch, d_in>(in, "x", in.x, s),
+                     Cfg::template batch_of<std::int64_t, batch>(in, "labels", in.labels, s)};
+  }
   /// Step s: the forward of its batch, then finish(loss) (the backward).
   template <class Finish>
   auto step(const inputs& in, std::int64_t s, Finish&& finish) {
-    const auto x = Cfg::template batch_of<Tc, batch, d_in>(in, "x", in.x, s);
-    const auto labels = Cfg::template batch_of<std::int64_t, batch>(in, "labels", in.labels, s);
+    return step_on(batch_at(in, s), std::forward<Finish>(finish));
+  }
+  /// The forward of batch `b` (batch_at's), then finish(loss).
+  template <class Batch, class Finish>
+  auto step_on(const Batch& b, Finish&& finish) {
+    const auto& [x, labels] = b;
     const auto logits = model(rt::as_variable(x));
     if constexpr (std::is_same_v<Tc, float>) return finish(rt::cross_entropy<classes>(logits, labels));
     else return finish(rt::cross_entropy<classes>(rt::cast<float>(logits), labels));  // the loss in f32

@@ -46,6 +46,7 @@ struct train_options {
   std::optional<std::int64_t> checkpoint_at;  // given or not (0 is a value, refused)
   std::string resume;              // training state to continue from
   std::optional<std::int64_t> shuffle;  // the samples shuffled each epoch, seeded with this + the epoch (>= 0)
+  bool graph = false;              // --graph: each step after the first replays one CUDA graph (--backend cuda)
   bool json = false;
 };
 

@@ -7,6 +7,8 @@
 //                optimizer step (AdamW or SGD with momentum 0.9), zero_grad
 //                --checkpoint CK at step K: the training state (io/training_state.hpp)
 //   --save OUT:  the final parameters, f32, under the model's names
+//   --graph:     (CUDA) the first step eager, the second captured as one CUDA graph, every later
+//                one a replay of it with the step's batch copied into the graph's
 //
 // The collectives of each step are counted (comm_counter); the result keeps the last step's.
 #pragma once
@@ -17,6 +19,7 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -30,6 +33,7 @@
 #include "spmd/nn/unit_choice.hpp"
 #include "spmd/runtime/clip_grad.hpp"
 #include "spmd/runtime/comm_counter.hpp"
+#include "spmd/runtime/copy_into.hpp"
 #include "spmd/runtime/optim.hpp"
 
 #include "inputs.hpp"
@@ -46,6 +50,40 @@ double scalar(const X& x) {
   const auto v = x.full_tensor();
   return v.empty() ? 0.0 : static_cast<double>(v[0]);
 }
+
+/// A value read after each step (the loss, the norm), kept in a tensor made before a captured
+/// step (--graph): the capture copies into it (runtime::copy_into), the host reads it after
+/// the launch.
+struct kept_scalar {
+  std::shared_ptr<void> tensor;
+  std::function<double()> read;
+
+  /// x: a dtensor, or a variable (its value).
+  template <class X>
+  void keep(const X& x) {
+    if constexpr (rt::is_variable<X>) {
+      keep(x.value());
+    } else {
+      using T = typename X::value_type;
+      using B = typename X::backend_type;
+      if (!tensor) {
+        auto t = std::make_shared<X>(rt::factories<B>::template full<T>(T(0), x.layout()));
+        tensor = t;
+        read = [t] { return scalar(*t); };
+      }
+      rt::copy_into(*static_cast<X*>(tensor.get()), x);
+    }
+  }
+};
+
+/// --graph's state: the step captured once and replayed (B::graph_type: the CUDA backend's
+/// spmd::cuda::step_graph), the batch it reads (refilled before each replay) and what it leaves.
+template <class B, class Batch>
+struct graphed {
+  typename B::graph_type graph;
+  std::optional<Batch> batch;
+  kept_scalar loss, norm;
+};
 
 /// One progress line (the table without --json).
 inline void progress(std::int64_t step, std::int64_t steps, double loss, double norm, double ms) {
@@ -192,23 +230,76 @@ train_result run(const train_options& o, const inputs& in, Model& model, Params&
   }
   const bool table = r.prints && !o.json;
   if (table) std::printf("%13s %14s %14s %10s\n", "step", "loss", "grad_norm", "ms");
+  // --graph (the CUDA backend): the first step runs eagerly (plans' tables uploaded, optimizer
+  // state made, the loss and norm given tensors of their own), the second is captured as one
+  // CUDA graph, and every later one refills the graph's batch and replays it.
+  using batch_type = decltype(Model::batch_at(in, 0));
+  constexpr bool can_graph = requires { typename B::graph_type; };
+  using graph_state = std::conditional_t<can_graph, graphed<B, batch_type>, int>;
+  std::unique_ptr<graph_state> g;
+  if (o.graph) {
+    if constexpr (can_graph) g = std::make_unique<graph_state>();
+    else throw usage_error(std::string("--graph: the ") + B::name + " backend has no graphs (--backend cuda)");
+  }
   for (std::int64_t s = r.first_step; s < o.steps; ++s) {
     const auto t0 = std::chrono::steady_clock::now();
     rt::comm_counter comm;
-    double loss = 0;
-    model.step(in, s, [&](auto&& l) {
-      loss = scalar(l);
-      l.backward();
-      return 0;
-    });
-    const auto norm = ps.norm();
-    if (o.clip) ps.clip(*o.clip, norm);
-    ps.step();
-    const double n = scalar(norm);
+    double loss = 0, n = 0;
+    // The step; `keep` (graph mode): leave the loss and the norm in their own tensors instead of
+    // reading them.
+    const auto one_step = [&](const batch_type& batch, auto&& on_loss, auto&& on_norm) {
+      model.step_on(batch, [&](auto&& l) {
+        on_loss(l);
+        l.backward();
+        return 0;
+      });
+      const auto norm = ps.norm();
+      if (o.clip) ps.clip(*o.clip, norm);
+      ps.step();
+      on_norm(norm);
+    };
+    bool replayed = false;
+    if constexpr (can_graph) {
+      if (g && s > r.first_step) {
+        auto keep = [](kept_scalar& k) { return [&k](const auto& x) { k.keep(x); }; };
+        batch_type batch = Model::batch_at(in, s);
+        if (!g->graph.captured()) {
+          g->batch.emplace(std::move(batch));
+          g->graph.capture([&] { one_step(*g->batch, keep(g->loss), keep(g->norm)); });
+        } else {
+          rt::copy_into(g->batch->first, batch.first);
+          rt::copy_into(g->batch->second, batch.second);
+          g->graph.replay();
+          replayed = true;
+        }
+        g->graph.wait();
+        loss = g->loss.read();
+        n = g->norm.read();
+      }
+    }
+    if (!g || s == r.first_step) {
+      const batch_type batch = Model::batch_at(in, s);
+      // With --graph, this step also makes the tensors the captured one copies the loss and
+      // the norm into: made inside the capture, they would outlive it.
+      one_step(
+          batch,
+          [&](const auto& l) {
+            loss = scalar(l);
+            if constexpr (can_graph)
+              if (g) g->loss.keep(l);
+          },
+          [&](const auto& norm) {
+            n = scalar(norm);
+            if constexpr (can_graph)
+              if (g) g->norm.keep(norm);
+          });
+    }
     r.losses.push_back(loss);
     r.grad_norms.push_back(n);
-    r.collectives = {comm.count(spmd::step_kind::all_gather), comm.count(spmd::step_kind::all_reduce),
-                     comm.count(spmd::step_kind::reduce_scatter), comm.count(spmd::step_kind::all_to_all)};
+    // A replay runs on the device only: the collectives are the captured step's.
+    if (!replayed)
+      r.collectives = {comm.count(spmd::step_kind::all_gather), comm.count(spmd::step_kind::all_reduce),
+                       comm.count(spmd::step_kind::reduce_scatter), comm.count(spmd::step_kind::all_to_all)};
     r.step_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     if (table) progress(s + 1, o.steps, loss, n, r.step_ms.back());
     if (!o.checkpoint.empty() && o.checkpoint_at && s + 1 == *o.checkpoint_at) ps.save_state(o.checkpoint, s + 1);

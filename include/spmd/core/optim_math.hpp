@@ -94,7 +94,10 @@ SPMD_HD constexpr void sgd_elem(T& p, T g, T& buf, const sgd_coeffs<T>& c) {
   p = binary_elem<binary_fn::sub>(p, binary_elem<binary_fn::mul>(d, c.lr));
 }
 
-/// One parameter's block of a fused update: every pointer addresses `n` elements.
+/// One parameter's block of a fused update: every pointer addresses `n` elements; its
+/// coefficients are entry `k` of the update's coefficient array. The array is apart from the
+/// blocks so that a captured step (backends/cuda/graph.hpp) rewrites only the coefficients
+/// before each replay: the blocks' addresses stay, the step counts and bias corrections move.
 template <class T, class Coeffs>
 struct segment {
   T* p;
@@ -102,23 +105,24 @@ struct segment {
   T* a;  // AdamW: exp_avg; SGD: the momentum buffer (null without momentum)
   T* b;  // AdamW: exp_avg_sq
   index_t n;
-  Coeffs c;
+  index_t k;  // its coefficients: coeffs[k]
 };
 
 /// The grid's share of a fused update: block row y takes segments y, y + rows, ...; within a
 /// segment the threads stride over its elements (the CUDA kernel's body; the CPU tests run it
 /// through the grid emulation).
 template <class T, class Coeffs>
-SPMD_HD inline void update_thread(const segment<T, Coeffs>* table, index_t segments, index_t block, index_t thread,
-                                  index_t blocks, index_t threads, index_t row, index_t rows) {
+SPMD_HD inline void update_thread(const segment<T, Coeffs>* table, index_t segments, const Coeffs* coeffs, index_t block,
+                                  index_t thread, index_t blocks, index_t threads, index_t row, index_t rows) {
   for (index_t s = row; s < segments; s += rows) {
     const segment<T, Coeffs>& seg = table[s];
+    const Coeffs c = coeffs[seg.k];
     for (index_t i = block * threads + thread; i < seg.n; i += blocks * threads) {
       if constexpr (std::is_same_v<Coeffs, adamw_coeffs<T>>) {
-        adamw_elem(seg.p[i], seg.g[i], seg.a[i], seg.b[i], seg.c);
+        adamw_elem(seg.p[i], seg.g[i], seg.a[i], seg.b[i], c);
       } else {
         T unused{};
-        sgd_elem(seg.p[i], seg.g[i], seg.a ? seg.a[i] : unused, seg.c);
+        sgd_elem(seg.p[i], seg.g[i], seg.a ? seg.a[i] : unused, c);
       }
     }
   }

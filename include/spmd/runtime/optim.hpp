@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -58,13 +59,28 @@ typename V::value_type in_param_layout(const G& g) {
 }
 
 /// The device blocks of one step, launched together (B::fused_update); unused on the host.
+/// Each parameter's coefficients are one entry of `coeffs`, and `next[k]` makes entry k's for
+/// the following step (its step count advanced): what a captured step's replay runs on the
+/// host before each launch (backends/cuda/graph.hpp), so that the graph reads this step's
+/// bias corrections, computed as the eager step computes them.
 template <class B, class T, class Coeffs>
 struct fused_batch {
   using segment_type = optim_math::segment<T, Coeffs>;
   std::vector<segment_type> segments;
+  std::vector<Coeffs> coeffs;
+  std::vector<std::function<Coeffs()>> next;
+  /// Parameter k's entry (k = coeffs.size() before): its blocks name it.
+  index_t add(const Coeffs& c, std::function<Coeffs()> then) {
+    coeffs.push_back(c);
+    next.push_back(std::move(then));
+    return static_cast<index_t>(coeffs.size()) - 1;
+  }
   void launch() {
     if constexpr (!host_memory<B>) {
-      if (!segments.empty()) B::template fused_update<T, Coeffs>(segments);
+      if (segments.empty()) return;
+      B::template fused_update<T, Coeffs>(segments, coeffs, [next = std::move(next)](Coeffs* out) {
+        for (std::size_t k = 0; k < next.size(); ++k) out[k] = next[k]();
+      });
     }
   }
 };
@@ -153,8 +169,10 @@ void update_host_block(host_targets<T>& t, const T* g, index_t n, const Coeffs& 
 /// Updates parameter p's held blocks with gradient g and state a, b (null: none): on the host
 /// now, rank by rank (ranks whose four blocks are replicas of an earlier rank's share its
 /// result); on a device, queued in `batch` (same element type) or launched now.
-template <class Coeffs, class D, class G, class Batch>
-void update_blocks(D& p, const G& g, D* a, D* b, const Coeffs& c, Batch& batch) {
+/// `next()` gives the parameter's coefficients of the step after (a captured step's replay:
+/// fused_batch); only the device backends keep it.
+template <class Coeffs, class D, class G, class Next, class Batch>
+void update_blocks(D& p, const G& g, D* a, D* b, const Coeffs& c, Next&& next, Batch& batch) {
   using T = typename D::value_type;
   using B = typename D::backend_type;
   auto& pl = p.locals(detail::internal_t{});
@@ -195,12 +213,18 @@ void update_blocks(D& p, const G& g, D* a, D* b, const Coeffs& c, Batch& batch) 
       if (bl) bl->share(i, from);
     }
   } else {
-    for (const index_t i : pl.held()) {
-      using S = optim_math::segment<T, Coeffs>;
-      const S seg{pl.data(i), gl.data(i), al ? al->data(i) : nullptr, bl ? bl->data(i) : nullptr, pl.size(i), c};
-      if constexpr (std::is_same_v<typename Batch::segment_type, S>) batch.segments.push_back(seg);
-      else B::template fused_update<T, Coeffs>(std::vector<S>{seg});  // another element type: its own launch
-    }
+    using S = optim_math::segment<T, Coeffs>;
+    // Another element type than the batch's: a batch of its own, launched now.
+    fused_batch<B, T, Coeffs> own;
+    auto& into = [&]() -> auto& {
+      if constexpr (std::is_same_v<typename Batch::segment_type, S>) return batch;
+      else return own;
+    }();
+    const index_t k = into.add(c, std::forward<Next>(next));
+    for (const index_t i : pl.held())
+      into.segments.push_back(S{pl.data(i), gl.data(i), al ? al->data(i) : nullptr, bl ? bl->data(i) : nullptr,
+                                pl.size(i), k});
+    own.launch();
   }
 }
 
@@ -329,26 +353,33 @@ class sgd : public optim_detail::param_group<sgd<Ps...>, Ps...> {
   template <class T>
   using coeffs = optim_math::sgd_coeffs<T>;
 
-  /// Parameter I's update with its gradient g in its layout (param_group::step).
-  template <std::size_t I, class V, class G, class Batch>
-  void update(V& p, const G& g, Batch& batch) {
-    using T = typename V::element_type;
+  /// Parameter I's coefficients for its next step: the momentum buffer starts as the gradient
+  /// at the first (its zeros are not used).
+  template <std::size_t I, class T>
+  optim_math::sgd_coeffs<T> coefficients() const {
     optim_math::sgd_coeffs<T> c;
     c.decays = opt_.weight_decay != 0;
     c.weight_decay = static_cast<T>(opt_.weight_decay);
     c.has_momentum = opt_.momentum != 0;
     c.momentum = static_cast<T>(opt_.momentum);
+    c.first = c.has_momentum && !std::get<I>(buffers_);
     c.dampened = opt_.dampening != 0;
     c.one_minus_dampening = static_cast<T>(1 - opt_.dampening);
     c.nesterov = opt_.nesterov;
     c.lr = static_cast<T>(opt_.lr);
+    return c;
+  }
+
+  /// Parameter I's update with its gradient g in its layout (param_group::step).
+  template <std::size_t I, class V, class G, class Batch>
+  void update(V& p, const G& g, Batch& batch) {
+    using T = typename V::element_type;
+    const optim_math::sgd_coeffs<T> c = coefficients<I, T>();
     auto& buf = std::get<I>(buffers_);
-    if (c.has_momentum && !buf) {
-      c.first = true;  // the buffer starts as the gradient (its zeros are not used)
-      buf.emplace(factories<typename V::backend_type>::template full<T>(T(0), p.layout()));
-    }
+    if (c.first) buf.emplace(factories<typename V::backend_type>::template full<T>(T(0), p.layout()));
     optim_detail::update_blocks(p.value(), g, c.has_momentum ? &*buf : nullptr,
-                                static_cast<typename V::value_type*>(nullptr), c, batch);
+                                static_cast<typename V::value_type*>(nullptr), c,
+                                [this] { return coefficients<I, T>(); }, batch);
   }
 
   sgd_options opt_;
@@ -411,7 +442,14 @@ class adamw : public optim_detail::param_group<adamw<Ps...>, Ps...> {
       using F = factories<typename V::backend_type>;
       s.emplace(state<V>{F::template full<T>(T(0), p.layout()), F::template full<T>(T(0), p.layout()), 0});
     }
-    const std::int64_t t = ++s->step;
+    optim_detail::update_blocks(p.value(), g, &s->exp_avg, &s->exp_avg_sq, advance<I, T>(), [this] { return advance<I, T>(); },
+                                batch);
+  }
+
+  /// Parameter I's step count advanced, and its coefficients at that step.
+  template <std::size_t I, class T>
+  optim_math::adamw_coeffs<T> advance() {
+    const std::int64_t t = ++std::get<I>(states_)->step;
     const double bc1 = 1 - std::pow(opt_.beta1, static_cast<double>(t));
     const double bc2 = 1 - std::pow(opt_.beta2, static_cast<double>(t));
     optim_math::adamw_coeffs<T> c;
@@ -423,7 +461,7 @@ class adamw : public optim_detail::param_group<adamw<Ps...>, Ps...> {
     c.bc2_sqrt = static_cast<T>(std::sqrt(bc2));
     c.eps = static_cast<T>(opt_.eps);
     c.step_size = static_cast<T>(opt_.lr / bc1);
-    optim_detail::update_blocks(p.value(), g, &s->exp_avg, &s->exp_avg_sq, c, batch);
+    return c;
   }
 
   adamw_options opt_;

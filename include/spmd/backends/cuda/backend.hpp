@@ -13,13 +13,16 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <stdexcept>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "spmd/backends/cuda/device.hpp"
 #include "spmd/backends/cuda/device_factories.hpp"
 #include "spmd/backends/cuda/device_set.hpp"
 #include "spmd/backends/cuda/execute.hpp"
+#include "spmd/backends/cuda/graph.hpp"
 #include "spmd/backends/cuda/launch.hpp"
 #include "spmd/backends/cuda/names.hpp"
 #include "spmd/host/host_tensor.hpp"
@@ -81,6 +84,8 @@ const device_plan& cached_device_plan(const shape_vec& global, index_t elem_byte
 
 struct backend {
   static constexpr const char* name = "cuda";
+  /// A step captured once and replayed (graph.hpp): what spmd-train --graph uses.
+  using graph_type = step_graph;
 
   template <class T>
   using storage = device_set<T>;
@@ -137,18 +142,41 @@ struct backend {
     return t;
   }
 
-  /// The optimizers' update of every block in `segments` (runtime/optim.hpp), in one launch:
-  /// the table goes up once (stream-ordered, freed after the kernel).
-  template <class T, class Coeffs>
-  static void fused_update(const std::vector<optim_math::segment<T, Coeffs>>& segments) {
+  /// The optimizers' update of every block in `segments` (runtime/optim.hpp), each with its
+  /// entry of `coeffs`, in one launch: the table and the coefficients go up (stream-ordered,
+  /// freed after the kernel). Captured by a step_graph, both are copied from pinned memory the
+  /// graph keeps, and `next` writes the next step's coefficients there before every replay.
+  template <class T, class Coeffs, class Next>
+  static void fused_update(const std::vector<optim_math::segment<T, Coeffs>>& segments, const std::vector<Coeffs>& coeffs,
+                           Next&& next) {
+    using S = optim_math::segment<T, Coeffs>;
     const index_t n = static_cast<index_t>(segments.size());
     index_t longest = 0;
     for (const auto& s : segments) longest = std::max(longest, s.n);
-    device_buffer<optim_math::segment<T, Coeffs>> table(n);
-    check(cudaMemcpyAsync(table.data(), segments.data(), segments.size() * sizeof(segments[0]),
-                          cudaMemcpyHostToDevice, current_stream()),
+    device_buffer<S> table(n);
+    device_buffer<Coeffs> c(static_cast<index_t>(coeffs.size()));
+    const S* table_from = segments.data();
+    const Coeffs* c_from = coeffs.data();
+    if (step_graph* g = capturing_graph()) {
+      // The graph's copies read host memory at every launch: pinned memory the graph keeps. The
+      // table's addresses stay (the graph's allocations keep theirs); the coefficients move on.
+      S* ht = static_cast<S*>(g->keep_host(segments.size() * sizeof(S)));
+      Coeffs* hc = static_cast<Coeffs*>(g->keep_host(coeffs.size() * sizeof(Coeffs)));
+      std::copy(segments.begin(), segments.end(), ht);
+      std::copy(coeffs.begin(), coeffs.end(), hc);
+      g->before_replay([hc, next = std::forward<Next>(next)] { next(hc); });
+      table_from = ht;
+      c_from = hc;
+    } else if (capturing()) {
+      throw std::logic_error(
+          "spmd::cuda: an optimizer's step is captured only by a spmd::cuda::step_graph, which rewrites its "
+          "coefficients (step counts, bias corrections) before every replay");
+    }
+    check(cudaMemcpyAsync(table.data(), table_from, segments.size() * sizeof(S), cudaMemcpyHostToDevice, current_stream()),
           "cudaMemcpyAsync (optimizer table)");
-    kernels::fused_update<T, Coeffs>(table.data(), n, longest, current_stream());
+    check(cudaMemcpyAsync(c.data(), c_from, coeffs.size() * sizeof(Coeffs), cudaMemcpyHostToDevice, current_stream()),
+          "cudaMemcpyAsync (optimizer coefficients)");
+    kernels::fused_update<T, Coeffs>(table.data(), n, c.data(), longest, current_stream());
   }
 
   /// n elements of src's local i (from src_at) into dst's local j (at dst_at), on the stream:

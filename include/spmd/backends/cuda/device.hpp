@@ -43,6 +43,16 @@ inline void require_device(const char* who) {
 }
 
 namespace detail {
+/// What a step_graph's capture (graph.hpp) counts on the thread that captures: the device
+/// allocations made during it that are still alive. Null outside a capture.
+struct capture_count {
+  unsigned long long id = 0;  // this capture's number (from 1): a buffer names the capture it was made in
+  long live = 0;
+};
+inline capture_count*& capture_slot() noexcept {
+  thread_local capture_count* c = nullptr;
+  return c;
+}
 inline cudaStream_t& stream_slot() {
   thread_local cudaStream_t s = cudaStreamPerThread;
   return s;

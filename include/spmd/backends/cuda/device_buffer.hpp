@@ -39,6 +39,20 @@ inline void keep_pool_memory() {
 /// Frees p (from cudaMallocAsync on `stream`) on that stream, after the work queued so far on
 /// the current stream too (a buffer made on a communication stream and used on the compute
 /// stream: async.hpp). Never throws: an error here is sticky or reported by the next call.
+inline void free_on(void* p, cudaStream_t stream) noexcept;
+/// Counts an allocation made during a step_graph's capture (graph.hpp refuses a capture that
+/// leaves one alive: the graph's next launch would allocate it again); returns the capture's
+/// number (0 outside one) to give back to counted_free.
+inline unsigned long long counted_allocation() noexcept {
+  capture_count* c = capture_slot();
+  if (!c) return 0;
+  ++c->live;
+  return c->id;
+}
+inline void counted_free(unsigned long long id) noexcept {
+  capture_count* c = capture_slot();
+  if (id != 0 && c && c->id == id) --c->live;
+}
 inline void free_on(void* p, cudaStream_t stream) noexcept {
   const cudaStream_t now = current_stream();
   if (now != stream) {
@@ -64,7 +78,10 @@ class device_block {
     void* p = nullptr;
     const cudaStream_t s = current_stream();
     check(cudaMallocAsync(&p, bytes, s), "cudaMallocAsync");
-    mem_ = std::shared_ptr<void>(p, [s](void* q) { detail::free_on(q, s); });
+    mem_ = std::shared_ptr<void>(p, [s, c = detail::counted_allocation()](void* q) {
+      detail::counted_free(c);
+      detail::free_on(q, s);
+    });
   }
   void* data() const noexcept { return mem_.get(); }
   /// Where each slice starts: 256-byte aligned like the pool's own allocations (the widened
@@ -88,6 +105,7 @@ class device_buffer {
       void* p = nullptr;
       check(cudaMallocAsync(&p, static_cast<std::size_t>(n) * sizeof(T), stream_), "cudaMallocAsync");
       p_ = static_cast<T*>(p);
+      count_ = detail::counted_allocation();
     }
   }
   /// n elements at byte `at` of `block` (at a multiple of 256, inside the block), sharing it.
@@ -101,13 +119,14 @@ class device_buffer {
   }
   device_buffer(device_buffer&& o) noexcept
       : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)), stream_(o.stream_),
-        shared_(std::move(o.shared_)) {}
+        count_(std::exchange(o.count_, 0)), shared_(std::move(o.shared_)) {}
   device_buffer& operator=(device_buffer&& o) noexcept {
     if (this != &o) {
       release();
       p_ = std::exchange(o.p_, nullptr);
       n_ = std::exchange(o.n_, 0);
       stream_ = o.stream_;
+      count_ = std::exchange(o.count_, 0);
       shared_ = std::move(o.shared_);
     }
     return *this;
@@ -124,13 +143,18 @@ class device_buffer {
  private:
   void release() noexcept {
     if (shared_) shared_.reset();  // a slice: the block goes with its last slice
-    else if (p_ != nullptr) detail::free_on(p_, stream_);
+    else if (p_ != nullptr) {
+      detail::counted_free(count_);
+      detail::free_on(p_, stream_);
+    }
     p_ = nullptr;
+    count_ = 0;
     n_ = 0;
   }
   T* p_ = nullptr;
   index_t n_ = 0;
   cudaStream_t stream_ = cudaStreamPerThread;
+  unsigned long long count_ = 0;  // the capture it was made in (counted_allocation), 0 for none
   std::shared_ptr<void> shared_;  // set for a slice of a device_block
 };
 

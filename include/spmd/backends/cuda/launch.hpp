@@ -105,7 +105,8 @@ void cast(To* out, const From* in, index_t n, cudaStream_t stream);
 /// The optimizers' fused update (core/optim_math.hpp) over `segments` blocks whose table is in
 /// device memory; `longest` is the largest block's element count. One launch.
 template <class T, class Coeffs>
-void fused_update(const optim_math::segment<T, Coeffs>* table, index_t segments, index_t longest, cudaStream_t stream);
+void fused_update(const optim_math::segment<T, Coeffs>* table, index_t segments, const Coeffs* coeffs, index_t longest,
+                  cudaStream_t stream);
 
 // ---- one rank's box operations (the per-rank executor's region kernels, NCCL backend) ----
 

@@ -5,11 +5,48 @@
 
 #include <cuda_runtime_api.h>
 
+#include <stdexcept>
+#include <string>
+#include <vector>
+
 #include "spmd/backends/cuda/backend.hpp"
+#include "spmd/backends/cuda/graph.hpp"
 #include "spmd/backends/cuda/ops/geometry.hpp"
 #include "spmd/runtime/ops/nn.hpp"
 
 namespace spmd::cuda {
+
+namespace detail {
+
+/// Reports the first held rank whose indices the kernel flagged (`bad`: per rank, whether one
+/// was outside [0, limit) and which): std::out_of_range naming it, after reading the flags back
+/// (one synchronisation). Inside a step_graph's capture the flags are copied at every launch
+/// into host memory the graph keeps, and read when the launch has finished (step_graph::wait).
+inline void report_bad_index(const device_buffer<index_t>& bad, index_t ranks, index_range held, const char* who,
+                             const char* range, index_t limit) {
+  const std::size_t bytes = static_cast<std::size_t>(2 * ranks) * sizeof(index_t);
+  auto report = [who, range, limit, held](const index_t* flags) {
+    for (const index_t i : held)
+      if (flags[2 * i] != 0)
+        throw std::out_of_range(std::string(who) + ": index " + std::to_string(flags[2 * i + 1]) + " of mesh index " +
+                                std::to_string(i) + "'s indices is outside the " + range + " [0, " +
+                                std::to_string(limit) + ")");
+  };
+  if (step_graph* g = capturing_graph()) {
+    const index_t* flags = static_cast<const index_t*>(g->keep_host(bytes));
+    check(cudaMemcpyAsync(const_cast<index_t*>(flags), bad.data(), bytes, cudaMemcpyDeviceToHost, current_stream()),
+          "cudaMemcpyAsync (device to host)");
+    g->after_launch([flags, report] { report(flags); });
+    return;
+  }
+  std::vector<index_t> flags(static_cast<std::size_t>(2 * ranks));
+  check(cudaMemcpyAsync(flags.data(), bad.data(), bytes, cudaMemcpyDeviceToHost, current_stream()),
+        "cudaMemcpyAsync (device to host)");
+  synchronize();
+  report(flags.data());
+}
+
+}  // namespace detail
 
 template <int Dim, bool Log>
 struct device_op<spmd::ops::softmax<Dim, Log>> {
@@ -92,16 +129,7 @@ struct device_op<spmd::ops::embedding> {
                out.size(i));
     }
     jobs.finish();
-    std::vector<index_t> flags(static_cast<std::size_t>(2 * out.ranks()));
-    check(cudaMemcpyAsync(flags.data(), bad.data(), flags.size() * sizeof(index_t), cudaMemcpyDeviceToHost,
-                          current_stream()),
-          "cudaMemcpyAsync (device to host)");
-    synchronize();
-    for (const index_t i : out.held())
-      if (flags[static_cast<std::size_t>(2 * i)] != 0)
-        throw std::out_of_range("spmd::embedding: index " + std::to_string(flags[static_cast<std::size_t>(2 * i + 1)]) +
-                                " of mesh index " + std::to_string(i) +
-                                "'s indices is outside the vocabulary [0, " + std::to_string(op.vocab) + ")");
+    detail::report_bad_index(bad, out.ranks(), out.held(), "spmd::embedding", "vocabulary", op.vocab);
   }
 };
 
@@ -118,16 +146,7 @@ struct device_op<spmd::ops::one_hot<U, C>> {
         [](const auto& b) { kernels::one_hot<U, I>(b, C, current_stream()); });
     for (const index_t i : out.held()) jobs.add({out.data(i), idx.data(i), bad.data() + 2 * i}, {}, out.size(i));
     jobs.finish();
-    std::vector<index_t> flags(static_cast<std::size_t>(2 * out.ranks()));
-    check(cudaMemcpyAsync(flags.data(), bad.data(), flags.size() * sizeof(index_t), cudaMemcpyDeviceToHost,
-                          current_stream()),
-          "cudaMemcpyAsync (device to host)");
-    synchronize();
-    for (const index_t i : out.held())
-      if (flags[static_cast<std::size_t>(2 * i)] != 0)
-        throw std::out_of_range("spmd::one_hot: index " + std::to_string(flags[static_cast<std::size_t>(2 * i + 1)]) +
-                                " of mesh index " + std::to_string(i) + "'s indices is outside the classes [0, " +
-                                std::to_string(C) + ")");
+    detail::report_bad_index(bad, out.ranks(), out.held(), "spmd::one_hot", "classes", C);
   }
 };
 
