@@ -1,9 +1,14 @@
 """bench/torch_gpt.py — PyTorch's eager training step of spmd's gpt (tools/train/gpt.hpp), for
 bench/train_vs_torch, which starts it and talks to it over its stdin and stdout:
 
-  python3 bench/torch_gpt.py FOLDER     FOLDER holds what train_vs_torch wrote: manifest.json
+  python3 bench/torch_gpt.py FOLDER [--device cpu|cuda] [--compile]
+                                        FOLDER holds what bench/torch_child.hpp wrote: manifest.json
                                         (the sizes, each parameter's name and shape) and the
                                         raw little-endian float32 parameters and int64 batches
+      --device cuda   the step on the GPU (bench/train_cuda_vs_torch): parameters and the
+                      optimizer's state there, each step's batch copied up as it starts, the
+                      time taken after torch.cuda.synchronize()
+      --compile       the forward and its loss through torch.compile (the first steps compile)
   then, one per line on stdin:
     step S         one step on batch S  -> "ms <milliseconds> loss <loss>"
     quit
@@ -13,7 +18,8 @@ layer_norm, the q, k, v projections (F.linear), heads as (batch, heads, position
 q kᵀ / √d + the causal mask, softmax, times v, the output projection, the residual; layer_norm,
 linear + bias, the tanh GELU, linear + bias, the residual; the final layer_norm, lm_head and
 the mean cross entropy; backward; torch.optim.AdamW(lr=1e-3) (its defaults otherwise, as
-spmd's adamw({.lr = 1e-3})); zero_grad. One thread (torch.set_num_threads(1)), as spmd's side.
+spmd's adamw({.lr = 1e-3})); zero_grad. On the CPU one thread (torch.set_num_threads(1)), as
+spmd's side; on the GPU AdamW is torch's default there (the foreach implementation).
 """
 import json
 import math
@@ -28,7 +34,13 @@ import torch.nn.functional as F
 
 def main():
     folder = sys.argv[1]
-    torch.set_num_threads(1)
+    rest = sys.argv[2:]
+    device = "cpu"
+    if "--device" in rest:
+        device = rest[rest.index("--device") + 1]
+    compiled = "--compile" in rest
+    if device == "cpu":
+        torch.set_num_threads(1)
     with open(os.path.join(folder, "manifest.json")) as f:
         m = json.load(f)
     V, C, W, H, B = m["vocab"], m["context"], m["width"], m["heads"], m["batch"]
@@ -36,19 +48,19 @@ def main():
     params = {}
     for p in m["params"]:
         a = np.fromfile(os.path.join(folder, p["file"]), dtype="<f4").reshape(p["shape"])
-        params[p["name"]] = torch.tensor(a, requires_grad=True)
+        params[p["name"]] = torch.tensor(a, device=device, requires_grad=True)
     steps = m["steps"]
     tokens = torch.from_numpy(np.fromfile(os.path.join(folder, "tokens.bin"), dtype="<i8").reshape(steps, B, C))
     targets = torch.from_numpy(np.fromfile(os.path.join(folder, "targets.bin"), dtype="<i8").reshape(steps, B, C))
-    mask = torch.full((C, C), float("-inf")).triu(1)
+    mask = torch.full((C, C), float("-inf"), device=device).triu(1)
     opt = torch.optim.AdamW(list(params.values()), lr=1e-3)
     P = params
 
     def split(y):
         return y.view(B, C, H, hd).permute(0, 2, 1, 3)
 
-    def loss_of(s):
-        h = F.embedding(tokens[s], P["wte"]) + P["wpe"]
+    def loss_of(tok, tgt):
+        h = F.embedding(tok, P["wte"]) + P["wpe"]
         for i in range(2):
             b = lambda n: P["blocks.%d.%s" % (i, n)]
             a = F.layer_norm(h, (W,), b("ln1.weight"), b("ln1.bias"), 1e-5)
@@ -61,7 +73,11 @@ def main():
                        approximate="tanh")
             h = h1 + F.linear(u, b("mlp.w2"), b("mlp.b2"))
         logits = F.linear(F.layer_norm(h, (W,), P["ln_f.weight"], P["ln_f.bias"], 1e-5), P["lm_head"])
-        return F.cross_entropy(logits.reshape(B * C, V), targets[s].reshape(B * C))
+        return F.cross_entropy(logits.reshape(B * C, V), tgt.reshape(B * C))
+
+    if compiled:
+        loss_of = torch.compile(loss_of)
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
 
     print("ready", flush=True)
     for line in sys.stdin:
@@ -70,10 +86,11 @@ def main():
             break
         s = int(words[1]) % steps
         t0 = time.perf_counter()
-        loss = loss_of(s)
+        loss = loss_of(tokens[s].to(device), targets[s].to(device))
         loss.backward()
         opt.step()
         opt.zero_grad()
+        sync()
         ms = (time.perf_counter() - t0) * 1e3
         print("ms %.4f loss %.7f" % (ms, loss.item()), flush=True)
 

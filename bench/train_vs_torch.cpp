@@ -50,6 +50,7 @@
 #include "spmd/runtime/optim.hpp"
 #include "synthetic.hpp"
 #include "timing.hpp"
+#include "torch_child.hpp"
 
 namespace {
 
@@ -84,96 +85,6 @@ struct spmd_run {
   decltype(make_opt(std::declval<Model&>())) opt_;
 };
 
-/// bench/torch_gpt.py as a child process over two pipes.
-class torch_run {
- public:
-  /// Starts it on the parameters and batches of `in` (written to a fresh folder); ok() says
-  /// whether it answered (torch importable).
-  torch_run(const model_spec& spec, const inputs& in, std::int64_t steps) {
-    dir_ = std::filesystem::temp_directory_path() / ("spmd_train_vs_torch_" + std::to_string(::getpid()) + "_" +
-                                                     std::to_string(spec.vocab) + "_" + std::to_string(spec.batch));
-    std::filesystem::create_directories(dir_);
-    std::string manifest = "{\"vocab\": " + std::to_string(spec.vocab) + ", \"context\": " +
-                           std::to_string(spec.context) + ", \"width\": " + std::to_string(width_of(spec)) +
-                           ", \"heads\": " + std::to_string(spec.heads) + ", \"batch\": " + std::to_string(spec.batch) +
-                           ", \"steps\": " + std::to_string(steps) + ", \"params\": [";
-    for (std::size_t i = 0; i < spec.params.size(); ++i) {
-      const auto& p = spec.params[i];
-      const std::string file = "p" + std::to_string(i) + ".bin";
-      write(file, in.params.at(p.name).data(), in.params.at(p.name).size() * sizeof(float));
-      manifest += std::string(i ? ", " : "") + "{\"name\": \"" + p.name + "\", \"file\": \"" + file + "\", \"shape\": [";
-      for (std::size_t d = 0; d < p.shape.size(); ++d) manifest += (d ? ", " : "") + std::to_string(p.shape[d]);
-      manifest += "]}";
-    }
-    manifest += "]}";
-    write("manifest.json", manifest.data(), manifest.size());
-    write("tokens.bin", in.tokens.data(), in.tokens.size() * sizeof(std::int64_t));
-    write("targets.bin", in.targets.data(), in.targets.size() * sizeof(std::int64_t));
-    start();
-  }
-  ~torch_run() {
-    if (to_) {
-      std::fputs("quit\n", to_);
-      std::fclose(to_);
-    }
-    if (from_) std::fclose(from_);
-    if (pid_ > 0) ::waitpid(pid_, nullptr, 0);
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
-  bool ok() const { return ok_; }
-  std::pair<double, double> step(std::int64_t s) {
-    std::fprintf(to_, "step %lld\n", static_cast<long long>(s));
-    std::fflush(to_);
-    char line[256];
-    double ms = -1, loss = 0;
-    if (!std::fgets(line, sizeof line, from_) || std::sscanf(line, "ms %lf loss %lf", &ms, &loss) != 2) {
-      std::fprintf(stderr, "train_vs_torch: torch_gpt.py did not answer a step\n");
-      std::exit(1);
-    }
-    return {ms, loss};
-  }
-
- private:
-  static std::int64_t width_of(const model_spec& spec) {
-    for (const auto& p : spec.params)
-      if (p.name == "wte") return p.shape[1];
-    return 0;
-  }
-  void write(const std::string& name, const void* data, std::size_t bytes) {
-    std::ofstream f(dir_ / name, std::ios::binary);
-    f.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
-  }
-  void start() {
-    const char* py = std::getenv("SPMD_BENCH_PYTHON");
-    const std::string python = py && *py ? py : "python3";
-    const std::string script = std::string(SPMD_BENCH_SOURCE_DIR) + "/torch_gpt.py";
-    int in_pipe[2], out_pipe[2];
-    if (::pipe(in_pipe) != 0 || ::pipe(out_pipe) != 0) return;
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::dup2(in_pipe[0], 0);
-      ::dup2(out_pipe[1], 1);
-      ::close(in_pipe[1]);
-      ::close(out_pipe[0]);
-      ::execlp(python.c_str(), python.c_str(), script.c_str(), dir_.c_str(), static_cast<char*>(nullptr));
-      std::_Exit(127);
-    }
-    ::close(in_pipe[0]);
-    ::close(out_pipe[1]);
-    to_ = ::fdopen(in_pipe[1], "w");
-    from_ = ::fdopen(out_pipe[0], "r");
-    char line[256];
-    ok_ = std::fgets(line, sizeof line, from_) && std::strncmp(line, "ready", 5) == 0;
-  }
-
-  std::filesystem::path dir_;
-  pid_t pid_ = -1;
-  FILE* to_ = nullptr;
-  FILE* from_ = nullptr;
-  bool ok_ = false;
-};
-
 struct side_by_side {
   double spmd_ms = 0, torch_ms = 0;  // torch_ms 0: not run
 };
@@ -188,9 +99,9 @@ side_by_side compare(const char* name, int warmup, int measured, bool with_torch
   const int steps = warmup + measured;
   const inputs in = counting_inputs(spec, steps);
   spmd_run<S> mine(in);
-  std::unique_ptr<torch_run> theirs;
+  std::unique_ptr<bench::torch_run> theirs;
   if (with_torch) {
-    theirs = std::make_unique<torch_run>(spec, in, steps);
+    theirs = std::make_unique<bench::torch_run>(spec, in, steps);
     if (!theirs->ok()) {
       std::printf("%s: PyTorch did not start (is torch importable by $SPMD_BENCH_PYTHON or python3?): spmd only\n", name);
       theirs.reset();

@@ -4,7 +4,9 @@
 // that launches its own kernel, a bad embedding index reported by name, and CUDA errors as
 // exceptions naming the call, one kernel launch per operator for all ranks, the factories
 // and distribute_device_tensor made on the device, and a transposing redistribute large
-// enough for the tile kernel. Without a GPU the GPU checks are skipped with a message (77).
+// enough for the tile kernel, and a step captured by spmd::cuda::step_graph (replays with fresh
+// inputs, a bad index reported after a replay, the refusals). Without a GPU the GPU checks are
+// skipped with a message (77).
 #include <cuda_runtime_api.h>
 
 #include <cmath>
@@ -13,10 +15,12 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "spmd/backends/cuda/cuda.hpp"
 #include "spmd/backends/sim/sim.hpp"
+#include "spmd/runtime/copy_into.hpp"
 #include "spmd/runtime/ops/local_map.hpp"
 
 namespace {
@@ -129,6 +133,76 @@ void local_map_and_errors() {
     check(false, "a failing CUDA call throws");
   } catch (const spmd::cuda::error& e) {
     check(std::string(e.what()).find("cudaMemcpy failed") != std::string::npos, std::string("names the call: ") + e.what());
+  }
+}
+
+/// spmd::cuda::step_graph: a step captured once and replayed with fresh inputs gives the eager
+/// step's locals; a bad index in a replay is reported by wait(), naming it; a step that waits
+/// for the device or keeps a buffer it made is refused, and the stream works eagerly after.
+void step_graph_checks() {
+  namespace rt = spmd::runtime;
+  using LI = spmd::layout<M, spmd::placements<spmd::shard<0>, spmd::replicate>, spmd::extents<8>>;
+  using LT = spmd::layout<M, spmd::placements<spmd::replicate, spmd::shard<0>>, spmd::extents<8, 4>>;
+  std::vector<float> table(32);
+  for (std::size_t i = 0; i < table.size(); ++i) table[i] = static_cast<float>(i) * 0.5f - 3.f;
+  const auto w = spmd::cuda::distribute_tensor<LT>(table);
+  auto step_of = [&](const auto& idx) { return rt::redistribute<spmd::placements<spmd::replicate, spmd::replicate>>(rt::embedding(idx, w)); };
+  const std::vector<std::vector<std::int64_t>> batches = {{0, 1, 2, 3, 4, 5, 6, 7}, {7, 7, 1, 0, 3, 2, 5, 4}, {2, 4, 6, 0, 1, 3, 5, 7}};
+  {
+    spmd::cuda::step_graph g;
+    try {
+      g.replay();
+      check(false, "replay() before capture() throws");
+    } catch (const std::logic_error& e) {
+      check(std::string(e.what()).find("before capture") != std::string::npos, e.what());
+    }
+    auto idx = spmd::cuda::distribute_tensor<LI>(batches[0]);
+    auto out = step_of(idx);  // eager: the plans' tables go up; `out` is made outside the capture
+    g.capture([&] { rt::copy_into(out, step_of(idx)); });
+    g.wait();
+    bool ok = true;
+    for (std::size_t b = 0; b < batches.size(); ++b) {
+      rt::copy_into(idx, spmd::cuda::distribute_tensor<LI>(batches[b]));
+      g.replay();
+      g.wait();
+      const auto want = spmd::sim::redistribute<spmd::placements<spmd::replicate, spmd::replicate>>(
+          rt::embedding(spmd::sim::distribute_tensor<LI>(batches[b]), spmd::sim::distribute_tensor<LT>(table)));
+      ok = ok && same(out.full_tensor(), want.full_tensor());
+    }
+    check(ok, "a captured embedding and redistribute, replayed on three batches, gives the simulation's values");
+    check(g.launches() == 1 + static_cast<long long>(batches.size()), "one graph launch per step");
+    std::vector<std::int64_t> bad = batches[1];
+    bad[5] = 9;
+    rt::copy_into(idx, spmd::cuda::distribute_tensor<LI>(bad));
+    g.replay();
+    try {
+      g.wait();
+      check(false, "a bad index in a replay is reported by wait()");
+    } catch (const std::out_of_range& e) {
+      check(std::string(e.what()).find("index 9") != std::string::npos, std::string("names the index: ") + e.what());
+    }
+  }
+  {
+    spmd::cuda::step_graph g;
+    const auto idx = spmd::cuda::distribute_tensor<LI>(batches[0]);
+    (void)step_of(idx).full_tensor();
+    try {
+      g.capture([&] { (void)step_of(idx).full_tensor(); });  // a read of the device inside the step
+      check(false, "a step that reads a tensor is refused");
+    } catch (const spmd::cuda::error& e) {
+      check(true, e.what());
+    }
+    std::optional<std::decay_t<decltype(step_of(idx))>> kept;
+    spmd::cuda::step_graph h;
+    try {
+      h.capture([&] { kept.emplace(step_of(idx)); });  // a buffer made in the step, kept after it
+      check(false, "a step that keeps a buffer it made is refused");
+    } catch (const std::logic_error& e) {
+      check(std::string(e.what()).find("outlive") != std::string::npos, std::string("says so: ") + e.what());
+    }
+    kept.reset();
+    check(same(step_of(idx).full_tensor(), step_of(idx).full_tensor()) && !spmd::cuda::capturing(),
+          "after a refused capture the stream works eagerly");
   }
 }
 
@@ -249,6 +323,7 @@ int main() {
   }
   on_stream_and_graph();
   local_map_and_errors();
+  step_graph_checks();
   one_launch_per_operator<spmd::layout<M, spmd::placements<spmd::shard<0>, spmd::replicate>, spmd::extents<64, 48>>>(
       "even shards", 64 * 48);
   one_launch_per_operator<spmd::layout<M, spmd::placements<spmd::shard<0>, spmd::shard<1>>, spmd::extents<63, 47>>>(

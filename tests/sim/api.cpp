@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "api_common.hpp"
+#include "spmd/runtime/copy_into.hpp"
 
 namespace {
 
@@ -165,6 +166,28 @@ TEST_CASE("distribute_tensor checks the size and takes dynamic extents", "[api]"
   CHECK_THROWS_WITH(sim::distribute_tensor<L>(data, l),
                     "spmd::sim::distribute_tensor: the global data has 14 elements, the shape "
                     "[5, 3] needs 15");
+}
+
+TEST_CASE("copy_into writes the source's values into the destination's own memory", "[api]") {
+  using L = layout<M4, placements<shard<0>>, extents<dyn, 3>>;
+  const L l{extents<dyn, 3>(5)};
+  std::vector<int> a(15), b(15);
+  for (int i = 0; i < 15; ++i) {
+    a[static_cast<std::size_t>(i)] = i;
+    b[static_cast<std::size_t>(i)] = 100 - i;
+  }
+  auto dst = sim::distribute_tensor<L>(a, l);
+  const auto alias = dst;  // shares dst's blocks: copy_into must not write through it
+  const auto src = sim::distribute_tensor<L>(b, l);
+  spmd::runtime::copy_into(dst, src);
+  CHECK(dst.full_tensor() == b);
+  CHECK(alias.full_tensor() == a);
+  CHECK(src.full_tensor() == b);
+  CHECK(dst.locals().cdata(0) != src.locals().cdata(0));  // its own memory, not src's
+  // Run-time extents: blocks of other sizes are refused, naming the rank and both counts.
+  const auto other = sim::distribute_tensor<L>(std::vector<int>(12, 7), L{extents<dyn, 3>(4)});
+  CHECK_THROWS_WITH(spmd::runtime::copy_into(dst, other),
+                    Catch::Contains("mesh index 0's block has 6 elements in the destination and 3 in the source"));
 }
 
 // ---------------------------------------------------------------------------

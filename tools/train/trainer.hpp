@@ -245,8 +245,8 @@ train_result run(const train_options& o, const inputs& in, Model& model, Params&
     const auto t0 = std::chrono::steady_clock::now();
     rt::comm_counter comm;
     double loss = 0, n = 0;
-    // The step; `keep` (graph mode): leave the loss and the norm in their own tensors instead of
-    // reading them.
+    // The step: on_loss and on_norm take the loss and the norm, to read them now (eager) or to
+    // copy them into tensors of their own, read after the launch (graph mode).
     const auto one_step = [&](const batch_type& batch, auto&& on_loss, auto&& on_norm) {
       model.step_on(batch, [&](auto&& l) {
         on_loss(l);

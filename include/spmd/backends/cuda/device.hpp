@@ -10,6 +10,8 @@
 #include <cuda_runtime_api.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "spmd/backends/cuda/error.hpp"
 
@@ -43,11 +45,14 @@ inline void require_device(const char* who) {
 }
 
 namespace detail {
-/// What a step_graph's capture (graph.hpp) counts on the thread that captures: the device
-/// allocations made during it that are still alive. Null outside a capture.
+/// What a step_graph's capture (graph.hpp) keeps on the thread that captures: the device
+/// allocations made during it that are still alive, and the buffers made before it that the
+/// step let go (freed after the capture: a free inside it would be a node of the graph, run by
+/// every launch, of memory the graph does not own). Null outside a capture.
 struct capture_count {
   unsigned long long id = 0;  // this capture's number (from 1): a buffer names the capture it was made in
   long live = 0;
+  std::vector<std::pair<void*, cudaStream_t>> deferred;
 };
 inline capture_count*& capture_slot() noexcept {
   thread_local capture_count* c = nullptr;

@@ -49,9 +49,20 @@ inline unsigned long long counted_allocation() noexcept {
   ++c->live;
   return c->id;
 }
-inline void counted_free(unsigned long long id) noexcept {
+/// Frees p (made on `stream`, during capture `id` or none) as the capture in progress, if any,
+/// needs: a buffer of this capture is freed in it (a node of the graph); one made before waits
+/// for the capture's end (the step_graph frees it then).
+inline void release(void* p, cudaStream_t stream, unsigned long long id) noexcept {
   capture_count* c = capture_slot();
-  if (id != 0 && c && c->id == id) --c->live;
+  if (c && c->id != id) {
+    try {
+      c->deferred.emplace_back(p, stream);
+      return;
+    } catch (...) {  // no memory for the note: freed now, as before captures were counted
+    }
+  }
+  if (c) --c->live;
+  free_on(p, stream);
 }
 inline void free_on(void* p, cudaStream_t stream) noexcept {
   const cudaStream_t now = current_stream();
@@ -63,7 +74,9 @@ inline void free_on(void* p, cudaStream_t stream) noexcept {
       (void)cudaEventDestroy(e);
     }
   }
-  (void)cudaFreeAsync(p, stream);
+  // A failed free (the memory of a graph's allocation that never ran: a refused capture) is
+  // not left as the thread's last error for the next launch's check to report.
+  if (cudaFreeAsync(p, stream) != cudaSuccess) (void)cudaGetLastError();
 }
 }  // namespace detail
 
@@ -78,10 +91,7 @@ class device_block {
     void* p = nullptr;
     const cudaStream_t s = current_stream();
     check(cudaMallocAsync(&p, bytes, s), "cudaMallocAsync");
-    mem_ = std::shared_ptr<void>(p, [s, c = detail::counted_allocation()](void* q) {
-      detail::counted_free(c);
-      detail::free_on(q, s);
-    });
+    mem_ = std::shared_ptr<void>(p, [s, c = detail::counted_allocation()](void* q) { detail::release(q, s, c); });
   }
   void* data() const noexcept { return mem_.get(); }
   /// Where each slice starts: 256-byte aligned like the pool's own allocations (the widened
@@ -143,10 +153,7 @@ class device_buffer {
  private:
   void release() noexcept {
     if (shared_) shared_.reset();  // a slice: the block goes with its last slice
-    else if (p_ != nullptr) {
-      detail::counted_free(count_);
-      detail::free_on(p_, stream_);
-    }
+    else if (p_ != nullptr) detail::release(p_, stream_, count_);
     p_ = nullptr;
     count_ = 0;
     n_ = 0;

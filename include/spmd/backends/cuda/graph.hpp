@@ -24,9 +24,11 @@
 // embedding and one_hot report a bad index there, as the eager step would have). The graph's
 // first launch is the captured step itself, whose host work ran during the capture.
 //
-// The graph works on a stream of its own, ordered after the caller's current stream before each
-// launch and before it afterwards: a caller that refills inputs on its stream and reads
-// outputs there sees the step in between, as with eager work.
+// The graph is captured on, and launched on, this thread's current stream (cudaStreamPerThread
+// or a stream_scope's), so inputs refilled and outputs read on that stream see the step in
+// between, as with eager work. A buffer made before the capture that the step lets go is not
+// freed in the graph (the graph frees only what it allocates): every launch may read it, so
+// the step_graph keeps it and frees it when it goes.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -40,6 +42,7 @@
 #include <vector>
 
 #include "spmd/backends/cuda/device.hpp"
+#include "spmd/backends/cuda/device_buffer.hpp"
 #include "spmd/backends/cuda/error.hpp"
 
 namespace spmd::cuda {
@@ -69,77 +72,76 @@ inline bool capturing() {
 
 class step_graph {
  public:
-  step_graph() {
-    require_device("spmd::cuda::step_graph");
-    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
-    check(cudaEventCreateWithFlags(&order_, cudaEventDisableTiming), "cudaEventCreateWithFlags");
-  }
+  step_graph() { require_device("spmd::cuda::step_graph"); }
   ~step_graph() {
-    (void)cudaStreamSynchronize(stream_);
+    if (stream_) (void)cudaStreamSynchronize(stream_);
     if (exec_) (void)cudaGraphExecDestroy(exec_);
     if (graph_) (void)cudaGraphDestroy(graph_);
     for (void* p : host_) (void)cudaFreeHost(p);
-    (void)cudaEventDestroy(order_);
-    (void)cudaStreamDestroy(stream_);
+    for (const auto& [p, stream] : inputs_) detail::free_on(p, stream);
   }
   step_graph(const step_graph&) = delete;
   step_graph& operator=(const step_graph&) = delete;
 
-  /// Records step() as this graph and launches it once (that launch is the step). Run the step
-  /// eagerly once before: its plans' tables and the optimizer's state are then made. Every
-  /// object the step uses must outlive the graph.
+  /// Records step() on this thread's current stream as this graph and launches it once (that
+  /// launch is the step). Run the step eagerly once before: its plans' tables and the
+  /// optimizer's state are then made. Every object the step uses must outlive the graph.
   template <class F>
   void capture(F&& step) {
     if (exec_) throw std::logic_error("spmd::cuda::step_graph: captured already (a step_graph holds one step)");
     if (capturing_graph())
       throw std::logic_error("spmd::cuda::step_graph: another step_graph is capturing on this thread; captures do not nest");
-    after_caller();
-    {
-      stream_scope on(stream_);
-      detail::capture_count count{detail::next_capture_id(), 0};
-      detail::graph_slot() = this;
-      detail::capture_slot() = &count;
-      // Relaxed: the step may make memory the graph keeps (keep_host) while it is captured.
-      const cudaError_t begun = cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed);
-      if (begun != cudaSuccess) {
-        end_of_capture();
-        check(begun, "cudaStreamBeginCapture");
-      }
-      try {
-        step();
-      } catch (...) {
-        abandon();
-        throw;
-      }
-      cudaGraph_t g = nullptr;
-      const cudaError_t ended = cudaStreamEndCapture(stream_, &g);
-      const long live = count.live;
-      end_of_capture();
-      if (ended != cudaSuccess || g == nullptr) {
-        if (g) (void)cudaGraphDestroy(g);
-        (void)cudaGetLastError();
-        forget_hooks();
-        throw error(std::string("spmd::cuda::step_graph: the capture failed (") + cudaGetErrorString(ended) +
-                        "): something in the step waited for the device or worked outside the captured stream "
-                        "(a read of a tensor, spmd::cuda::synchronize); read results after wait(), from tensors "
-                        "made before the capture",
-                    ended);
-      }
-      graph_ = g;
-      if (live != 0) {
-        forget_hooks();
-        throw std::logic_error("spmd::cuda::step_graph: " + std::to_string(live) +
-                               " device buffers allocated during the capture outlive it (a tensor made in the step "
-                               "and kept after it); the next launch would allocate them again. Copy such results "
-                               "into tensors made before the capture (spmd::cuda::copy_into)");
-      }
-      check(cudaGraphInstantiate(&exec_, graph_, 0), "cudaGraphInstantiate");
+    const cudaStream_t s = current_stream();
+    if (s == cudaStreamLegacy || s == nullptr)
+      throw std::logic_error("spmd::cuda::step_graph: the legacy default stream cannot be captured; work on "
+                             "cudaStreamPerThread (the default) or a stream_scope's stream");
+    detail::capture_count count{detail::next_capture_id(), 0, {}};
+    detail::graph_slot() = this;
+    detail::capture_slot() = &count;
+    // Relaxed: the step may make memory the graph keeps (keep_host) while it is captured.
+    const cudaError_t begun = cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed);
+    if (begun != cudaSuccess) {
+      end_of_capture(count, true);
+      check(begun, "cudaStreamBeginCapture");
     }
+    try {
+      step();
+    } catch (...) {
+      cudaGraph_t g = nullptr;
+      (void)cudaStreamEndCapture(s, &g);
+      if (g) (void)cudaGraphDestroy(g);
+      (void)cudaGetLastError();
+      end_of_capture(count, true);
+      throw;
+    }
+    cudaGraph_t g = nullptr;
+    const cudaError_t ended = cudaStreamEndCapture(s, &g);
+    const long live = count.live;
+    end_of_capture(count, ended != cudaSuccess || g == nullptr || live != 0);
+    if (ended != cudaSuccess || g == nullptr) {
+      if (g) (void)cudaGraphDestroy(g);
+      (void)cudaGetLastError();
+      throw error(std::string("spmd::cuda::step_graph: the capture failed (") + cudaGetErrorString(ended) +
+                      "): something in the step waited for the device or worked outside the captured stream "
+                      "(a read of a tensor, spmd::cuda::synchronize); read results after wait(), from tensors "
+                      "made before the capture",
+                  ended);
+    }
+    if (live != 0) {
+      (void)cudaGraphDestroy(g);
+      throw std::logic_error("spmd::cuda::step_graph: " + std::to_string(live) +
+                             " device buffers allocated during the capture outlive it (a tensor made in the step "
+                             "and kept after it); the next launch would allocate them again. Copy such results "
+                             "into tensors made before the capture (spmd::runtime::copy_into)");
+    }
+    graph_ = g;
+    check(cudaGraphInstantiate(&exec_, graph_, 0), "cudaGraphInstantiate");
     launch();
   }
 
-  /// One more step: the host work registered by before_replay (after the previous launch
-  /// finished, whose host memory it rewrites), then one graph launch.
+  /// One more step on this thread's current stream: the host work registered by
+  /// before_replay (after the previous launch finished: it rewrites the host memory that launch
+  /// read), then one graph launch.
   void replay() {
     if (!exec_) throw std::logic_error("spmd::cuda::step_graph: replay() before capture()");
     if (!before_.empty()) wait();
@@ -150,8 +152,8 @@ class step_graph {
   /// Waits for the last launch, then runs its after_launch checks (which may throw: a bad
   /// index, as the eager step reports it).
   void wait() {
-    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (step_graph)");
     if (!pending_) return;
+    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (step_graph)");
     pending_ = false;
     for (auto& f : after_) f();
   }
@@ -165,7 +167,6 @@ class step_graph {
     if (graph_) check(cudaGraphGetNodes(graph_, nullptr, &n), "cudaGraphGetNodes");
     return n;
   }
-  cudaStream_t stream() const noexcept { return stream_; }
 
   // ---- for the library's code that runs inside capture() ----
 
@@ -194,44 +195,39 @@ class step_graph {
     if (capturing_graph() != this)
       throw std::logic_error(std::string("spmd::cuda::step_graph::") + what + ": only during this graph's capture");
   }
-  void end_of_capture() noexcept {
+  /// Leaves the capture's state. The buffers made before the capture that the step let go
+  /// become the graph's: every launch may read them, so they are freed with it. On a failed
+  /// capture (`failed`) they are freed now, and its host work is forgotten.
+  void end_of_capture(detail::capture_count& count, bool failed) noexcept {
     detail::graph_slot() = nullptr;
     detail::capture_slot() = nullptr;
-  }
-  void forget_hooks() noexcept {
-    before_.clear();
-    after_.clear();
-  }
-  /// Ends a capture the step left by throwing; the stream works eagerly again.
-  void abandon() noexcept {
-    cudaGraph_t g = nullptr;
-    (void)cudaStreamEndCapture(stream_, &g);
-    if (g) (void)cudaGraphDestroy(g);
-    (void)cudaGetLastError();
-    end_of_capture();
-    forget_hooks();
-  }
-  /// This graph's stream waits for what the caller's stream has queued so far.
-  void after_caller() {
-    check(cudaEventRecord(order_, current_stream()), "cudaEventRecord (step_graph)");
-    check(cudaStreamWaitEvent(stream_, order_, 0), "cudaStreamWaitEvent (step_graph)");
+    if (failed) {
+      for (const auto& [p, stream] : count.deferred) detail::free_on(p, stream);
+      before_.clear();
+      after_.clear();
+    } else {
+      for (const auto& d : count.deferred) {
+        try {
+          inputs_.push_back(d);
+        } catch (...) {
+          detail::free_on(d.first, d.second);  // (no memory to keep the note: freed now)
+        }
+      }
+    }
   }
   void launch() {
-    after_caller();
+    stream_ = current_stream();
     check(cudaGraphLaunch(exec_, stream_), "cudaGraphLaunch");
     ++launches_;
     pending_ = true;
-    // The caller's later work sees the step.
-    check(cudaEventRecord(order_, stream_), "cudaEventRecord (step_graph)");
-    check(cudaStreamWaitEvent(current_stream(), order_, 0), "cudaStreamWaitEvent (step_graph)");
   }
 
-  cudaStream_t stream_ = nullptr;
-  cudaEvent_t order_ = nullptr;
+  cudaStream_t stream_ = nullptr;  // the last launch's
   cudaGraph_t graph_ = nullptr;
   cudaGraphExec_t exec_ = nullptr;
   std::vector<std::function<void()>> before_, after_;
   std::vector<void*> host_;
+  std::vector<std::pair<void*, cudaStream_t>> inputs_;  // buffers made before the capture, let go in it
   long long launches_ = 0;
   bool pending_ = false;
 };
