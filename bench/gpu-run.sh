@@ -7,7 +7,9 @@
 #   .gpu/debs/*.deb    the host libraries the device image may lack (OpenBLAS, OpenMPI and its
 #                      runtime); unpacked beside the system's files, never over one (cp -n)
 # `bash bench/gpu-run.sh --bundle` makes .gpu/ here from a built build/ (CUDA enabled, set up
-# with -Dnccl_suite=enabled, as a machine without a GPU leaves that suite out; add
+# with -Dnccl_suite=enabled, as a machine without a GPU leaves that suite out; the benchmarks
+# built first: meson compile -C build redistribute_cuda redistribute_nccl step_kernels fill_cuda
+# train_cuda_vs_torch; add
 # `/.gpu/` to .git/info/exclude and name .gpu in the device call's carry: about 28 MB).
 # On the device, from the repository root: bash bench/gpu-run.sh [seconds]; GPU_RUN_ONLY="step ..."
 # runs only the steps named (in this script's order), GPU_RUN_SKIP="step ..." all but those. Each step has its own timeout,
@@ -18,8 +20,9 @@
 set -u
 bins="tests/cuda/cuda_backend tests/cuda/cuda_layout_kernel tests/cuda/cuda_step_kernel tests/backends/backends_cuda
   tests/backends/backends_nccl tests/nccl/nccl_backend tests/training/training_train_cuda
+  tests/pipeline/pipeline_cuda tests/pipeline/pipeline_nccl
   examples/spmd-demo examples/spmd-grad-demo tools/spmd-plan bench/redistribute_cuda
-  bench/redistribute_nccl bench/step_kernels bench/fill_cuda"
+  bench/redistribute_nccl bench/step_kernels bench/fill_cuda bench/train_cuda_vs_torch"
 if [ "${1:-}" = --bundle ]; then
   set -e
   rm -rf .gpu /tmp/gpu-bins && mkdir -p .gpu/debs /tmp/gpu-bins
@@ -97,6 +100,12 @@ step cuda_step_kernel 60 build/tests/cuda/cuda_step_kernel
 step cuda_backend 90 build/tests/cuda/cuda_backend
 step suite-cuda 150 build/tests/backends/backends_cuda
 step train-cuda 150 build/tests/training/training_train_cuda
+# the pipeline executor with every rank on the GPU, and over NCCL with one process (issue 59)
+step executor-cuda 90 build/tests/pipeline/pipeline_cuda
+step executor-nccl 60 build/tests/pipeline/pipeline_nccl
+# a training step as one graph against PyTorch eager and torch.compile on this GPU (issue 60);
+# the script is this checkout's, not the build machine's folder
+step train_cuda_vs_torch 240 env PYTHONUNBUFFERED=1 SPMD_BENCH_SOURCE_DIR="$PWD/bench" build/bench/train_cuda_vs_torch
 step nccl_backend 60 build/tests/nccl/nccl_backend
 step suite-nccl 120 build/tests/backends/backends_nccl
 step spmd-demo-cuda 60 build/examples/spmd-demo --backend cuda

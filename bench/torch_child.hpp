@@ -89,7 +89,10 @@ class torch_run {
   void start() {
     const char* py = std::getenv("SPMD_BENCH_PYTHON");
     const std::string python = py && *py ? py : "python3";
-    const std::string script = std::string(SPMD_BENCH_SOURCE_DIR) + "/torch_gpt.py";
+    // The folder the build was configured in, unless SPMD_BENCH_SOURCE_DIR names another: a
+    // binary carried to another machine (bench/gpu-run.sh) finds the script in that checkout.
+    const char* dir = std::getenv("SPMD_BENCH_SOURCE_DIR");
+    const std::string script = std::string(dir && *dir ? dir : SPMD_BENCH_SOURCE_DIR) + "/torch_gpt.py";
     int in_pipe[2], out_pipe[2];
     if (::pipe(in_pipe) != 0 || ::pipe(out_pipe) != 0) return;
     pid_ = ::fork();

@@ -166,19 +166,15 @@ void update_host_block(host_targets<T>& t, const T* g, index_t n, const Coeffs& 
   else update_host_rows<false>(t, g, n, c);
 }
 
-/// Updates parameter p's held blocks with gradient g and state a, b (null: none): on the host
-/// now, rank by rank (ranks whose four blocks are replicas of an earlier rank's share its
-/// result); on a device, queued in `batch` (same element type) or launched now.
-/// `next()` gives the parameter's coefficients of the step after (a captured step's replay:
-/// fused_batch); only the device backends keep it.
-template <class Coeffs, class D, class G, class Next, class Batch>
-void update_blocks(D& p, const G& g, D* a, D* b, const Coeffs& c, Next&& next, Batch& batch) {
-  using T = typename D::value_type;
-  using B = typename D::backend_type;
-  auto& pl = p.locals(detail::internal_t{});
-  const auto& gl = g.locals();
-  auto* al = a ? &a->locals(detail::internal_t{}) : nullptr;
-  auto* bl = b ? &b->locals(detail::internal_t{}) : nullptr;
+/// Updates the held blocks `pl` of a parameter with its gradient's `gl` and its state's `al`,
+/// `bl` (null: none): on the host now, rank by rank (ranks whose four blocks are replicas of an
+/// earlier rank's share its result); on a device, queued in `batch` (same element type) or
+/// launched now. `next()` gives the parameter's coefficients of the step after (a captured
+/// step's replay: fused_batch); only the device backends keep it, and the host's is empty.
+/// Over blocks, not dtensors: one instance per element type and optimizer, not one per
+/// parameter's layout (update_blocks below is the per-parameter part).
+template <class B, class T, class Coeffs, class S, class Batch>
+void update_locals(S& pl, const S& gl, S* al, S* bl, const Coeffs& c, std::function<Coeffs()> next, Batch& batch) {
   if constexpr (host_memory<B>) {
     // Ranks whose four blocks are the same buffers as an earlier rank's (replicas) take its
     // result; the others are computed, in parallel over the simulation's threads.
@@ -213,19 +209,31 @@ void update_blocks(D& p, const G& g, D* a, D* b, const Coeffs& c, Next&& next, B
       if (bl) bl->share(i, from);
     }
   } else {
-    using S = optim_math::segment<T, Coeffs>;
+    using Seg = optim_math::segment<T, Coeffs>;
     // Another element type than the batch's: a batch of its own, launched now.
     fused_batch<B, T, Coeffs> own;
     auto& into = [&]() -> auto& {
-      if constexpr (std::is_same_v<typename Batch::segment_type, S>) return batch;
+      if constexpr (std::is_same_v<typename Batch::segment_type, Seg>) return batch;
       else return own;
     }();
-    const index_t k = into.add(c, std::forward<Next>(next));
+    const index_t k = into.add(c, std::move(next));
     for (const index_t i : pl.held())
-      into.segments.push_back(S{pl.data(i), gl.data(i), al ? al->data(i) : nullptr, bl ? bl->data(i) : nullptr,
-                                pl.size(i), k});
+      into.segments.push_back(Seg{pl.data(i), gl.data(i), al ? al->data(i) : nullptr, bl ? bl->data(i) : nullptr,
+                                  pl.size(i), k});
     own.launch();
   }
+}
+
+/// Updates parameter p (a dtensor) with gradient g in its layout and state a, b (null: none):
+/// update_locals over their blocks.
+template <class Coeffs, class D, class G, class Next, class Batch>
+void update_blocks(D& p, const G& g, D* a, D* b, const Coeffs& c, Next&& next, Batch& batch) {
+  using B = typename D::backend_type;
+  std::function<Coeffs()> then;
+  if constexpr (!host_memory<B>) then = std::forward<Next>(next);
+  constexpr detail::internal_t in{};
+  update_locals<B, typename D::value_type>(p.locals(in), g.locals(), a ? &a->locals(in) : nullptr,
+                                           b ? &b->locals(in) : nullptr, c, std::move(then), batch);
 }
 
 template <class V>
