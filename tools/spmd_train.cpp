@@ -208,9 +208,6 @@ void check(train_options& o) {
   one_of("--dtype", o.dtype, {"f32", "bf16"});
   one_of("--cp-method", o.cp_method, {"all_gather", "ring"});
   if (o.cp_method == "ring") {
-    if (o.backend == "cuda" || o.backend == "nccl")
-      throw usage_error("--cp-method ring: the ring's kernels run on host backends (sim, mpi); on --backend " + o.backend +
-                        " use all_gather");
     if (o.dtype != "f32") throw usage_error("--cp-method ring computes in f32: leave out --dtype " + o.dtype);
     if (o.model != "gpt") throw usage_error("--cp-method ring: the " + o.model + " has no attention");
   }
@@ -348,7 +345,7 @@ int main(int argc, char** argv) {
                  "run through the pipeline's stages one after another")
       ->each([&](const std::string&) { o.pipelined = true; });
   app.add_option("--cp-method", o.cp_method, "all_gather (default) or ring: how the gpt's attention reaches the keys "
-                 "of the other ranks of cp (ring: on sim and mpi, f32)");
+                 "of the other ranks of cp (ring: f32)");
   app.add_option("--parallel", o.parallel, "auto: the automatic-sharding search chooses FSDP, DDP (each with "
                  "Megatron's plan on tp) or replicating everything, by its cost model on this mesh (instead of --dp)");
   app.add_option("--cost", o.cost, "with --parallel auto: the cost model measured on this machine (bench/auto_calibrate "

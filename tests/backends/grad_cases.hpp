@@ -94,7 +94,7 @@ auto bmm_grads() {
 
 /// Causal attention with the batch on mesh dim 0 and the positions on dim 1 (context
 /// parallelism: 7 positions, uneven), q, k and v differentiated; the non-causal one beside it.
-/// Method: the all-gather (every backend) or the ring (host backends).
+/// Method: the all-gather or the ring (every backend).
 template <class B, class Mesh, spmd::runtime::context_method Method = spmd::runtime::context_method::all_gather>
 auto cp_attention_grads() {
   using namespace spmd;
@@ -134,10 +134,9 @@ void grad_cases(report& rep) {
   grad_detail::compare_all(rep, grad_detail::bmm_grads<B, Mesh>(), grad_detail::bmm_grads<S, Mesh>(), "bmm gradient");
   grad_detail::compare_all(rep, grad_detail::cp_attention_grads<B, Mesh>(), grad_detail::cp_attention_grads<S, Mesh>(),
                            "attention with the positions split (cp), gradient");
-  if constexpr (spmd::runtime::host_memory<B>)
-    grad_detail::compare_all(rep, grad_detail::cp_attention_grads<B, Mesh, spmd::runtime::context_method::ring>(),
-                             grad_detail::cp_attention_grads<S, Mesh, spmd::runtime::context_method::ring>(),
-                             "attention with the positions split, the ring, gradient");
+  grad_detail::compare_all(rep, grad_detail::cp_attention_grads<B, Mesh, spmd::runtime::context_method::ring>(),
+                           grad_detail::cp_attention_grads<S, Mesh, spmd::runtime::context_method::ring>(),
+                           "attention with the positions split, the ring, gradient");
   grad_detail::compare_all(rep, grad_detail::tp_mlp_trained<B, Mesh>(), grad_detail::tp_mlp_trained<S, Mesh>(),
                            "TP MLP after 3 steps of clip_grad_norm_ and AdamW, parameter");
 }

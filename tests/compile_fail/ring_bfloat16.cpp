@@ -1,6 +1,6 @@
-// expect: the ring runs on host backends (the simulation, MPI) in float or double
-// The ring's kernels are host BLAS products in float or double; bfloat16 composes bmm and
-// softmax with the all-gather method.
+// expect: the ring computes in float or double (on the simulation, MPI, CUDA and NCCL)
+// The ring's kernels are BLAS (host) or cuBLAS (device) products in float or double; bfloat16
+// composes bmm and softmax with the all-gather method.
 #include <spmd/backends/sim/sim.hpp>
 #include <spmd/runtime/autograd.hpp>
 

@@ -83,7 +83,7 @@ struct causal_self_attention {
                            (tensor<T, extents<Dim, Dim>>, wv), (tensor<T, extents<Dim, Dim>>, wo));
   static constexpr bool places_output = true;
   /// The attention takes the calling thread's context_method_scope (runtime/ops/ring_attention.hpp):
-  /// the all-gather, or on host backends the ring (the sequence in its natural order).
+  /// the all-gather, or the ring (the sequence in its natural order) in float or double.
   template <class M, class X>
   static auto forward(const M& m, const X& x) {
     using runtime::matmul_t;
@@ -93,7 +93,8 @@ struct causal_self_attention {
     using Y = decltype(runtime::causal_attention<head_dim>(q, k, v));
     using QV = decltype(runtime::autograd_detail::keep(q));
     using E = typename QV::element_type;
-    if constexpr (runtime::host_memory<typename QV::backend_type> &&
+    using BQ = typename QV::backend_type;
+    if constexpr ((runtime::host_memory<BQ> || runtime::device_ring<BQ>) &&
                   (std::is_same_v<E, float> || std::is_same_v<E, double>)) {
       using YR = decltype(runtime::causal_attention<head_dim, runtime::context_method::ring>(q, k, v));
       if constexpr (std::is_same_v<Y, YR>)

@@ -25,6 +25,7 @@
 #include "spmd/backends/cuda/graph.hpp"
 #include "spmd/backends/cuda/launch.hpp"
 #include "spmd/backends/cuda/names.hpp"
+#include "spmd/backends/cuda/ring.hpp"
 #include "spmd/host/host_tensor.hpp"
 #include "spmd/host/random.hpp"
 #include "spmd/plan/lower.hpp"
@@ -86,6 +87,8 @@ struct backend {
   static constexpr const char* name = "cuda";
   /// A step captured once and replayed (graph.hpp): what spmd-train --graph uses.
   using graph_type = step_graph;
+  /// Context parallelism's ring runs here (ring_forward, ring_backward, p2p_slot).
+  static constexpr bool has_ring = true;
 
   template <class T>
   using storage = device_set<T>;
@@ -235,6 +238,66 @@ struct backend {
                   "`local` member) runs on the host backends; on the GPU, wrap a CUDA kernel "
                   "in local_map.");
     device_op<Op>::run(op, out, offsets, in...);
+  }
+
+  /// One slot of a point-to-point schedule over mesh dim `dim` (plan/p2p_schedule.hpp):
+  /// action(n, j) is what group position j of n does; each rank's block becomes the one it
+  /// receives (one that receives none keeps its own). Every rank is on this GPU: the buffers
+  /// change hands, and a block two ranks take is copied once on the current stream. The blocks
+  /// of a group are of one shape.
+  template <class T, class M, class Action>
+  static void p2p_slot(device_set<T>& x, int dim, Action&& action) {
+    const mesh_shape_vec shape = M::shape_vec();
+    const index_t n = shape[dim];
+    if (n <= 1) return;
+    std::vector<index_t> from(static_cast<std::size_t>(x.ranks()), -1);
+    std::vector<int> takers(static_cast<std::size_t>(x.ranks()), 0);
+    std::int64_t bytes = 0;
+    for (const index_t i : x.held()) {
+      coord_vec c = unravel(shape, i);
+      const p2p::action a = action(static_cast<int>(n), static_cast<int>(c[dim]));
+      index_t f = i;
+      if (a.recv_from >= 0) {
+        c[dim] = a.recv_from;
+        f = ravel(shape, c);
+        if (x.shape(f) != x.shape(i))
+          throw std::logic_error("spmd::cuda: a point-to-point slot's blocks differ in shape (rank " +
+                                 std::to_string(f) + " to rank " + std::to_string(i) + ")");
+        bytes += x.size(f) * static_cast<std::int64_t>(sizeof(T));
+      }
+      from[static_cast<std::size_t>(i)] = f;
+      ++takers[static_cast<std::size_t>(f)];
+    }
+    device_set<T> y(x.ranks(), x.held_ranks());
+    for (const index_t i : x.held()) {
+      const index_t f = from[static_cast<std::size_t>(i)];
+      const shape_vec s = x.shape(f);
+      if (--takers[static_cast<std::size_t>(f)] == 0) {  // the last to take it: the buffer itself
+        y.adopt(i, x.release(f), s);
+      } else {
+        y.assign(i, s);
+        if (const index_t k = x.size(f); k > 0)
+          check(cudaMemcpyAsync(y.data(i), x.data(f), static_cast<std::size_t>(k) * sizeof(T), cudaMemcpyDeviceToDevice,
+                                current_stream()),
+                "cudaMemcpyAsync (point-to-point slot)");
+      }
+    }
+    x = std::move(y);
+    runtime::detail::record_p2p(dim_mask{1} << dim, bytes);
+  }
+
+  /// Context parallelism's ring on this backend (ring.hpp), B the backend whose p2p_slot
+  /// passes the blocks on (this one, or NCCL's).
+  template <class B, index_t D, bool Causal, int Dim, class M, class T>
+  static auto ring_forward(const device_set<T>& q, const device_set<T>& k, const device_set<T>& v,
+                           const std::vector<runtime::ring_detail::place>& places, double scale) {
+    return cuda::ring_forward<B, D, Causal, Dim, M>(q, k, v, places, scale);
+  }
+  template <class B, index_t D, bool Causal, int Dim, class M, class T>
+  static auto ring_backward(const device_set<T>& g, const device_set<T>& q, const device_set<T>& k,
+                            const device_set<T>& v, const device_set<T>& y, const device_set<T>& lse,
+                            const std::vector<runtime::ring_detail::place>& places, double scale) {
+    return cuda::ring_backward<B, D, Causal, Dim, M>(g, q, k, v, y, lse, places, scale);
   }
 };
 

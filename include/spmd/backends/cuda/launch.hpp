@@ -10,6 +10,7 @@
 #include "spmd/backends/cuda/block_body.hpp"
 #include "spmd/backends/cuda/job_batch.hpp"
 #include "spmd/backends/cuda/op_bodies.hpp"
+#include "spmd/backends/cuda/ring_bodies.hpp"
 #include "spmd/backends/cuda/step_table.hpp"
 #include "spmd/core/element_math.hpp"
 #include "spmd/core/config.hpp"
@@ -201,6 +202,45 @@ struct gemm_ranks_args {
 template <class T>
 void gemm_ranks(const gemm_ranks_args<T>& p, index_t ranks, index_t m, index_t n, index_t k, bool a_transposed,
                 bool b_transposed, index_t batch, cudaStream_t stream);
+
+// ---- context parallelism's ring (backends/cuda/ring.hpp; a thread's row: ring_bodies.hpp) ----
+
+/// Where head h's operand starts: (h / per) · outer + (h % per) · inner elements in (heads of
+/// d side by side in each row, a batch's rows after another's).
+struct head_offsets {
+  index_t per = 1, outer = 0, inner = 0;
+  SPMD_HD index_t of(index_t h) const { return (h / per) * outer + (h % per) * inner; }
+};
+/// Row-major c (m x n, rows at stride ldc) = alpha · op(a) · op(b) + beta · c for every head
+/// h < heads, each operand at its head's offset, rows at its own stride (lda, ldb: the
+/// stored rows', transposed or not).
+template <class T>
+struct gemm_heads_args {
+  T* c = nullptr;
+  const T* a = nullptr;
+  const T* b = nullptr;
+  head_offsets c_at, a_at, b_at;
+  index_t ldc = 0, lda = 0, ldb = 0, m = 0, n = 0, k = 0, heads = 0;
+  bool a_transposed = false, b_transposed = false;
+  T alpha = 1, beta = 0;
+};
+/// One cuBLAS batched call over the heads (float and double).
+template <class T>
+void gemm_heads(const gemm_heads_args<T>& g, cudaStream_t stream);
+/// The row bodies of a pair over every head: one launch each, a thread per row.
+template <class T>
+void ring_forward_rows(const ring_pair& p, T* s, T* out, T* lse, cudaStream_t stream);
+template <class T>
+void ring_probability_rows(const ring_pair& p, T* s, const T* lse, cudaStream_t stream);
+template <class T>
+void ring_ds_rows(const ring_pair& p, const T* prob, T* dp, const T* delta, T scale, cudaStream_t stream);
+/// delta (nb · w/d heads x cq rows) = rowsum(g ∘ y) over each head's d elements of q's block.
+template <class T>
+void ring_delta_rows(T* delta, const T* g, const T* y, index_t nb, index_t cq, index_t w, index_t d,
+                     cudaStream_t stream);
+/// x[i] = value for i < n.
+template <class T>
+void ring_fill(T* x, index_t n, T value, cudaStream_t stream);
 
 // ---- random operators (runtime/random.hpp): every rank's block by global index, one launch ----
 

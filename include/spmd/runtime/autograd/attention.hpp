@@ -74,13 +74,15 @@ auto attention(const Q& q, const K& k, const V& v) {
   using L = typename QV::layout_type;
   static_assert(L::rank == 3, "spmd::attention: q, k and v must be (batch, positions, heads x head dim).");
   const double scale = 1.0 / std::sqrt(static_cast<double>(HeadDim));
-  constexpr bool host_kernels = host_memory<B> && (std::is_same_v<T, float> || std::is_same_v<T, double>);
+  constexpr bool float_kinds = std::is_same_v<T, float> || std::is_same_v<T, double>;
+  constexpr bool host_kernels = host_memory<B> && float_kinds;
+  constexpr bool ring_kernels = float_kinds && (host_memory<B> || runtime::device_ring<B>);
   constexpr bool ring = Method == context_method::ring || Method == context_method::ring_head_tail;
   constexpr bool head_tail = Method == context_method::ring_head_tail;
-  static_assert(!ring || host_kernels,
-                "spmd::attention: the ring runs on host backends (the simulation, MPI) in float or double; "
-                "on a device, or in bfloat16, use context_method::all_gather.");
-  if constexpr (ring && host_kernels) {
+  static_assert(!ring || ring_kernels,
+                "spmd::attention: the ring computes in float or double (on the simulation, MPI, CUDA and NCCL); "
+                "in bfloat16, or on a backend without a ring, use context_method::all_gather.");
+  if constexpr (ring && ring_kernels) {
     auto qv = autograd_detail::keep(q);
     auto kv = autograd_detail::keep(k);
     auto vv = autograd_detail::keep(v);

@@ -22,8 +22,9 @@
 // not the whole sequence the all-gather method holds. Collectives: none; 2(n − 1) blocks
 // forward, 4n − 2 backward, as point-to-point slots (comm_counter's count_p2p).
 //
-// Host backends (the simulation, MPI), float and double: the kernels are BLAS products over
-// the heads where they lie (runtime/ops/attention.hpp's). The autograd layer's attention takes
+// Float and double. Host backends (the simulation, MPI): the kernels are BLAS products over
+// the heads where they lie (runtime/ops/attention.hpp's). Device backends (CUDA, NCCL) run
+// the same slots themselves over the same places (backends/cuda/ring.hpp). The autograd layer's attention takes
 // it with context_method::ring; docs/context_parallel.md compares it with the all-gather.
 #pragma once
 
@@ -48,6 +49,7 @@
 #include "spmd/runtime/dtensor.hpp"
 #include "spmd/runtime/ops/attention.hpp"
 #include "spmd/runtime/ops/gemm.hpp"
+#include "spmd/runtime/ops/ring_places.hpp"
 
 namespace spmd::runtime {
 
@@ -75,6 +77,11 @@ class context_method_scope {
   }
   context_method prev_;
 };
+
+/// A device backend that runs the ring itself (backends/cuda/ring.hpp: ring_forward and
+/// ring_backward over its storage, p2p_slot to pass the blocks on).
+template <class Bk>
+concept device_ring = requires { requires Bk::has_ring; };
 
 namespace ring_detail {
 
@@ -104,29 +111,6 @@ constexpr void check_layout() {
                 "the positions over two (use the all-gather method, or split them on one).");
 }
 
-/// Rows of a rank's block that hold consecutive global positions: `len` rows from local row
-/// `row`, the first at global position `first`. A block is one run, or two in head-tail order.
-struct run {
-  index_t row = 0, len = 0, first = 0;
-};
-struct runs {
-  run at[2]{};
-  int count = 0;
-};
-/// The runs of the block of group position j (its box on the sequence dim: offset, length).
-inline runs runs_of(index_t offset, index_t len, index_t length, index_t n, index_t j, bool head_tail) {
-  runs r;
-  if (!head_tail) {
-    r.at[r.count++] = {0, len, offset};
-  } else {
-    const index_t m = length / (2 * n);
-    const head_tail::chunk_pair c = head_tail::chunks(n, j);
-    r.at[r.count++] = {0, m, c.head * m};
-    r.at[r.count++] = {m, m, c.tail * m};
-  }
-  return r;
-}
-
 /// Head-tail order needs a causal sequence that 2·cp divides: said here where the length and
 /// the ring's mesh dim are static (else place_of throws, naming the numbers).
 template <bool HeadTail, class LQ, class LK>
@@ -145,40 +129,6 @@ constexpr void check_head_tail() {
                     "keys into 2·cp equal chunks, and 2·cp does not divide their length.");
     }
   }
-}
-
-/// Where a rank sits on the ring: the group's size, its position, its queries' runs, and every
-/// position's key block (its runs and length), padded to k_max.
-struct place {
-  index_t n = 1, pos = 0, k_max = 0;
-  runs q;
-  std::vector<runs> k;
-  std::vector<index_t> k_len;
-};
-template <class LQ, class LK>
-place place_of(const LQ& lq, const LK& lk, int dim, index_t i, bool head_tail) {
-  const layout_spec qs = LQ::spec(), ks = LK::spec();
-  const shape_vec qg = lq.extents().to_vec(), kg = lk.extents().to_vec();
-  coord_vec c = unravel(qs.mesh, i);
-  place r;
-  if (dim >= 0) {
-    r.n = qs.mesh[dim];
-    r.pos = c[dim];
-  }
-  if (head_tail && (!head_tail::splits(qg[1], r.n) || !head_tail::splits(kg[1], r.n)))
-    throw std::invalid_argument("spmd::ring_attention: head-tail balancing cuts the sequence into 2·cp = " +
-                                std::to_string(2 * r.n) + " equal chunks; " + std::to_string(qg[1]) +
-                                " positions are not a multiple of " + std::to_string(2 * r.n));
-  const local_box qb = box_at(qs, qg, c);
-  r.q = runs_of(qb.offset[1], qb.shape[1], qg[1], r.n, r.pos, head_tail);
-  for (index_t j = 0; j < r.n; ++j) {
-    if (dim >= 0) c[dim] = j;
-    const local_box b = box_at(ks, kg, c);
-    r.k.push_back(runs_of(b.offset[1], b.shape[1], kg[1], r.n, j, head_tail));
-    r.k_len.push_back(b.shape[1]);
-    r.k_max = std::max(r.k_max, b.shape[1]);
-  }
-  return r;
 }
 
 /// The two parts (K, V) of a rank's block, each (nb, len, w), into `out` padded to (2, nb, k_max, w).
@@ -328,7 +278,12 @@ void zero(local_set<T>& x, index_t i, const shape_vec& shape) {
 /// What both directions require of their inputs, said at compile time.
 template <bool HeadTail, class T, class Bk, class LQ, class LK>
 constexpr void check_inputs() {
-  attention_detail::check_api<T, Bk>();
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
+                "spmd::ring_attention: the ring computes in float or double; for other element types use the "
+                "autograd layer's attention with context_method::all_gather, which composes bmm and softmax.");
+  static_assert(host_memory<Bk> || device_ring<Bk>,
+                "spmd::ring_attention: this backend has no ring (the simulation, MPI, CUDA and NCCL have one); "
+                "use context_method::all_gather.");
   static_assert(LQ::rank == 3 && LK::rank == 3, "spmd::ring_attention: q, k and v must be (batch, positions, heads x head dim).");
   static_assert(std::is_same_v<typename LQ::placements_type, typename LK::placements_type>,
                 "spmd::ring_attention: k and v travel in the queries' placements; redistribute them to q's "
@@ -367,6 +322,22 @@ void for_each_pair(const place& pl, index_t j, const shape_vec& qs, F&& f) {
     }
 }
 
+/// Every held rank's place, for a device backend (whose blocks are contiguous by construction;
+/// the width is checked as the host's start() checks it).
+template <index_t D, class LQ, class LK, class S>
+std::vector<place> device_places(const LQ& lq, const LK& lk, const S& ql, int dim, bool head_tail) {
+  std::vector<place> places;
+  for (const index_t i : ql.held()) {
+    const index_t w = ql.shape(i)[2];
+    if (w % D != 0)
+      throw std::invalid_argument("spmd::ring_attention: a rank's block holds " + std::to_string(w) +
+                                  " columns of the width, not whole heads of " + std::to_string(D) +
+                                  " (shard the width by whole heads)");
+    places.push_back(place_of(lq, lk, dim, i, head_tail));
+  }
+  return places;
+}
+
 }  // namespace ring_detail
 
 /// The ring's forward: the output (q's layout) and each held rank's log-sum-exp per
@@ -379,6 +350,12 @@ auto ring_attention(const dtensor<T, LQ, Bk>& q, const dtensor<T, LK, Bk>& k, co
   ring_detail::check_inputs<HeadTail, T, Bk, LQ, LK>();
   constexpr int dim = ring_detail::ring_dim<LQ>();
   using M = typename LQ::mesh_type;
+  if constexpr (!host_memory<Bk>) {
+    auto [out, lse] = Bk::template ring_forward<Bk, HeadDim, Causal, dim, M>(
+        q.locals(), k.locals(), v.locals(),
+        ring_detail::device_places<HeadDim>(q.layout(), k.layout(), q.locals(), dim, HeadTail), scale);
+    return std::make_pair(dtensor<T, LQ, Bk>(detail::internal_t{}, q.layout(), std::move(out)), std::move(lse));
+  } else {
   const local_set<T>& ql = q.locals();
   local_set<T> kv(ql.ranks(), ql.held_ranks()), out(ql.ranks(), ql.held_ranks()), lse(ql.ranks(), ql.held_ranks());
   const std::vector<ring_detail::place> places = ring_detail::start<HeadDim>(q, k, v, dim, HeadTail, kv);
@@ -409,17 +386,26 @@ auto ring_attention(const dtensor<T, LQ, Bk>& q, const dtensor<T, LK, Bk>& k, co
       if (t + 1 < n) Bk::template p2p_slot<T, M>(kv, dim, p2p::ring_action);
   }
   return std::make_pair(dtensor<T, LQ, Bk>(detail::internal_t{}, q.layout(), std::move(out)), std::move(lse));
+  }
 }
 
 /// The ring's backward: dq (q's layout), dk and dv (k's), from the output's gradient g, the
 /// inputs, the forward's output y and its log-sum-exp.
 template <index_t HeadDim, bool Causal, bool HeadTail = false, element T, class LQ, class LK, class Bk>
 auto ring_attention_backward(const dtensor<T, LQ, Bk>& g, const dtensor<T, LQ, Bk>& q, const dtensor<T, LK, Bk>& k,
-                             const dtensor<T, LK, Bk>& v, const dtensor<T, LQ, Bk>& y, const local_set<T>& lse,
-                             double scale) {
+                             const dtensor<T, LK, Bk>& v, const dtensor<T, LQ, Bk>& y,
+                             const storage_t<Bk, T>& lse, double scale) {
   ring_detail::check_inputs<HeadTail, T, Bk, LQ, LK>();
   constexpr int dim = ring_detail::ring_dim<LQ>();
   using M = typename LQ::mesh_type;
+  if constexpr (!host_memory<Bk>) {
+    auto [dq, dk, dv] = Bk::template ring_backward<Bk, HeadDim, Causal, dim, M>(
+        g.locals(), q.locals(), k.locals(), v.locals(), y.locals(), lse,
+        ring_detail::device_places<HeadDim>(q.layout(), k.layout(), q.locals(), dim, HeadTail), scale);
+    return std::make_tuple(dtensor<T, LQ, Bk>(detail::internal_t{}, q.layout(), std::move(dq)),
+                           dtensor<T, LK, Bk>(detail::internal_t{}, k.layout(), std::move(dk)),
+                           dtensor<T, LK, Bk>(detail::internal_t{}, v.layout(), std::move(dv)));
+  } else {
   const local_set<T>& ql = q.locals();
   local_set<T> kv(ql.ranks(), ql.held_ranks()), dkv(ql.ranks(), ql.held_ranks()), dq(ql.ranks(), ql.held_ranks()),
       delta(ql.ranks(), ql.held_ranks());
@@ -482,6 +468,7 @@ auto ring_attention_backward(const dtensor<T, LQ, Bk>& g, const dtensor<T, LQ, B
   return std::make_tuple(dtensor<T, LQ, Bk>(detail::internal_t{}, q.layout(), std::move(dq)),
                          dtensor<T, LK, Bk>(detail::internal_t{}, k.layout(), std::move(dk)),
                          dtensor<T, LK, Bk>(detail::internal_t{}, v.layout(), std::move(dv)));
+  }
 }
 
 }  // namespace spmd::runtime
