@@ -76,6 +76,9 @@ void one_pair(bool causal, index_t nb, index_t cq, index_t w, index_t d, index_t
   cu::ring_pair_bounds(p);
   CHECK(p.a == hb.first_seeing(0, qr.len, causal));
   const index_t rows = p.rows(), kn = p.kn;
+  // A pair whose rows see no key is skipped on the device (ring.hpp's for_each_pair): only the
+  // host side runs, and must leave everything as it was.
+  const bool any = rows > 0 && kn > 0;
 
   // The forward, from an output and log-sum-exps some earlier slot left (half the rows unseen).
   std::vector<T> out_h = values<T>(nb * cq * w, 5), lse_h(static_cast<std::size_t>(heads * cq));
@@ -86,13 +89,16 @@ void one_pair(bool causal, index_t nb, index_t cq, index_t w, index_t d, index_t
     (causal ? rd::forward_block<true, T> : rd::forward_block<false, T>)(hb, h, out_h.data(), lse_h.data() + h * cq,
                                                                          q.data(), k.data(), v.data(), scale);
   std::vector<T> s(static_cast<std::size_t>(heads * rows * kn));
-  for (index_t h = 0; h < heads; ++h)
-    product(s.data() + h * rows * kn, kn, q.data() + p.q_at(h, p.a), w, k.data() + p.k_at(h), w, rows, kn, d, false, true,
-            scale, T(0));
-  on_grid(heads * rows, [&](index_t i) { cu::ring_forward_row(p, s.data(), out_d.data(), lse_d.data(), i / rows, i % rows); });
-  for (index_t h = 0; h < heads; ++h)
-    product(out_d.data() + p.q_at(h, p.a), w, s.data() + h * rows * kn, kn, v.data() + p.k_at(h), w, rows, d, kn, false,
-            false, T(1), T(1));
+  if (any) {
+    for (index_t h = 0; h < heads; ++h)
+      product(s.data() + h * rows * kn, kn, q.data() + p.q_at(h, p.a), w, k.data() + p.k_at(h), w, rows, kn, d, false,
+              true, scale, T(0));
+    on_grid(heads * rows,
+            [&](index_t i) { cu::ring_forward_row(p, s.data(), out_d.data(), lse_d.data(), i / rows, i % rows); });
+    for (index_t h = 0; h < heads; ++h)
+      product(out_d.data() + p.q_at(h, p.a), w, s.data() + h * rows * kn, kn, v.data() + p.k_at(h), w, rows, d, kn,
+              false, false, T(1), T(1));
+  }
   close(out_d, out_h, "forward output");
   close(lse_d, lse_h, "forward log-sum-exp");
 
@@ -105,18 +111,20 @@ void one_pair(bool causal, index_t nb, index_t cq, index_t w, index_t d, index_t
         hb, h, dq_h.data(), dk_h.data(), dv_h.data(), g.data(), q.data(), k.data(), v.data(), lse_h.data() + h * cq,
         delta.data() + h * cq, scale);
   std::vector<T> prob(static_cast<std::size_t>(heads * rows * kn)), dp(prob.size());
-  for (index_t h = 0; h < heads; ++h)
+  for (index_t h = 0; any && h < heads; ++h)
     product(prob.data() + h * rows * kn, kn, q.data() + p.q_at(h, p.a), w, k.data() + p.k_at(h), w, rows, kn, d, false,
             true, scale, T(0));
-  on_grid(heads * rows, [&](index_t i) { cu::ring_probability_row(p, prob.data(), lse_h.data(), i / rows, i % rows); });
-  for (index_t h = 0; h < heads; ++h) {
+  on_grid(any ? heads * rows : 0,
+          [&](index_t i) { cu::ring_probability_row(p, prob.data(), lse_h.data(), i / rows, i % rows); });
+  for (index_t h = 0; any && h < heads; ++h) {
     const T* ph = prob.data() + h * rows * kn;
     product(dv_d.data() + p.k_at(h), w, ph, kn, g.data() + p.q_at(h, p.a), w, kn, d, rows, true, false, T(1), T(1));
     product(dp.data() + h * rows * kn, kn, g.data() + p.q_at(h, p.a), w, v.data() + p.k_at(h), w, rows, kn, d, false, true,
             T(1), T(0));
   }
-  on_grid(heads * rows, [&](index_t i) { cu::ring_ds_row(p, prob.data(), dp.data(), delta.data(), scale, i / rows, i % rows); });
-  for (index_t h = 0; h < heads; ++h) {
+  on_grid(any ? heads * rows : 0,
+          [&](index_t i) { cu::ring_ds_row(p, prob.data(), dp.data(), delta.data(), scale, i / rows, i % rows); });
+  for (index_t h = 0; any && h < heads; ++h) {
     const T* dsh = dp.data() + h * rows * kn;
     product(dq_d.data() + p.q_at(h, p.a), w, dsh, kn, k.data() + p.k_at(h), w, rows, d, kn, false, false, T(1), T(1));
     product(dk_d.data() + p.k_at(h), w, dsh, kn, q.data() + p.q_at(h, p.a), w, kn, d, rows, true, false, T(1), T(1));
