@@ -1,19 +1,25 @@
-// tests/cuda/ring_bodies.cpp — the device ring's per-row bodies (backends/cuda/ring_bodies.hpp)
-// on the host: each slot's pair of runs computed as the device computes it (the products as
-// plain loops standing for cuBLAS, the rows through the bodies over an emulated grid, last
-// thread first) against the host ring's forward_block and backward_block on the same blocks.
-// The products sum in another order than the host's BLAS, so within 1e-5 (float) and 1e-12
-// (double) of the host; the bodies' own arithmetic is the host's, operation by operation.
+// tests/cuda/ring_bodies.cpp — the device ring's pairs (backends/cuda/ring_pairs.hpp) on the
+// host: each slot's pair of runs through the very steps the device takes (the same products'
+// arguments, the same row bodies, the same scratch and order), the products computed as cuBLAS
+// defines a column-major batched gemm of the arguments kernels::gemm_batched passes it
+// (gemm_heads.hpp: column_major_of), the rows over an emulated grid, last thread first;
+// against the host ring's forward_block and backward_block on the same blocks. The products
+// sum in another order than the host's BLAS, so within 1e-5 (float) and 1e-12 (double) of the
+// host; the bodies' own arithmetic is the host's, operation by operation. What runs only on a
+// GPU: cuBLAS itself and the kernel writing its pointer arrays.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "spmd/backends/cuda/grid_emulation.hpp"
 #include "spmd/backends/cuda/ring_bodies.hpp"
+#include "spmd/backends/cuda/ring_pairs.hpp"
 #include "spmd/runtime/ops/ring_attention.hpp"
+#include "column_major_gemm.hpp"
 
 namespace {
 
@@ -36,18 +42,34 @@ std::vector<T> values(index_t n, int seed) {
   return v;
 }
 
-/// c (m x n, row stride ldc) = alpha · op(a) op(b) + beta · c, a's rows at stride lda, b's at
-/// ldb: what the device's cuBLAS calls compute, in plain loops.
-template <class T>
-void product(T* c, index_t ldc, const T* a, index_t lda, const T* b, index_t ldb, index_t m, index_t n, index_t k,
-             bool at, bool bt, T alpha, T beta) {
-  for (index_t i = 0; i < m; ++i)
-    for (index_t j = 0; j < n; ++j) {
-      T s = 0;
-      for (index_t t = 0; t < k; ++t) s += (at ? a[t * lda + i] : a[i * lda + t]) * (bt ? b[j * ldb + t] : b[t * ldb + j]);
-      c[i * ldc + j] = alpha * s + (beta == T(0) ? T(0) : beta * c[i * ldc + j]);
-    }
-}
+/// The steps of ring_pairs.hpp on the host: scratch in vectors, each product over the heads
+/// as the batched call (first operand b, second a: gemm_batched's order), rows on the grid.
+struct host_steps {
+  template <class T>
+  std::vector<T> scratch(index_t n) const {
+    return std::vector<T>(static_cast<std::size_t>(n), std::numeric_limits<T>::quiet_NaN());
+  }
+  template <class T>
+  void product(const cu::kernels::gemm_heads_args<T>& g) const {
+    if (g.m == 0 || g.n == 0 || g.heads == 0) return;
+    for (index_t h = 0; h < g.heads; ++h)
+      spmd::test::column_major_gemm(g.column_major(), g.alpha, g.b + g.b_at.of(h), g.a + g.a_at.of(h), g.beta,
+                                    g.c + g.c_at.of(h));
+  }
+  template <class T>
+  void forward_rows(const cu::ring_pair& p, T* s, T* out, T* lse) const {
+    on_grid(p.heads() * p.rows(), [&](index_t i) { cu::ring_forward_row(p, s, out, lse, i / p.rows(), i % p.rows()); });
+  }
+  template <class T>
+  void probability_rows(const cu::ring_pair& p, T* s, const T* lse) const {
+    on_grid(p.heads() * p.rows(), [&](index_t i) { cu::ring_probability_row(p, s, lse, i / p.rows(), i % p.rows()); });
+  }
+  template <class T>
+  void ds_rows(const cu::ring_pair& p, const T* prob, T* dp, const T* delta, T scale) const {
+    on_grid(p.heads() * p.rows(),
+            [&](index_t i) { cu::ring_ds_row(p, prob, dp, delta, scale, i / p.rows(), i % p.rows()); });
+  }
+};
 
 template <class T>
 void close(const std::vector<T>& got, const std::vector<T>& want, const std::string& what) {
@@ -61,24 +83,21 @@ void close(const std::vector<T>& got, const std::vector<T>& want, const std::str
 }
 
 /// One slot's pair of runs on both sides: a query block (nb, cq, w) and a padded key block
-/// (nb, k_max, w) with heads of d; the runs as given.
+/// (2, nb, k_max, w: K then V) with heads of d; the runs as given.
 template <class T>
 void one_pair(bool causal, index_t nb, index_t cq, index_t w, index_t d, index_t k_max, rd::run qr, rd::run kr) {
   const T scale = static_cast<T>(0.37);
-  const index_t per = w / d, heads = nb * per;
-  const std::vector<T> q = values<T>(nb * cq * w, 1), k = values<T>(nb * k_max * w, 2), v = values<T>(nb * k_max * w, 3),
-                       g = values<T>(nb * cq * w, 4);
+  const index_t heads = nb * (w / d), half = nb * k_max * w;
+  const std::vector<T> q = values<T>(nb * cq * w, 1), kv = values<T>(2 * half, 2), g = values<T>(nb * cq * w, 4);
+  const T* k = kv.data();
+  const T* v = kv.data() + half;
   const rd::block hb{nb, cq, w, d, k_max, qr.row, qr.len, qr.first, kr.row, kr.len, kr.first};
-  cu::ring_pair p;
-  p.nb = nb, p.cq = cq, p.w = w, p.d = d, p.k_max = k_max;
-  p.q_row = qr.row, p.q_len = qr.len, p.q_first = qr.first, p.k_row = kr.row, p.k_len = kr.len, p.k_first = kr.first;
-  p.causal = causal;
-  cu::ring_pair_bounds(p);
+  const cu::ring_pair p = cu::ring_device::pair_of(rd::shape_of({nb, cq, w}), d, k_max, qr, kr, causal);
   CHECK(p.a == hb.first_seeing(0, qr.len, causal));
-  const index_t rows = p.rows(), kn = p.kn;
-  // A pair whose rows see no key is skipped on the device (ring.hpp's for_each_pair): only the
-  // host side runs, and must leave everything as it was.
-  const bool any = rows > 0 && kn > 0;
+  // A pair whose rows see no key is skipped on the device (ring_pairs.hpp's for_each_pair):
+  // only the host side runs, and must leave everything as it was.
+  const bool any = p.rows() > 0 && p.kn > 0;
+  host_steps x;
 
   // The forward, from an output and log-sum-exps some earlier slot left (half the rows unseen).
   std::vector<T> out_h = values<T>(nb * cq * w, 5), lse_h(static_cast<std::size_t>(heads * cq));
@@ -87,51 +106,24 @@ void one_pair(bool causal, index_t nb, index_t cq, index_t w, index_t d, index_t
   std::vector<T> out_d = out_h, lse_d = lse_h;
   for (index_t h = 0; h < heads; ++h)
     (causal ? rd::forward_block<true, T> : rd::forward_block<false, T>)(hb, h, out_h.data(), lse_h.data() + h * cq,
-                                                                         q.data(), k.data(), v.data(), scale);
-  std::vector<T> s(static_cast<std::size_t>(heads * rows * kn));
-  if (any) {
-    for (index_t h = 0; h < heads; ++h)
-      product(s.data() + h * rows * kn, kn, q.data() + p.q_at(h, p.a), w, k.data() + p.k_at(h), w, rows, kn, d, false,
-              true, scale, T(0));
-    on_grid(heads * rows,
-            [&](index_t i) { cu::ring_forward_row(p, s.data(), out_d.data(), lse_d.data(), i / rows, i % rows); });
-    for (index_t h = 0; h < heads; ++h)
-      product(out_d.data() + p.q_at(h, p.a), w, s.data() + h * rows * kn, kn, v.data() + p.k_at(h), w, rows, d, kn,
-              false, false, T(1), T(1));
-  }
+                                                                         q.data(), k, v, scale);
+  if (any) cu::ring_device::forward_pair(x, p, q.data(), kv.data(), out_d.data(), lse_d.data(), scale);
   close(out_d, out_h, "forward output");
   close(lse_d, lse_h, "forward log-sum-exp");
 
   // The backward of the same pair, with the forward's log-sum-exps and a delta.
-  std::vector<T> delta = values<T>(heads * cq, 6);
-  std::vector<T> dq_h = values<T>(nb * cq * w, 7), dk_h = values<T>(nb * k_max * w, 8), dv_h = values<T>(nb * k_max * w, 9);
-  std::vector<T> dq_d = dq_h, dk_d = dk_h, dv_d = dv_h;
+  const std::vector<T> delta = values<T>(heads * cq, 6);
+  std::vector<T> dq_h = values<T>(nb * cq * w, 7), dkv_h = values<T>(2 * half, 8);
+  std::vector<T> dq_d = dq_h, dkv_d = dkv_h;
   for (index_t h = 0; h < heads; ++h)
     (causal ? rd::backward_block<true, T> : rd::backward_block<false, T>)(
-        hb, h, dq_h.data(), dk_h.data(), dv_h.data(), g.data(), q.data(), k.data(), v.data(), lse_h.data() + h * cq,
+        hb, h, dq_h.data(), dkv_h.data(), dkv_h.data() + half, g.data(), q.data(), k, v, lse_h.data() + h * cq,
         delta.data() + h * cq, scale);
-  std::vector<T> prob(static_cast<std::size_t>(heads * rows * kn)), dp(prob.size());
-  for (index_t h = 0; any && h < heads; ++h)
-    product(prob.data() + h * rows * kn, kn, q.data() + p.q_at(h, p.a), w, k.data() + p.k_at(h), w, rows, kn, d, false,
-            true, scale, T(0));
-  on_grid(any ? heads * rows : 0,
-          [&](index_t i) { cu::ring_probability_row(p, prob.data(), lse_h.data(), i / rows, i % rows); });
-  for (index_t h = 0; any && h < heads; ++h) {
-    const T* ph = prob.data() + h * rows * kn;
-    product(dv_d.data() + p.k_at(h), w, ph, kn, g.data() + p.q_at(h, p.a), w, kn, d, rows, true, false, T(1), T(1));
-    product(dp.data() + h * rows * kn, kn, g.data() + p.q_at(h, p.a), w, v.data() + p.k_at(h), w, rows, kn, d, false, true,
-            T(1), T(0));
-  }
-  on_grid(any ? heads * rows : 0,
-          [&](index_t i) { cu::ring_ds_row(p, prob.data(), dp.data(), delta.data(), scale, i / rows, i % rows); });
-  for (index_t h = 0; any && h < heads; ++h) {
-    const T* dsh = dp.data() + h * rows * kn;
-    product(dq_d.data() + p.q_at(h, p.a), w, dsh, kn, k.data() + p.k_at(h), w, rows, d, kn, false, false, T(1), T(1));
-    product(dk_d.data() + p.k_at(h), w, dsh, kn, q.data() + p.q_at(h, p.a), w, kn, d, rows, true, false, T(1), T(1));
-  }
+  if (any)
+    cu::ring_device::backward_pair(x, p, g.data(), q.data(), kv.data(), lse_h.data(), delta.data(), dq_d.data(),
+                                   dkv_d.data(), scale);
   close(dq_d, dq_h, "backward dq");
-  close(dk_d, dk_h, "backward dk");
-  close(dv_d, dv_h, "backward dv");
+  close(dkv_d, dkv_h, "backward dk and dv");
 }
 
 }  // namespace

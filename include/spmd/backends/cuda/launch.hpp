@@ -8,6 +8,7 @@
 #include <cuda_runtime_api.h>
 
 #include "spmd/backends/cuda/block_body.hpp"
+#include "spmd/backends/cuda/gemm_heads.hpp"
 #include "spmd/backends/cuda/job_batch.hpp"
 #include "spmd/backends/cuda/op_bodies.hpp"
 #include "spmd/backends/cuda/ring_bodies.hpp"
@@ -205,26 +206,7 @@ void gemm_ranks(const gemm_ranks_args<T>& p, index_t ranks, index_t m, index_t n
 
 // ---- context parallelism's ring (backends/cuda/ring.hpp; a thread's row: ring_bodies.hpp) ----
 
-/// Where head h's operand starts: (h / per) · outer + (h % per) · inner elements in (heads of
-/// d side by side in each row, a batch's rows after another's).
-struct head_offsets {
-  index_t per = 1, outer = 0, inner = 0;
-  SPMD_HD index_t of(index_t h) const { return (h / per) * outer + (h % per) * inner; }
-};
-/// Row-major c (m x n, rows at stride ldc) = alpha · op(a) · op(b) + beta · c for every head
-/// h < heads, each operand at its head's offset, rows at its own stride (lda, ldb: the
-/// stored rows', transposed or not).
-template <class T>
-struct gemm_heads_args {
-  T* c = nullptr;
-  const T* a = nullptr;
-  const T* b = nullptr;
-  head_offsets c_at, a_at, b_at;
-  index_t ldc = 0, lda = 0, ldb = 0, m = 0, n = 0, k = 0, heads = 0;
-  bool a_transposed = false, b_transposed = false;
-  T alpha = 1, beta = 0;
-};
-/// One cuBLAS batched call over the heads (float and double).
+/// One cuBLAS batched call over the heads (float and double; gemm_heads.hpp).
 template <class T>
 void gemm_heads(const gemm_heads_args<T>& g, cudaStream_t stream);
 /// The row bodies of a pair over every head: one launch each, a thread per row.

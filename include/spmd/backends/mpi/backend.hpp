@@ -18,6 +18,7 @@
 #include "spmd/backends/mpi/environment.hpp"
 #include "spmd/backends/mpi/transport.hpp"
 #include "spmd/backends/mpi/names.hpp"
+#include "spmd/backends/process/p2p_part.hpp"
 #include "spmd/core/layout_spec.hpp"
 #include "spmd/plan/lower.hpp"
 #include "spmd/plan/p2p_schedule.hpp"
@@ -122,32 +123,21 @@ struct backend {
   /// one shape: this rank receives its own block's size.
   template <class T, class M, class Action>
   static void p2p_slot(local_set<T>& x, int dim, Action&& action) {
-    const mesh_shape_vec shape = M::shape_vec();
-    const index_t n = shape[dim];
-    if (n <= 1 || x.held_ranks().count() == 0) return;
+    if (x.held_ranks().count() == 0) return;
     const index_t me = x.held_ranks().lo;
-    coord_vec c = unravel(shape, me);
-    // counted as the simulation counts it: the bytes every rank of the mesh receives
-    index_t receivers = 0;
-    for (index_t j = 0; j < n; ++j) receivers += action(static_cast<int>(n), static_cast<int>(j)).recv_from >= 0;
-    runtime::detail::record_p2p(dim_mask{1} << dim, x.size(me) * static_cast<std::int64_t>(sizeof(T)) * receivers *
-                                                        group_count(shape, dim_mask{1} << dim));
-    const p2p::action a = action(static_cast<int>(n), static_cast<int>(c[dim]));
-    if (a.send_to < 0 && a.recv_from < 0) return;
-    auto peer = [&](int j) {
-      coord_vec p = c;
-      p[dim] = j;
-      return static_cast<int>(M::rank_at(ravel(shape, p)));
-    };
+    const process::p2p_part part =
+        process::p2p_part_of<M>(me, x.size(me) * static_cast<std::int64_t>(sizeof(T)), dim, action);
+    if (part.idle()) return;
+    const int peer_to = part.send_to >= 0 ? static_cast<int>(M::rank_at(part.send_to)) : MPI_PROC_NULL;
+    const int peer_from = part.recv_from >= 0 ? static_cast<int>(M::rank_at(part.recv_from)) : MPI_PROC_NULL;
     const int count = detail::count_of(x.size(me), "a point-to-point block");
     const MPI_Datatype t = detail::element_type(sizeof(T));
-    buffer<T> in(a.recv_from >= 0 ? x.size(me) : 0);
-    detail::check(MPI_Sendrecv(x.cdata(me), a.send_to >= 0 ? count : 0, t, a.send_to >= 0 ? peer(a.send_to) : MPI_PROC_NULL,
-                               p2p_tag, in.data(), a.recv_from >= 0 ? count : 0, t,
-                               a.recv_from >= 0 ? peer(a.recv_from) : MPI_PROC_NULL, p2p_tag, communicator(),
+    buffer<T> in(part.recv_from >= 0 ? x.size(me) : 0);
+    detail::check(MPI_Sendrecv(x.cdata(me), part.send_to >= 0 ? count : 0, t, peer_to, p2p_tag, in.data(),
+                               part.recv_from >= 0 ? count : 0, t, peer_from, p2p_tag, communicator(),
                                MPI_STATUS_IGNORE),
                   "MPI_Sendrecv");
-    if (a.recv_from >= 0) {
+    if (part.recv_from >= 0) {
       const shape_vec s = x.shape(me);
       x.adopt(me, std::move(in), s);
     }

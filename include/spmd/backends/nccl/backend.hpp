@@ -23,6 +23,7 @@
 #include "spmd/backends/nccl/names.hpp"
 #include "spmd/backends/nccl/streams.hpp"
 #include "spmd/backends/nccl/transport.hpp"
+#include "spmd/backends/process/p2p_part.hpp"
 #include "spmd/core/layout_spec.hpp"
 #include "spmd/core/mesh_groups.hpp"
 #include "spmd/plan/p2p_schedule.hpp"
@@ -201,37 +202,26 @@ struct backend : cuda::backend {
   /// blocks of a group are of one shape: this process receives its own block's size.
   template <class T, class M, class Action>
   static void p2p_slot(device_set<T>& x, int dim, Action&& action) {
-    const mesh_shape_vec shape = M::shape_vec();
-    const index_t n = shape[dim];
-    if (n <= 1 || x.held_ranks().count() == 0) return;
+    if (x.held_ranks().count() == 0) return;
     const index_t me = x.held_ranks().lo;
-    coord_vec c = unravel(shape, me);
-    // counted as the simulation counts it: the bytes every rank of the mesh receives
-    index_t receivers = 0;
-    for (index_t j = 0; j < n; ++j) receivers += action(static_cast<int>(n), static_cast<int>(j)).recv_from >= 0;
-    runtime::detail::record_p2p(dim_mask{1} << dim, x.size(me) * static_cast<std::int64_t>(sizeof(T)) * receivers *
-                                                        group_count(shape, dim_mask{1} << dim));
-    const p2p::action a = action(static_cast<int>(n), static_cast<int>(c[dim]));
-    if (a.send_to < 0 && a.recv_from < 0) return;
+    const process::p2p_part part =
+        process::p2p_part_of<M>(me, x.size(me) * static_cast<std::int64_t>(sizeof(T)), dim, action);
+    if (part.idle()) return;
     const std::vector<int> ranks = comm_ranks<M>();
-    auto peer = [&](int j) {
-      coord_vec p = c;
-      p[dim] = j;
-      return ranks[static_cast<std::size_t>(ravel(shape, p))];
-    };
+    auto peer = [&](index_t i) { return ranks[static_cast<std::size_t>(i)]; };
     ncclComm_t comm = communicator();
     const std::size_t bytes = static_cast<std::size_t>(x.size(me)) * sizeof(T);
-    cuda::device_buffer<T> in(a.recv_from >= 0 ? x.size(me) : 0);
+    cuda::device_buffer<T> in(part.recv_from >= 0 ? x.size(me) : 0);
     const cudaStream_t st = cuda::current_stream();
     if (bytes > 0) {
       detail::check(ncclGroupStart(), "ncclGroupStart", comm);
-      if (a.send_to >= 0)
-        detail::check(ncclSend(x.data(me), bytes, ncclUint8, peer(a.send_to), comm, st), "ncclSend", comm);
-      if (a.recv_from >= 0)
-        detail::check(ncclRecv(in.data(), bytes, ncclUint8, peer(a.recv_from), comm, st), "ncclRecv", comm);
+      if (part.send_to >= 0)
+        detail::check(ncclSend(x.data(me), bytes, ncclUint8, peer(part.send_to), comm, st), "ncclSend", comm);
+      if (part.recv_from >= 0)
+        detail::check(ncclRecv(in.data(), bytes, ncclUint8, peer(part.recv_from), comm, st), "ncclRecv", comm);
       detail::check(ncclGroupEnd(), "ncclGroupEnd (a point-to-point slot)", comm);
     }
-    if (a.recv_from >= 0) {
+    if (part.recv_from >= 0) {
       const shape_vec s = x.shape(me);
       x.adopt(me, std::move(in), s);  // the sent buffer is freed after the send, in stream order
     }

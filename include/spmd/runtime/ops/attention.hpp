@@ -74,13 +74,19 @@ void softmax_backward(const T* p, T* dp, index_t rows, index_t n, T scale) {
   }
 }
 
-/// Checks a rank's blocks: contiguous, whole heads.
-template <index_t D, class... V>
-void check_blocks(const char* name, index_t w, const V&... v) {
+/// Checks that a rank's block of width w holds whole heads of D.
+template <index_t D>
+void check_width(const char* name, index_t w) {
   if (w % D != 0)
     throw std::invalid_argument(std::string("spmd::") + name + ": a rank's block holds " + std::to_string(w) +
                                 " columns of the width, not whole heads of " + std::to_string(D) +
                                 " (shard the width by whole heads)");
+}
+
+/// Checks a rank's blocks: contiguous, whole heads.
+template <index_t D, class... V>
+void check_blocks(const char* name, index_t w, const V&... v) {
+  check_width<D>(name, w);
   if (!(v.is_contiguous() && ...))
     throw std::logic_error(std::string("spmd::") + name + ": a local block is not contiguous");
 }

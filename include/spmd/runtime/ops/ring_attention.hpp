@@ -263,12 +263,6 @@ void backward_block(const block& b, index_t i, T* dq, T* dk, T* dv, const T* g, 
   }
 }
 
-inline shape_vec shape_of(std::initializer_list<index_t> e) {
-  shape_vec s{};
-  for (const index_t x : e) s.push_back(x);
-  return s;
-}
-
 template <class T>
 void zero(local_set<T>& x, index_t i, const shape_vec& shape) {
   x.assign(i, shape);
@@ -328,11 +322,7 @@ template <index_t D, class LQ, class LK, class S>
 std::vector<place> device_places(const LQ& lq, const LK& lk, const S& ql, int dim, bool head_tail) {
   std::vector<place> places;
   for (const index_t i : ql.held()) {
-    const index_t w = ql.shape(i)[2];
-    if (w % D != 0)
-      throw std::invalid_argument("spmd::ring_attention: a rank's block holds " + std::to_string(w) +
-                                  " columns of the width, not whole heads of " + std::to_string(D) +
-                                  " (shard the width by whole heads)");
+    attention_detail::check_width<D>("ring_attention", ql.shape(i)[2]);
     places.push_back(place_of(lq, lk, dim, i, head_tail));
   }
   return places;

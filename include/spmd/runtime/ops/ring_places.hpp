@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -69,6 +70,13 @@ place place_of(const LQ& lq, const LK& lk, int dim, index_t i, bool head_tail) {
     r.k_max = std::max(r.k_max, b.shape[1]);
   }
   return r;
+}
+
+/// A block's shape from its extents (a padded K/V block, a log-sum-exp's (heads, rows)).
+inline shape_vec shape_of(std::initializer_list<index_t> e) {
+  shape_vec s{};
+  for (const index_t x : e) s.push_back(x);
+  return s;
 }
 
 }  // namespace spmd::runtime::ring_detail

@@ -14,6 +14,7 @@
 
 #include "spmd/backends/cuda/device_buffer.hpp"
 #include "spmd/backends/cuda/error.hpp"
+#include "spmd/backends/cuda/gemm_heads.hpp"
 #include "spmd/backends/cuda/kernels/ops.cuh"
 #include "spmd/backends/cuda/launch.hpp"
 #include "spmd/core/element_math.hpp"
@@ -40,6 +41,38 @@ inline cublasHandle_t cublas_handle() {
 
 }  // namespace detail
 
+/// count row-major products c = alpha · op(a) op(b) + beta · c of one shape (f, column_major_of),
+/// operand i's pointers set by point(i, a, b, c) on the device: one cuBLAS batched call
+/// (float and double). The pointer arrays live in stream-ordered device memory and are
+/// written by a small kernel, so nothing waits for the host and a capture records them. `who`
+/// names the caller in an error.
+template <class T, class Point>
+void gemm_batched(const column_major_gemm& f, index_t count, T alpha, T beta, Point point, cudaStream_t stream,
+                  const char* who) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "cuBLAS's batched gemm is float or double here");
+  device_buffer<const T*> arrays(3 * count);
+  const T** pa = arrays.data();
+  const T** pb = pa + count;
+  T** pc = const_cast<T**>(pa + 2 * count);
+  detail::for_each(
+      count, [=] __device__(index_t i) { point(i, pa[i], pb[i], pc[i]); }, stream, "gemm pointer kernel launch");
+  const cublasHandle_t h = detail::cublas_handle();
+  detail::check_cublas(cublasSetStream(h, stream), "cublasSetStream");
+  const cublasOperation_t t1 = f.first_transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t t2 = f.second_transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int m = static_cast<int>(f.m), n = static_cast<int>(f.n), k = static_cast<int>(f.k);
+  const int ld1 = static_cast<int>(f.ld_first), ld2 = static_cast<int>(f.ld_second), ldc = static_cast<int>(f.ldc);
+  cublasStatus_t s;
+  if constexpr (std::is_same_v<T, float>)
+    s = cublasSgemmBatched(h, t1, t2, m, n, k, &alpha, pb, ld1, pa, ld2, &beta, pc, ldc, static_cast<int>(count));
+  else
+    s = cublasDgemmBatched(h, t1, t2, m, n, k, &alpha, pb, ld1, pa, ld2, &beta, pc, ldc, static_cast<int>(count));
+  if (s != CUBLAS_STATUS_SUCCESS)
+    detail::check_cublas(s, (std::string(std::is_same_v<T, float> ? "cublasSgemmBatched (" : "cublasDgemmBatched (") +
+                             who + ")")
+                                .c_str());
+}
+
 template <class T>
 void gemm_ranks(const gemm_ranks_args<T>& p, index_t ranks, index_t m, index_t n, index_t k, bool a_transposed,
                 bool b_transposed, index_t batch, cudaStream_t stream) {
@@ -51,37 +84,16 @@ void gemm_ranks(const gemm_ranks_args<T>& p, index_t ranks, index_t m, index_t n
         check(cudaMemsetAsync(p.c[r], 0, static_cast<std::size_t>(batch * m * n) * sizeof(T), stream), "cudaMemsetAsync");
       return;
     }
-    // Pointer arrays in stream-ordered device memory, filled on the device.
-    device_buffer<const T*> arrays(3 * count);
-    const T** pa = arrays.data();
-    const T** pb = pa + count;
-    T** pc = const_cast<T**>(pa + 2 * count);
-    detail::for_each(
-        count,
-        [=] __device__(index_t i) {
+    gemm_batched<T>(
+        column_major_of(m, n, k, a_transposed, b_transposed, a_transposed ? m : k, b_transposed ? k : n, n), count,
+        T(1), T(0),
+        [=] __device__(index_t i, const T*& a, const T*& b, T*& c) {
           const index_t r = i / batch, j = i % batch;
-          pa[i] = p.a[r] + j * m * k;
-          pb[i] = p.b[r] + j * k * n;
-          pc[i] = p.c[r] + j * m * n;
+          a = p.a[r] + j * m * k;
+          b = p.b[r] + j * k * n;
+          c = p.c[r] + j * m * n;
         },
-        stream, "gemm pointer kernel launch");
-    const cublasHandle_t h = detail::cublas_handle();
-    detail::check_cublas(cublasSetStream(h, stream), "cublasSetStream");
-    const T one = 1, zero = 0;
-    // Row-major C = op(A) op(B) is column-major Cᵀ = op(B)ᵀ op(A)ᵀ: cuBLAS sees each
-    // row-major block as its transpose, so the operands swap and keep their own op.
-    const cublasOperation_t ta = a_transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
-    const cublasOperation_t tb = b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
-    const int M = static_cast<int>(m), N = static_cast<int>(n), K = static_cast<int>(k);
-    const int lda = a_transposed ? M : K, ldb = b_transposed ? K : N;
-    if constexpr (std::is_same_v<T, float>)
-      detail::check_cublas(cublasSgemmBatched(h, tb, ta, N, M, K, &one, pb, ldb, pa, lda, &zero, pc, N,
-                                              static_cast<int>(count)),
-                           "cublasSgemmBatched");
-    else
-      detail::check_cublas(cublasDgemmBatched(h, tb, ta, N, M, K, &one, pb, ldb, pa, lda, &zero, pc, N,
-                                              static_cast<int>(count)),
-                           "cublasDgemmBatched");
+        stream, "matmul");
   } else {
     using Acc = element_math::calc_t<T>;
     const index_t per = batch * m * n;

@@ -19,37 +19,14 @@ template <class T>
 void gemm_heads(const gemm_heads_args<T>& g, cudaStream_t stream) {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "the ring computes in float or double");
   if (g.m == 0 || g.n == 0 || g.heads == 0) return;
-  const index_t count = g.heads;
-  // Pointer arrays in stream-ordered device memory, written on the device (nothing waits for
-  // the host, and a capture records them).
-  device_buffer<const T*> arrays(3 * count);
-  const T** pa = arrays.data();
-  const T** pb = pa + count;
-  T** pc = const_cast<T**>(pa + 2 * count);
-  detail::for_each(
-      count,
-      [=] __device__(index_t h) {
-        pa[h] = g.a + g.a_at.of(h);
-        pb[h] = g.b + g.b_at.of(h);
-        pc[h] = g.c + g.c_at.of(h);
+  gemm_batched<T>(
+      g.column_major(), g.heads, g.alpha, g.beta,
+      [=] __device__(index_t h, const T*& a, const T*& b, T*& c) {
+        a = g.a + g.a_at.of(h);
+        b = g.b + g.b_at.of(h);
+        c = g.c + g.c_at.of(h);
       },
-      stream, "ring product pointer kernel launch");
-  const cublasHandle_t hd = detail::cublas_handle();
-  detail::check_cublas(cublasSetStream(hd, stream), "cublasSetStream");
-  // Row-major C = op(A) op(B) is column-major Cᵀ = op(B)ᵀ op(A)ᵀ (gemm.cuh); the leading
-  // dimensions are the rows' strides.
-  const cublasOperation_t ta = g.a_transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const cublasOperation_t tb = g.b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const int M = static_cast<int>(g.m), N = static_cast<int>(g.n), K = static_cast<int>(g.k);
-  const int lda = static_cast<int>(g.lda), ldb = static_cast<int>(g.ldb), ldc = static_cast<int>(g.ldc);
-  if constexpr (std::is_same_v<T, float>)
-    detail::check_cublas(cublasSgemmBatched(hd, tb, ta, N, M, K, &g.alpha, pb, ldb, pa, lda, &g.beta, pc, ldc,
-                                            static_cast<int>(count)),
-                         "cublasSgemmBatched (ring)");
-  else
-    detail::check_cublas(cublasDgemmBatched(hd, tb, ta, N, M, K, &g.alpha, pb, ldb, pa, lda, &g.beta, pc, ldc,
-                                            static_cast<int>(count)),
-                         "cublasDgemmBatched (ring)");
+      stream, "ring");
 }
 
 template <class T>
