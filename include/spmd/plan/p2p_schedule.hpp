@@ -100,7 +100,7 @@ constexpr bool require_paired() {
 
 /// The ring is paired for every group size in N + 1 (a dim of a dynamic mesh gets its size at
 /// run time; the table is the same function of it). tests/static/p2p.cpp proves it for 1 to 64
-/// once: a namespace-scope proof in a header would cost every including unit its evaluation.
+/// once: a proof at namespace scope in a header would be evaluated by every including unit.
 template <int... N>
 constexpr bool rings_paired(std::integer_sequence<int, N...>) {
   return ((first_unpaired(ring<N + 1, 2>()).slot < 0) && ...);

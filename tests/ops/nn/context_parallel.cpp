@@ -258,26 +258,6 @@ TEST_CASE("the ring over a sequence in head-tail order: output and gradients as 
                       Catch::Contains("2·cp = 8 equal chunks; 12 positions are not a multiple of 8"));
 }
 
-TEST_CASE("the ring's table: every send met by a receive in its slot", "[attention][cp][ring]") {
-  static_assert(p2p::first_unpaired(p2p::ring<4, 3>()).slot < 0);
-  static_assert(p2p::first_unpaired(p2p::ring<1, 2>()).slot < 0);
-  static_assert(p2p::require_paired<p2p::ring_table<8, 7>>());
-  // a table whose rank 2 receives from rank 0 in slot 1, which sends to rank 1: unpaired there
-  constexpr auto bad = [] {
-    auto t = p2p::ring<4, 3>();
-    t(1, 2).recv_from = 0;
-    return t;
-  }();
-  static_assert(p2p::first_unpaired(bad).slot == 1 && p2p::first_unpaired(bad).rank == 1);
-  // after slot s rank r holds the block of rank r − s − 1
-  for (int n = 1; n <= 8; ++n)
-    for (int r = 0; r < n; ++r) {
-      int holds = r;
-      for (int s = 0; s < n - 1; ++s) holds = (holds - 1 + n) % n;
-      CHECK(holds == (r + 1) % n);
-    }
-}
-
 TEST_CASE("attention without a mask over keys of another length, through the autograd layer",
           "[nn][attention][cp]") {
   // q 5 positions, k and v 7, all Shard(1) on cp ranks (and one rank): dq, dk and dv against

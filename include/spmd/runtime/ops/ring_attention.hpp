@@ -106,10 +106,10 @@ constexpr void check_layout() {
   static_assert(d != -3,
                 "spmd::ring_attention: the ring passes K/V around one mesh dim; these placements split "
                 "the positions over two (use the all-gather method, or split them on one).");
-  // The ring's table on this mesh dim, paired slot by slot (else the error names the slot).
-  // Only where the dim's size is static: a run-time size gets the same table, whose pairing
-  // for every size 1 to 64 tests/static/p2p.cpp proves once (proving it here, in every unit
-  // that includes this header, cost g++ 10 s and 730 MB of constant evaluation per unit).
+  // The ring's table on this mesh dim, paired slot by slot (else the error names the slot),
+  // where the dim's size is static. A run-time size gets the same table, proved paired for 1
+  // to 64 ranks once in tests/static/p2p.cpp: not here, where every including unit would pay
+  // for it (g++: 10 s and 730 MB of constant evaluation).
   using M = typename L::mesh_type;
   if constexpr (d >= 0 && M::is_static) {
     constexpr int n = static_cast<int>(M::nominal_shape_vec()[d]);
